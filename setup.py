@@ -1,0 +1,39 @@
+"""Packaging for torch-prof, the PyTorch Profiler TensorBoard plugin.
+
+torch is deliberately not a dependency: the plugin only reads trace JSON. The recorder
+(`tb_plugin.recorder`) imports torch lazily, from the user's own training environment.
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="torch-prof",
+    version="0.1.0",
+    description="TensorBoard plugin for PyTorch profiler traces: fast, offline, any trace size",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["tb_plugin", "tb_plugin.*"]),
+    package_data={"tb_plugin": ["static/*", "static/**/*", "openapi.yaml"]},
+    python_requires=">=3.9",
+    install_requires=[
+        "tensorboard>=2.11",
+        "werkzeug>=2.0",
+        "numpy>=1.22",
+        "pandas>=1.5",
+        "fsspec>=2023.1",
+        "msgspec>=0.18",
+        "isal>=1.0",
+        "platformdirs>=3",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5"],
+        "s3": ["s3fs"],
+        "gcs": ["gcsfs"],
+        "azure": ["adlfs"],
+        "hdfs": ["pyarrow"],
+    },
+    entry_points={
+        "tensorboard_plugins": ["torch_prof = tb_plugin.server.plugin:TorchProfPlugin"],
+        "console_scripts": ["torch-prof = tb_plugin.cli:main"],
+    },
+)
