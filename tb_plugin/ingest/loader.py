@@ -1,0 +1,170 @@
+"""Bytes of one trace file -> `TraceTable`, in one streaming pass, never raising on bad input."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional, Union
+
+import msgspec
+
+from ..storage import FileRef, iter_decompressed, open_ref
+from .decode import ColumnBuilder, decode_batch
+from .scanner import EventStreamScanner, ScanResult, TraceFormatError
+from .schema import (
+    TABLE_COLUMNS,
+    LoadState,
+    ParseStatus,
+    TraceMetadata,
+    TraceTable,
+    empty_frame,
+)
+
+log = logging.getLogger(__name__)
+
+#: Called with the number of (decompressed) bytes read so far.
+ProgressCallback = Callable[[int], None]
+
+
+def load_trace(
+    source: Union[str, FileRef],
+    *,
+    use_cache: bool = True,
+    cache: Any = None,
+    progress: Optional[ProgressCallback] = None,
+) -> TraceTable:
+    """Parse one trace file (path or URL), from the on-disk cache when it is valid."""
+    ref = open_ref(source) if isinstance(source, str) else source
+    if use_cache:
+        from ..cache import default_cache
+
+        store = cache or default_cache()
+        cached = store.load_table(ref)
+        if cached is not None:
+            return cached
+        table = parse_trace(ref, progress=progress)
+        if table.status.state != LoadState.ERROR:
+            store.save_table(ref, table)
+        return table
+    return parse_trace(ref, progress=progress)
+
+
+def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None) -> TraceTable:
+    status = ParseStatus()
+    builder = ColumnBuilder()
+    scanner = EventStreamScanner()
+    try:
+        with ref.open() as handle:
+            chunks = iter_decompressed(
+                handle,
+                on_truncated_gzip=lambda why: status.warn(
+                    LoadState.TRUNCATED, f"{why}: the file was cut off (still being written, or "
+                    "the job was killed); the complete events before the cut are shown"),
+            )
+            for chunk in chunks:
+                status.bytes_read += len(chunk)
+                for batch in scanner.feed(chunk):
+                    _add_batch(builder, batch, status)
+                if progress is not None:
+                    progress(status.bytes_read)
+    except TraceFormatError as exc:
+        status.warn(LoadState.ERROR, f"not a readable trace: {exc}")
+    except OSError as exc:
+        status.warn(LoadState.ERROR, f"cannot read the file: {exc}")
+    except Exception as exc:  # a parser bug must cost one worker, never the run or the server
+        log.exception("parsing %s failed", ref.url)
+        status.warn(LoadState.ERROR, f"internal error while parsing ({type(exc).__name__}: "
+                    f"{exc}); please report it with the trace")
+    scan = scanner.finish()
+    metadata = _metadata(scan, status)
+    _judge(scan, builder, status)
+    metadata.process_metadata = builder.process_metadata
+    return _build_table(builder, metadata, status)
+
+
+def _add_batch(builder: ColumnBuilder, batch: bytes, status: ParseStatus) -> None:
+    events, skipped, problems = decode_batch(batch)
+    builder.add(events)
+    if skipped:
+        status.skipped_events += skipped
+    for problem in problems[:5]:
+        status.warn(LoadState.PARTIAL, problem)
+
+
+def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> None:
+    """Turn what the scan saw into the worker's state and messages."""
+    if status.state == LoadState.ERROR:
+        return
+    if status.bytes_read == 0:
+        status.warn(LoadState.ERROR, "the file is empty")
+        return
+    if not scan.found_events:
+        status.warn(LoadState.ERROR, "no 'traceEvents' array: this is JSON but not a Chrome trace")
+        return
+    if not scan.events_closed:
+        status.warn(LoadState.TRUNCATED, "the trace ends in the middle of its events (the file "
+                    "was cut off); the complete events before the cut are shown")
+    if status.skipped_events:
+        status.warn(LoadState.PARTIAL, f"{status.skipped_events} malformed events were skipped")
+    if builder.negative_durations:
+        status.warn(LoadState.PARTIAL, f"{builder.negative_durations} events had a negative "
+                    "duration; they were read as zero-length")
+    if builder.missing_timestamps:
+        status.warn(LoadState.PARTIAL, f"{builder.missing_timestamps} events had no numeric 'ts' "
+                    "and were skipped")
+    if builder.event_rows == 0 and status.state == LoadState.OK:
+        status.warn(LoadState.OK, "the trace has no events")
+
+
+_KNOWN_TOP_LEVEL = {
+    "schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds", "Framework",
+    "traceEvents",
+}
+
+
+def _metadata(scan: ScanResult, status: ParseStatus) -> TraceMetadata:
+    """Decode the document minus its events: header + `]` + trailer is a small valid object."""
+    if scan.bare_array or not scan.found_events:
+        return TraceMetadata()
+    tail = scan.trailer if scan.events_closed else b"}"
+    document = None
+    for candidate in (scan.header + b"]" + tail, scan.header + b"]}"):
+        try:
+            document = msgspec.json.decode(candidate)
+            break
+        except msgspec.DecodeError:
+            continue
+    if not isinstance(document, dict):
+        if scan.events_closed:
+            status.warn(LoadState.PARTIAL, "the trace's top-level metadata is not valid JSON")
+        return TraceMetadata()
+    device_properties = document.get("deviceProperties")
+    base_time = document.get("baseTimeNanoseconds")
+    extra = {k: v for k, v in document.items() if k not in _KNOWN_TOP_LEVEL and _small(v)}
+    return TraceMetadata(
+        schema_version=document.get("schemaVersion"),
+        device_properties=[p for p in device_properties if isinstance(p, dict)]
+        if isinstance(device_properties, list) else [],
+        distributed_info=document.get("distributedInfo")
+        if isinstance(document.get("distributedInfo"), dict) else None,
+        base_time_ns=int(base_time) if isinstance(base_time, (int, float)) else None,
+        framework=document.get("Framework") if isinstance(document.get("Framework"), str)
+        else None,
+        extra=extra,
+    )
+
+
+def _small(value: Any) -> bool:
+    return len(msgspec.json.encode(value)) <= 4096
+
+
+def _build_table(builder: ColumnBuilder, metadata: TraceMetadata, status: ParseStatus
+                 ) -> TraceTable:
+    frames = {}
+    for table, columns in TABLE_COLUMNS.items():
+        try:
+            frames[table] = builder.build(table, columns)
+        except ValueError as exc:  # defensive: never lose the worker over one bad table
+            log.exception("building table %s failed", table)
+            status.warn(LoadState.PARTIAL, f"could not build the {table} table: {exc}")
+            frames[table] = empty_frame(columns)
+    return TraceTable(metadata=metadata, status=status, **frames)

@@ -1,0 +1,208 @@
+"""Cut a Chrome-trace JSON byte stream into batches of complete events, without parsing it whole.
+
+A trace is `{"...": ..., "traceEvents": [ {event}, {event}, ... ], "...": ...}` or, from the
+legacy autograd export, a bare `[ {event}, ... ]`. We never hold the document as Python objects:
+each chunk of bytes is scanned with numpy for the structural characters outside strings, which
+gives the nesting depth at every bracket, so we can cut right after the last complete event and
+hand that slice to the decoder. Everything before the events array (header) and after it
+(trailer) is small and kept as bytes for the metadata.
+
+A stream that ends inside the events array is a truncated file (a job killed mid-write): the
+complete events before the cut have already been emitted, which is exactly what we want to keep.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR = ord("{"), ord("}"), ord("["), ord("]")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*$')
+_HEADER_LIMIT = 64 << 20  # a header this large means there is no events array to find
+
+
+class TraceFormatError(ValueError):
+    """The bytes are not a Chrome trace we can read."""
+
+
+@dataclass
+class Structure:
+    """Brackets outside strings in a buffer: their offsets and the depth just after each."""
+
+    offsets: np.ndarray
+    chars: np.ndarray
+    depth_after: np.ndarray
+
+
+def scan_structure(buf: bytes | bytearray | memoryview, depth0: int) -> Structure:
+    """Vectorised bracket scan of `buf`, which must start outside any string at depth `depth0`.
+
+    Quotes toggle "inside a string" unless escaped by an odd run of backslashes; brackets inside
+    strings are ignored. Cost: a few numpy passes over the bytes, no Python loop per character
+    (the only loop is over quotes preceded by a backslash, which are rare in traces).
+    """
+    data = np.frombuffer(buf, dtype=np.uint8)
+    quotes = np.flatnonzero(data == _QUOTE)
+    if quotes.size:
+        escaped_candidates = quotes[(quotes > 0) & (data[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
+        if escaped_candidates.size:
+            escaped = [q for q in escaped_candidates.tolist() if _odd_backslash_run(data, q)]
+            quotes = np.setdiff1d(quotes, np.asarray(escaped, dtype=quotes.dtype))
+    is_bracket = (
+        (data == _OPEN_OBJ) | (data == _CLOSE_OBJ) | (data == _OPEN_ARR) | (data == _CLOSE_ARR)
+    )
+    brackets = np.flatnonzero(is_bracket)
+    # A bracket is outside strings when an even number of real quotes precede it.
+    outside = (np.searchsorted(quotes, brackets) & 1) == 0
+    brackets = brackets[outside]
+    chars = data[brackets]
+    step = np.where((chars == _OPEN_OBJ) | (chars == _OPEN_ARR), 1, -1).astype(np.int64)
+    return Structure(brackets, chars, depth0 + np.cumsum(step))
+
+
+def _odd_backslash_run(data: np.ndarray, quote: int) -> bool:
+    run, i = 0, quote - 1
+    while i >= 0 and data[i] == _BACKSLASH:
+        run, i = run + 1, i - 1
+    return run % 2 == 1
+
+
+@dataclass
+class ScanResult:
+    """What the scanner saw besides the event batches."""
+
+    header: bytes = b""  # the document up to and including the events array's "["
+    trailer: bytes = b""  # the document after the events array's "]"
+    bare_array: bool = False  # legacy export: the document is the events array itself
+    events_closed: bool = False  # the events array was closed: the file is complete there
+    found_events: bool = False
+    leftover: bytes = b""  # bytes of an incomplete event at the end of a truncated stream
+    batch_count: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class EventStreamScanner:
+    """Feed chunks, get batches; call `finish()` at the end of the stream."""
+
+    def __init__(self) -> None:
+        self.result = ScanResult()
+        self._mode = "header"
+        self._buf = bytearray()
+        self._array_depth = 0  # depth inside the events array (between its elements)
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """Yield batches `[ {..}, {..} ]` (as JSON array bytes) of the complete events so far."""
+        self._buf += chunk
+        if self._mode == "header":
+            self._find_events_array()
+        if self._mode == "events":
+            yield from self._cut_events()
+        if self._mode == "trailer":
+            self.result.trailer += bytes(self._buf)
+            self._buf.clear()
+
+    def finish(self) -> ScanResult:
+        if self._mode == "header":
+            self.result.header = bytes(self._buf)
+        elif self._mode == "events":
+            self.result.leftover = bytes(self._buf).strip()
+        self._buf.clear()
+        return self.result
+
+    def _find_events_array(self) -> None:
+        text = self._buf
+        start = _skip_ws(text)
+        if start >= len(text):
+            return
+        if text[start] == _OPEN_ARR:  # legacy bare array: the document is the events array
+            self._enter_events(start, array_depth=1, bare=True)
+            return
+        if text[start] != _OPEN_OBJ:
+            raise TraceFormatError("not a JSON object or array (is this a Chrome trace?)")
+        structure = scan_structure(text, 0)
+        opens = np.flatnonzero((structure.chars == _OPEN_ARR) & (structure.depth_after == 2))
+        for i in opens.tolist():
+            offset = int(structure.offsets[i])
+            if _EVENTS_KEY.search(bytes(text[max(0, offset - 64) : offset])):
+                self._enter_events(offset, array_depth=2, bare=False)
+                return
+        if len(text) > _HEADER_LIMIT:
+            raise TraceFormatError("no 'traceEvents' array in the first 64 MB")
+
+    def _enter_events(self, open_offset: int, array_depth: int, bare: bool) -> None:
+        self.result.header = bytes(self._buf[: open_offset + 1])
+        self.result.bare_array = bare
+        self.result.found_events = True
+        del self._buf[: open_offset + 1]
+        self._array_depth = array_depth
+        self._mode = "events"
+
+    def _cut_events(self) -> Iterator[bytes]:
+        depth = self._array_depth
+        structure = scan_structure(self._buf, depth)
+        closes_array = np.flatnonzero(structure.depth_after == depth - 1)
+        end = len(self._buf)
+        if closes_array.size:  # the events array ends in this buffer
+            end = int(structure.offsets[closes_array[0]])
+            keep = structure.offsets < end
+            structure = Structure(
+                structure.offsets[keep], structure.chars[keep], structure.depth_after[keep]
+            )
+        element_ends = structure.offsets[
+            (structure.depth_after == depth) & (structure.chars == _CLOSE_OBJ)
+        ]
+        if closes_array.size:
+            batch_end = end
+        elif element_ends.size:
+            batch_end = int(element_ends[-1]) + 1
+        else:
+            batch_end = 0
+        if batch_end:
+            batch = bytes(self._buf[:batch_end]).strip().strip(b",").strip()
+            if batch:
+                self.result.batch_count += 1
+                yield b"[" + batch + b"]"
+        if closes_array.size:
+            self.result.events_closed = True
+            self._mode = "trailer"
+            del self._buf[: end + 1]
+        else:
+            del self._buf[:batch_end]
+
+
+def _skip_ws(buf: bytearray) -> int:
+    i = 0
+    # UTF-8 byte order mark, then JSON whitespace
+    if buf[:3] == b"\xef\xbb\xbf":
+        i = 3
+    while i < len(buf) and buf[i] in b" \t\r\n":
+        i += 1
+    return i
+
+
+def split_batch_elements(batch: bytes) -> list[bytes]:
+    """Split one batch `[ {..}, {..} ]` into its top-level elements' bytes (for error recovery)."""
+    inner = batch[1:-1]
+    structure = scan_structure(inner, 0)
+    at_top = structure.depth_after == 0
+    closes = (structure.chars == _CLOSE_OBJ) | (structure.chars == _CLOSE_ARR)
+    ends = structure.offsets[at_top & closes].tolist()
+    pieces, start = [], 0
+    for end in ends:
+        piece = inner[start : end + 1].strip().lstrip(b",").strip()
+        if piece:
+            pieces.append(piece)
+        start = end + 1
+    tail = inner[start:].strip().strip(b",").strip()
+    if tail:
+        pieces.append(tail)
+    return pieces
+
+
+def iter_batches(chunks: Iterable[bytes], scanner: EventStreamScanner) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield from scanner.feed(chunk)
