@@ -94,11 +94,8 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> Non
     """Turn what the scan saw into the worker's state and messages."""
     if status.state == LoadState.ERROR:
         return
-    if status.bytes_read == 0:
-        status.warn(LoadState.ERROR, "the file is empty")
-        return
     if not scan.found_events:
-        status.warn(LoadState.ERROR, "no 'traceEvents' array: this is JSON but not a Chrome trace")
+        status.warn(LoadState.ERROR, _why_no_events(scan.header))
         return
     if not scan.events_closed:
         status.warn(LoadState.TRUNCATED, "the trace ends in the middle of its events (the file "
@@ -113,6 +110,16 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> Non
                     "and were skipped")
     if builder.event_rows == 0 and status.state == LoadState.OK:
         status.warn(LoadState.OK, "the trace has no events")
+
+
+def _why_no_events(document: bytes) -> str:
+    if not document.strip():
+        return "the file is empty"
+    try:
+        msgspec.json.decode(document)
+    except msgspec.DecodeError:
+        return "not valid JSON, or cut off before its events began"
+    return "no 'traceEvents' array: this is JSON but not a Chrome trace"
 
 
 _KNOWN_TOP_LEVEL = {

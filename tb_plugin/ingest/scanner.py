@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR = ord("{"), ord("}"), ord("["), ord("]")
+_COMMA = ord(",")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*$')
 _HEADER_LIMIT = 64 << 20  # a header this large means there is no events array to find
 
@@ -46,12 +47,7 @@ def scan_structure(buf: bytes | bytearray | memoryview, depth0: int) -> Structur
     (the only loop is over quotes preceded by a backslash, which are rare in traces).
     """
     data = np.frombuffer(buf, dtype=np.uint8)
-    quotes = np.flatnonzero(data == _QUOTE)
-    if quotes.size:
-        escaped_candidates = quotes[(quotes > 0) & (data[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
-        if escaped_candidates.size:
-            escaped = [q for q in escaped_candidates.tolist() if _odd_backslash_run(data, q)]
-            quotes = np.setdiff1d(quotes, np.asarray(escaped, dtype=quotes.dtype))
+    quotes = _real_quotes(data)
     is_bracket = (
         (data == _OPEN_OBJ) | (data == _CLOSE_OBJ) | (data == _OPEN_ARR) | (data == _CLOSE_ARR)
     )
@@ -62,6 +58,17 @@ def scan_structure(buf: bytes | bytearray | memoryview, depth0: int) -> Structur
     chars = data[brackets]
     step = np.where((chars == _OPEN_OBJ) | (chars == _OPEN_ARR), 1, -1).astype(np.int64)
     return Structure(brackets, chars, depth0 + np.cumsum(step))
+
+
+def _real_quotes(data: np.ndarray) -> np.ndarray:
+    """Offsets of the quotes that open or close strings (not escaped ones)."""
+    quotes = np.flatnonzero(data == _QUOTE)
+    if quotes.size:
+        escaped_candidates = quotes[(quotes > 0) & (data[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
+        if escaped_candidates.size:
+            escaped = [q for q in escaped_candidates.tolist() if _odd_backslash_run(data, q)]
+            quotes = np.setdiff1d(quotes, np.asarray(escaped, dtype=quotes.dtype))
+    return quotes
 
 
 def _odd_backslash_run(data: np.ndarray, quote: int) -> bool:
@@ -82,7 +89,6 @@ class ScanResult:
     found_events: bool = False
     leftover: bytes = b""  # bytes of an incomplete event at the end of a truncated stream
     batch_count: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 class EventStreamScanner:
@@ -109,7 +115,7 @@ class EventStreamScanner:
         if self._mode == "header":
             self.result.header = bytes(self._buf)
         elif self._mode == "events":
-            self.result.leftover = bytes(self._buf).strip()
+            self.result.leftover = bytes(self._buf).strip().lstrip(b",").strip()
         self._buf.clear()
         return self.result
 
@@ -185,22 +191,17 @@ def _skip_ws(buf: bytearray) -> int:
 
 
 def split_batch_elements(batch: bytes) -> list[bytes]:
-    """Split one batch `[ {..}, {..} ]` into its top-level elements' bytes (for error recovery)."""
+    """Split one batch `[a, b, ...]` at its top-level commas (for per-event error recovery)."""
     inner = batch[1:-1]
+    data = np.frombuffer(inner, dtype=np.uint8)
+    commas = np.flatnonzero(data == _COMMA)
+    commas = commas[(np.searchsorted(_real_quotes(data), commas) & 1) == 0]
     structure = scan_structure(inner, 0)
-    at_top = structure.depth_after == 0
-    closes = (structure.chars == _CLOSE_OBJ) | (structure.chars == _CLOSE_ARR)
-    ends = structure.offsets[at_top & closes].tolist()
-    pieces, start = [], 0
-    for end in ends:
-        piece = inner[start : end + 1].strip().lstrip(b",").strip()
-        if piece:
-            pieces.append(piece)
-        start = end + 1
-    tail = inner[start:].strip().strip(b",").strip()
-    if tail:
-        pieces.append(tail)
-    return pieces
+    before = np.searchsorted(structure.offsets, commas) - 1
+    depth = np.where(before >= 0, structure.depth_after[np.maximum(before, 0)], 0)
+    bounds = [0, *(commas[depth == 0] + 1).tolist(), len(inner) + 1]
+    pieces = (inner[start : end - 1].strip() for start, end in zip(bounds, bounds[1:]))
+    return [piece for piece in pieces if piece]
 
 
 def iter_batches(chunks: Iterable[bytes], scanner: EventStreamScanner) -> Iterator[bytes]:

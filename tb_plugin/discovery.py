@@ -1,0 +1,172 @@
+"""Find runs, workers and spans under a logdir (local path or any fsspec URL).
+
+A run is any folder under the logdir (recursively, the logdir itself included) that holds trace
+files. Trace files are `<worker>[.<span>].pt.trace.json[.gz]` as torch's
+`tensorboard_trace_handler` names them, or any other `*.json[.gz]` whose first bytes show a
+Chrome trace. `*.raw.json.gz` memory-timeline exports belong to their run as memory data.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsspec.implementations.local import LocalFileSystem
+
+from .ingest.compression import GZIP_MAGIC, decompressor
+from .storage import FileRef, file_ref, filesystem
+
+log = logging.getLogger(__name__)
+
+TRACE_NAME = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
+MEMORY_TIMELINE_NAME = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.raw\.json(?:\.gz)?$")
+OTHER_JSON_NAME = re.compile(r"^(?P<worker>.+)\.json(?:\.gz)?$")
+DEFAULT_SPAN = "default"
+_SNIFF_BYTES = 64 << 10
+_CHROME_TRACE_HINTS = (b'"traceEvents"', b'"deviceProperties"', b'"schemaVersion"')
+_LEGACY_HINT = re.compile(rb'"pid"\s*:\s*"CPU Functions"')
+
+
+@dataclass
+class SpanFile:
+    span: str  # "1", "2"... in numeric order of the file's timestamp, or "default"
+    timestamp: int | None
+    ref: FileRef
+
+
+@dataclass
+class RunInfo:
+    name: str
+    path: str
+    workers: dict[str, list[SpanFile]] = field(default_factory=dict)  # spans in numeric order
+    memory_timelines: list[FileRef] = field(default_factory=list)
+
+    def span_file(self, worker: str, span: str) -> SpanFile | None:
+        return next((s for s in self.workers.get(worker, []) if s.span == span), None)
+
+    def file_count(self) -> int:
+        return sum(len(spans) for spans in self.workers.values())
+
+
+def discover_runs(logdir: str) -> list[RunInfo]:
+    """All runs under `logdir`, sorted by name. Unreadable folders are logged and skipped."""
+    fs, root = filesystem(logdir)
+    runs = []
+    for folder, files in _walk(fs, root):
+        run = _run_from_folder(fs, root, folder, files)
+        if run is not None:
+            runs.append(run)
+    return sorted(runs, key=lambda r: r.name)
+
+
+def _walk(fs: Any, root: str) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """(folder, {file name: info}) for every folder below root; symlinks are followed."""
+    if isinstance(fs, LocalFileSystem):
+        return _walk_local(root)
+    folders = []
+    try:
+        for folder, _dirs, files in fs.walk(root, detail=True):
+            folders.append((folder, files))
+    except (OSError, ValueError) as exc:
+        log.warning("cannot list %s: %s", root, exc)
+    return folders
+
+
+def _walk_local(root: str) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """fsspec's local walk does not follow symlinked folders; os.walk does (loops guarded)."""
+    folders, seen = [], set()
+    for folder, dirs, files in os.walk(root, followlinks=True, onerror=_log_walk_error):
+        real = os.path.realpath(folder)
+        if real in seen:  # a symlink loop, or the same folder reached twice
+            dirs[:] = []
+            continue
+        seen.add(real)
+        infos = {}
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                stat = os.stat(path)
+            except OSError:  # dangling link, or removed since the listing
+                continue
+            infos[name] = {"name": path, "type": "file", "size": stat.st_size,
+                           "mtime": stat.st_mtime_ns}
+        folders.append((folder, infos))
+    return folders
+
+
+def _log_walk_error(exc: OSError) -> None:
+    log.warning("cannot list %s: %s", exc.filename, exc)
+
+
+def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str, Any]]
+                     ) -> RunInfo | None:
+    traces: dict[str, list[tuple[int | None, FileRef]]] = {}
+    timelines: list[FileRef] = []
+    for name in sorted(files):
+        info = files[name]
+        if info.get("type") not in (None, "file"):
+            continue
+        path = info.get("name") or posixpath.join(folder, name)
+        base = posixpath.basename(path)
+        if MEMORY_TIMELINE_NAME.match(base):
+            timelines.append(file_ref(fs, path, info))
+            continue
+        worker, timestamp = _classify(fs, path, base)
+        if worker is not None:
+            traces.setdefault(worker, []).append((timestamp, file_ref(fs, path, info)))
+    if not traces and not timelines:
+        return None
+    run = RunInfo(name=_run_name(root, folder), path=folder, memory_timelines=timelines)
+    for worker, entries in sorted(traces.items()):
+        run.workers[worker] = _spans(entries)
+    return run
+
+
+def _classify(fs: Any, path: str, base: str) -> tuple[str | None, int | None]:
+    """(worker, span timestamp) for a trace file, (None, None) for anything else."""
+    match = TRACE_NAME.match(base)
+    if match:
+        span = match.group("span")
+        return match.group("worker"), int(span) if span else None
+    match = OTHER_JSON_NAME.match(base)
+    if match and looks_like_chrome_trace(fs, path):
+        return match.group("worker"), None
+    return None, None
+
+
+def looks_like_chrome_trace(fs: Any, path: str) -> bool:
+    """Sniff the first bytes: a trace object, or the legacy autograd bare-array export."""
+    try:
+        with fs.open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    if head.startswith(GZIP_MAGIC):
+        head = b"".join(decompressor().feed(head))[:_SNIFF_BYTES]
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{"):
+        return any(hint in text for hint in _CHROME_TRACE_HINTS)
+    if text.startswith(b"["):
+        return bool(_LEGACY_HINT.search(text))
+    return False
+
+
+def _spans(entries: list[tuple[int | None, FileRef]]) -> list[SpanFile]:
+    """Number a worker's files 1, 2, ... by timestamp (numerically, not as strings)."""
+    timed = sorted((t, ref) for t, ref in entries if t is not None)
+    spans = [SpanFile(str(i), t, ref) for i, (t, ref) in enumerate(timed, start=1)]
+    untimed = [ref for t, ref in entries if t is None]
+    if untimed:
+        if len(untimed) > 1:
+            log.warning("several untimed trace files for one worker; using %s", untimed[0].path)
+        spans.append(SpanFile(DEFAULT_SPAN, None, untimed[0]))
+    return spans
+
+
+def _run_name(root: str, folder: str) -> str:
+    rel = posixpath.relpath(folder, root) if folder != root else "."
+    return posixpath.basename(root.rstrip("/")) or root if rel == "." else rel

@@ -1,0 +1,78 @@
+"""The structural scanner must cut only between complete events, whatever the chunking."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+
+from tb_plugin.ingest.scanner import (
+    EventStreamScanner,
+    TraceFormatError,
+    scan_structure,
+    split_batch_elements,
+)
+
+TRICKY_EVENTS = [
+    {"ph": "X", "name": 'quote " and brace } in a name', "ts": 1, "dur": 2},
+    {"ph": "X", "name": "backslash at end \\", "ts": 2, "dur": 1, "args": {"k": "[{"}},
+    {"ph": "X", "name": "escaped \\\" quote and ]]", "ts": 3, "dur": 1},
+    {"ph": "i", "name": "[memory]", "ts": 4, "args": {"Bytes": 16, "nested": [[1, [2]], {}]}},
+]
+
+
+def _scan(data: bytes, chunk: int) -> tuple[list[dict], EventStreamScanner]:
+    scanner = EventStreamScanner()
+    events: list[dict] = []
+    for start in range(0, len(data), chunk):
+        for batch in scanner.feed(data[start : start + chunk]):
+            events.extend(msgspec.json.decode(batch))
+    scanner.finish()
+    return events, scanner
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
+def test_any_chunking_yields_every_event_intact(chunk: int) -> None:
+    document = {"schemaVersion": 1, "traceEvents": TRICKY_EVENTS, "after": {"x": [1]}}
+    events, scanner = _scan(json.dumps(document).encode(), chunk)
+    assert events == TRICKY_EVENTS
+    assert scanner.result.events_closed
+    assert json.loads(scanner.result.header + b"]" + scanner.result.trailer) == {
+        "schemaVersion": 1, "traceEvents": [], "after": {"x": [1]}}
+
+
+def test_legacy_bare_array() -> None:
+    data = json.dumps([{"ph": "X", "pid": "CPU Functions", "ts": 1, "dur": 1}]).encode()
+    events, scanner = _scan(data, 5)
+    assert len(events) == 1 and scanner.result.bare_array and scanner.result.events_closed
+
+
+def test_truncated_stream_keeps_complete_events() -> None:
+    data = json.dumps({"traceEvents": TRICKY_EVENTS}).encode()
+    cut = data.index(b"escaped") + 3  # inside the third event
+    events, scanner = _scan(data[:cut], 16)
+    assert events == TRICKY_EVENTS[:2]
+    assert not scanner.result.events_closed
+    assert scanner.result.leftover.startswith(b"{")
+
+
+def test_events_key_inside_a_string_is_not_the_array() -> None:
+    data = b'{"note": "\\"traceEvents\\": [", "traceEvents": [{"ph": "X", "ts": 1}]}'
+    events, _ = _scan(data, 4)
+    assert events == [{"ph": "X", "ts": 1}]
+
+
+def test_not_json_is_a_format_error() -> None:
+    with pytest.raises(TraceFormatError):
+        list(EventStreamScanner().feed(b"hello world"))
+
+
+def test_structure_depths() -> None:
+    structure = scan_structure(b'{"a": [1, {"b": "}"}]}', 0)
+    assert structure.depth_after.tolist() == [1, 2, 3, 2, 1, 0]
+
+
+def test_split_batch_elements_recovers_pieces() -> None:
+    pieces = split_batch_elements(b'[{"a": 1}, {"b": [2]}, [3], {"c": "}"}]')
+    assert pieces == [b'{"a": 1}', b'{"b": [2]}', b"[3]", b'{"c": "}"}']
