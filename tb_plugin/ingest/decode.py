@@ -94,12 +94,16 @@ _BARE_NA = re.compile(rb'(?<=[:\[,\s])N/A(?=[,\]\}\s])')
 _CONTROL_CHARS = re.compile(rb"[\x00-\x1f]")
 
 
-def decode_batch(batch: bytes) -> tuple[list[Event], int, list[str]]:
-    """Decode one batch; returns (events, number skipped, problem descriptions)."""
+def try_decode_batch(batch: bytes) -> Optional[list[Event]]:
+    """The whole batch, or None if any part of it is malformed."""
     try:
-        return _BATCH_DECODER.decode(batch), 0, []
+        return _BATCH_DECODER.decode(batch)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
+        return None
+
+
+def recover_batch(batch: bytes) -> tuple[list[Event], int, list[str]]:
+    """Decode a malformed batch event by event: (events kept, number skipped, problems)."""
     events: list[Event] = []
     problems: list[str] = []
     for piece in split_batch_elements(batch):

@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional, Union
 import msgspec
 
 from ..storage import FileRef, iter_decompressed, open_ref
-from .decode import ColumnBuilder, decode_batch
+from .decode import ColumnBuilder, Event, recover_batch, try_decode_batch
 from .scanner import EventStreamScanner, ScanResult, TraceFormatError
 from .schema import (
     TABLE_COLUMNS,
@@ -51,7 +51,7 @@ def load_trace(
 def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None) -> TraceTable:
     status = ParseStatus()
     builder = ColumnBuilder()
-    scanner = EventStreamScanner()
+    scanner = EventStreamScanner(try_decode=try_decode_batch)
     try:
         with ref.open() as handle:
             chunks = iter_decompressed(
@@ -62,10 +62,12 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None) ->
             )
             for chunk in chunks:
                 status.bytes_read += len(chunk)
-                for batch in scanner.feed(chunk):
-                    _add_batch(builder, batch, status)
+                for batch, decoded in scanner.feed(chunk):
+                    _add_batch(builder, batch, decoded, status)
                 if progress is not None:
                     progress(status.bytes_read)
+            for batch, decoded in scanner.close():
+                _add_batch(builder, batch, decoded, status)
     except TraceFormatError as exc:
         status.warn(LoadState.ERROR, f"not a readable trace: {exc}")
     except OSError as exc:
@@ -74,15 +76,19 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None) ->
         log.exception("parsing %s failed", ref.url)
         status.warn(LoadState.ERROR, f"internal error while parsing ({type(exc).__name__}: "
                     f"{exc}); please report it with the trace")
-    scan = scanner.finish()
+    scan = scanner.result
     metadata = _metadata(scan, status)
     _judge(scan, builder, status)
     metadata.process_metadata = builder.process_metadata
     return _build_table(builder, metadata, status)
 
 
-def _add_batch(builder: ColumnBuilder, batch: bytes, status: ParseStatus) -> None:
-    events, skipped, problems = decode_batch(batch)
+def _add_batch(builder: ColumnBuilder, batch: bytes, decoded: Optional[list[Event]],
+               status: ParseStatus) -> None:
+    if decoded is not None:
+        builder.add(decoded)
+        return
+    events, skipped, problems = recover_batch(batch)
     builder.add(events)
     if skipped:
         status.skipped_events += skipped

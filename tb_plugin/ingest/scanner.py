@@ -14,8 +14,9 @@ complete events before the cut have already been emitted, which is exactly what 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -92,32 +93,46 @@ class ScanResult:
 
 
 class EventStreamScanner:
-    """Feed chunks, get batches; call `finish()` at the end of the stream."""
+    """Feed chunks, get batches; then `close()` for the rest, and read `result`.
 
-    def __init__(self) -> None:
+    Fast path: cut at the last `}, {` of the buffer and let `try_decode` (the strict JSON
+    decoder the caller runs anyway) check the cut: a cut inside a string or a nested value can
+    never decode, so a successful decode proves it. Only when it fails (a false candidate, a
+    malformed event, or the end of the array) do we pay for the exact numpy bracket scan.
+    Batches are yielded as (bytes, decoded-or-None); None means the batch is cut exactly but
+    does not decode as a whole, and the caller recovers event by event.
+    """
+
+    def __init__(self, try_decode: Callable[[bytes], Any] = lambda batch: None) -> None:
         self.result = ScanResult()
+        self._try_decode = try_decode
         self._mode = "header"
         self._buf = bytearray()
         self._array_depth = 0  # depth inside the events array (between its elements)
 
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
-        """Yield batches `[ {..}, {..} ]` (as JSON array bytes) of the complete events so far."""
+    def feed(self, chunk: bytes) -> Iterator[tuple[bytes, Any]]:
         self._buf += chunk
         if self._mode == "header":
             self._find_events_array()
         if self._mode == "events":
-            yield from self._cut_events()
-        if self._mode == "trailer":
-            self.result.trailer += bytes(self._buf)
-            self._buf.clear()
+            yield from self._cut_fast()
+        self._drain_trailer()
 
-    def finish(self) -> ScanResult:
+    def close(self) -> Iterator[tuple[bytes, Any]]:
+        """Process what is left at the end of the stream (the last events and the trailer)."""
+        if self._mode == "events":
+            yield from self._cut_exact()
+        self._drain_trailer()
         if self._mode == "header":
             self.result.header = bytes(self._buf)
         elif self._mode == "events":
             self.result.leftover = bytes(self._buf).strip().lstrip(b",").strip()
         self._buf.clear()
-        return self.result
+
+    def _drain_trailer(self) -> None:
+        if self._mode == "trailer":
+            self.result.trailer += bytes(self._buf)
+            self._buf.clear()
 
     def _find_events_array(self) -> None:
         text = self._buf
@@ -147,37 +162,61 @@ class EventStreamScanner:
         self._array_depth = array_depth
         self._mode = "events"
 
-    def _cut_events(self) -> Iterator[bytes]:
+    def _cut_fast(self) -> Iterator[tuple[bytes, Any]]:
+        cut = _last_boundary(self._buf)
+        if cut:
+            batch = _as_batch(self._buf[:cut])
+            decoded = self._try_decode(batch) if batch else None
+            if decoded is not None:
+                del self._buf[:cut]
+                self.result.batch_count += 1
+                yield batch, decoded
+                return
+        yield from self._cut_exact()
+
+    def _cut_exact(self) -> Iterator[tuple[bytes, Any]]:
         depth = self._array_depth
         structure = scan_structure(self._buf, depth)
         closes_array = np.flatnonzero(structure.depth_after == depth - 1)
-        end = len(self._buf)
         if closes_array.size:  # the events array ends in this buffer
-            end = int(structure.offsets[closes_array[0]])
-            keep = structure.offsets < end
-            structure = Structure(
-                structure.offsets[keep], structure.chars[keep], structure.depth_after[keep]
-            )
-        element_ends = structure.offsets[
-            (structure.depth_after == depth) & (structure.chars == _CLOSE_OBJ)
-        ]
-        if closes_array.size:
-            batch_end = end
-        elif element_ends.size:
-            batch_end = int(element_ends[-1]) + 1
+            batch_end = int(structure.offsets[closes_array[0]])
         else:
-            batch_end = 0
-        if batch_end:
-            batch = bytes(self._buf[:batch_end]).strip().strip(b",").strip()
-            if batch:
-                self.result.batch_count += 1
-                yield b"[" + batch + b"]"
+            element_ends = structure.offsets[
+                (structure.depth_after == depth) & (structure.chars == _CLOSE_OBJ)
+            ]
+            batch_end = int(element_ends[-1]) + 1 if element_ends.size else 0
+        batch = _as_batch(self._buf[:batch_end]) if batch_end else b""
+        if batch:
+            self.result.batch_count += 1
+            yield batch, self._try_decode(batch)
         if closes_array.size:
             self.result.events_closed = True
             self._mode = "trailer"
-            del self._buf[: end + 1]
+            del self._buf[: batch_end + 1]
         else:
             del self._buf[:batch_end]
+
+
+_BOUNDARY_TAIL = re.compile(rb"\}\s*,\s*$")
+_BOUNDARY_SEARCH = 1 << 20  # look for a cut only in the last MB of the buffer
+
+
+def _last_boundary(buf: bytearray) -> int:
+    """Offset just after the last `}` that is followed by `, {` (a candidate event boundary)."""
+    floor = max(0, len(buf) - _BOUNDARY_SEARCH)
+    pos = len(buf)
+    while True:
+        pos = buf.rfind(b"{", floor, pos)
+        if pos <= floor:
+            return 0
+        match = _BOUNDARY_TAIL.search(buf, max(floor, pos - 256), pos)
+        if match:
+            return match.start() + 1
+
+
+def _as_batch(events: bytearray) -> bytes:
+    body = bytes(events).strip().strip(b",").strip()
+    return b"[" + body + b"]" if body else b""
 
 
 def _skip_ws(buf: bytearray) -> int:
@@ -204,6 +243,3 @@ def split_batch_elements(batch: bytes) -> list[bytes]:
     return [piece for piece in pieces if piece]
 
 
-def iter_batches(chunks: Iterable[bytes], scanner: EventStreamScanner) -> Iterator[bytes]:
-    for chunk in chunks:
-        yield from scanner.feed(chunk)

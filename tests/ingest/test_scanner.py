@@ -22,24 +22,37 @@ TRICKY_EVENTS = [
 ]
 
 
-def _scan(data: bytes, chunk: int) -> tuple[list[dict], EventStreamScanner]:
-    scanner = EventStreamScanner()
+def _strict(batch: bytes) -> list | None:
+    try:
+        return msgspec.json.decode(batch, type=list[dict])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _scan(data: bytes, chunk: int, fast: bool = True) -> tuple[list[dict], EventStreamScanner]:
+    """Scan in chunks; `fast` validates candidate cuts by decoding, else only exact cuts."""
+    scanner = EventStreamScanner(try_decode=_strict) if fast else EventStreamScanner()
     events: list[dict] = []
+    batches = []
     for start in range(0, len(data), chunk):
-        for batch in scanner.feed(data[start : start + chunk]):
-            events.extend(msgspec.json.decode(batch))
-    scanner.finish()
+        batches.extend(scanner.feed(data[start : start + chunk]))
+    batches.extend(scanner.close())
+    for batch, decoded in batches:
+        assert decoded is None or decoded == msgspec.json.decode(batch)
+        events.extend(msgspec.json.decode(batch))
     return events, scanner
 
 
+@pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
-def test_any_chunking_yields_every_event_intact(chunk: int) -> None:
-    document = {"schemaVersion": 1, "traceEvents": TRICKY_EVENTS, "after": {"x": [1]}}
-    events, scanner = _scan(json.dumps(document).encode(), chunk)
+def test_any_chunking_yields_every_event_intact(chunk: int, fast: bool) -> None:
+    document = {"schemaVersion": 1, "traceEvents": TRICKY_EVENTS,
+                "after": {"x": [{"a": 1}, {"b": "}, {"}]}}
+    events, scanner = _scan(json.dumps(document).encode(), chunk, fast)
     assert events == TRICKY_EVENTS
     assert scanner.result.events_closed
     assert json.loads(scanner.result.header + b"]" + scanner.result.trailer) == {
-        "schemaVersion": 1, "traceEvents": [], "after": {"x": [1]}}
+        "schemaVersion": 1, "traceEvents": [], "after": {"x": [{"a": 1}, {"b": "}, {"}]}}
 
 
 def test_legacy_bare_array() -> None:
@@ -66,6 +79,15 @@ def test_events_key_inside_a_string_is_not_the_array() -> None:
 def test_not_json_is_a_format_error() -> None:
     with pytest.raises(TraceFormatError):
         list(EventStreamScanner().feed(b"hello world"))
+
+
+def test_false_boundaries_inside_values_are_never_cut() -> None:
+    nested = [{"ph": "X", "name": "a}, {b", "ts": i, "args": {"l": [{"x": 1}, {"y": 2}]}}
+              for i in range(50)]
+    data = json.dumps({"traceEvents": nested}).encode()
+    for chunk in (5, 33, 100):
+        events, _ = _scan(data, chunk)
+        assert events == nested
 
 
 def test_structure_depths() -> None:
