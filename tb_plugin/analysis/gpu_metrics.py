@@ -1,0 +1,305 @@
+"""Per-GPU metrics over the step window (spec 3.10): utilization, estimated SM efficiency,
+estimated achieved occupancy, and the utilization timeline the trace view draws as counters.
+
+Only kernels count (memcpy/memset excluded, NCCL kernels included). A kernel's GPU is its
+`device` arg, else its numeric `pid`. When Kineto did not write `blocks per SM` or
+`est. achieved occupancy %`, they are derived from grid/block and `deviceProperties`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..ingest.schema import Kind, TraceTable
+from . import ranges as rg
+from .steps import compute_steps, event_ends, kind_mask, name_mask
+
+#: The timeline uses power-of-ten buckets (in us) and at most this many of them.
+MAX_BUCKETS = 100
+#: Resident blocks per SM by compute capability (CUDA occupancy tables); 32 when unknown.
+_MAX_BLOCKS_PER_SM = {(3, 0): 16, (3, 5): 16, (3, 7): 16, (7, 5): 16, (8, 6): 16, (8, 7): 16,
+                      (8, 9): 24, (12, 0): 24}
+_DEFAULT_MAX_BLOCKS_PER_SM = 32
+
+Window = tuple[Optional[float], Optional[float]]  # (start, end) in us, None when unknown
+
+
+@dataclass
+class Timeline:
+    """Utilization per bucket: `times[i]` is bucket i's start; a final (end, 0) point closes it."""
+
+    bucket_us: float
+    times: np.ndarray
+    values: np.ndarray
+
+
+@dataclass
+class GpuMetrics:
+    device: int
+    utilization: Optional[float]  # fraction of the step window with a kernel running
+    sm_efficiency: Optional[float]  # fraction; None without blocks-per-SM data in the window
+    achieved_occupancy: Optional[float]  # percent; None without occupancy data in the window
+    kernel_ranges: rg.Ranges  # merged, whole trace
+    sm_ranges: tuple[np.ndarray, np.ndarray, np.ndarray]  # (starts, ends, value), whole trace
+    timeline: Timeline
+
+
+def device_props(table: TraceTable, device: int) -> dict[str, Any]:
+    """`deviceProperties` entry of a GPU: matched by its `id`, else by list position."""
+    props = table.metadata.device_properties
+    for entry in props:
+        if entry.get("id") == device:
+            return entry
+    if 0 <= device < len(props) and "id" not in props[device]:
+        return props[device]
+    return {}
+
+
+def kernel_frame(table: TraceTable) -> pd.DataFrame:
+    """Kernels with start, end, device, blocks_per_sm, occupancy (Kineto's or derived)."""
+    return table.memo("gpu_kernels", lambda: _kernel_frame(table))
+
+
+def _kernel_frame(table: TraceTable) -> pd.DataFrame:
+    events = table.events
+    rows = np.flatnonzero(kind_mask(events, (Kind.KERNEL,)))
+    args = device_args_of(table, rows)
+    device = _devices(events, rows, args)
+    frame = pd.DataFrame({
+        "event": rows,
+        "start": events["ts"].to_numpy()[rows],
+        "end": event_ends(events)[rows],
+        "device": device,
+        "blocks_per_sm": args["blocks_per_sm"].to_numpy(dtype=np.float64),
+        "occupancy": args["occupancy"].to_numpy(dtype=np.float64),
+    })
+    frame = frame[np.isfinite(frame["device"].to_numpy())].reset_index(drop=True)
+    frame["device"] = frame["device"].astype("int64")
+    _fill_launch_estimates(table, frame, args.reindex(frame["event"]))
+    return frame
+
+
+def device_args_of(table: TraceTable, rows: np.ndarray) -> pd.DataFrame:
+    """`device_args` aligned with the given event rows (all-NaN where an event has none)."""
+    return table.device_args.drop_duplicates("event").set_index("event").reindex(rows)
+
+
+def _devices(events: pd.DataFrame, rows: np.ndarray, args: pd.DataFrame) -> np.ndarray:
+    device = np.array(args["device"], dtype=np.float64)  # a writable copy
+    missing = ~np.isfinite(device)
+    if missing.any():  # legacy traces: the GPU index is the pid
+        pid = events["pid"].iloc[rows[missing]].astype(str)
+        device[missing] = pd.to_numeric(pid, errors="coerce").to_numpy(dtype=np.float64)
+    return device
+
+
+def event_devices(table: TraceTable, rows: np.ndarray) -> np.ndarray:
+    """GPU id of each event row: its `device` arg, else its numeric pid, else NaN."""
+    return _devices(table.events, rows, device_args_of(table, rows))
+
+
+def dims_product(column: pd.Series) -> np.ndarray:
+    """"[4, 106, 1]" -> 424, per distinct string; NaN when absent or malformed."""
+    values = column.astype("category")
+    products = []
+    for text in values.cat.categories.astype(str):
+        numbers = [int(n) for n in re.findall(r"-?\d+", text)]
+        valid = len(numbers) > 0 and all(n > 0 for n in numbers)
+        products.append(float(math.prod(numbers)) if valid else math.nan)
+    lookup = np.append(np.asarray(products, dtype=np.float64), math.nan)
+    return lookup[values.cat.codes.to_numpy()]
+
+
+def _fill_launch_estimates(table: TraceTable, frame: pd.DataFrame, args: pd.DataFrame) -> None:
+    """Derive missing blocks/SM and occupancy from the launch config (a loop per GPU only)."""
+    missing = ~np.isfinite(frame["blocks_per_sm"].to_numpy()) | ~np.isfinite(
+        frame["occupancy"].to_numpy())
+    if not missing.any():
+        return
+    blocks = dims_product(args["grid"])
+    threads = dims_product(args["block"])
+    regs = np.nan_to_num(args["registers_per_thread"].to_numpy(dtype=np.float64))
+    shmem = np.nan_to_num(args["shared_memory"].to_numpy(dtype=np.float64))
+    devices = frame["device"].to_numpy()
+    for device in np.unique(devices[missing]):
+        props = device_props(table, int(device))
+        sel = missing & (devices == device)
+        bpsm, occ = estimate_launch(props, blocks[sel], threads[sel], regs[sel], shmem[sel])
+        for column, estimate in (("blocks_per_sm", bpsm), ("occupancy", occ)):
+            current = frame.loc[sel, column].to_numpy()
+            frame.loc[sel, column] = np.where(np.isfinite(current), current, estimate)
+
+
+def estimate_launch(props: dict[str, Any], blocks: np.ndarray, threads: np.ndarray,
+                    regs: np.ndarray, shmem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kineto's formulas: blocks/SM = blocks / SMs; est. achieved occupancy % =
+    min(threads / SMs / max threads per SM, theoretical occupancy) * 100, the theoretical one from
+    the thread, register, shared-memory and block-count limits of one SM."""
+    nan = np.full(blocks.shape, np.nan)
+    sms = _positive(props.get("numSms"))
+    max_threads = _positive(props.get("maxThreadsPerMultiprocessor"))
+    if sms is None or max_threads is None:
+        return nan, nan
+    warp = _positive(props.get("warpSize")) or 32.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blocks_per_sm = blocks / sms
+        warps_per_block = np.ceil(threads / warp)
+        limits = [np.floor(max_threads / (warps_per_block * warp))]
+        regs_per_sm = _positive(props.get("regsPerMultiprocessor"))
+        if regs_per_sm is not None:
+            # Registers are allocated per warp (256 granularity) from 4 SM sub-partitions.
+            regs_per_warp = np.ceil(regs * warp / 256.0) * 256.0
+            warps_by_regs = np.floor(regs_per_sm / 4.0 / regs_per_warp) * 4.0
+            by_regs = np.floor(warps_by_regs / warps_per_block)
+            limits.append(np.where(regs > 0, by_regs, np.inf))
+        smem_per_sm = _positive(props.get("sharedMemPerMultiprocessor"))
+        if smem_per_sm is not None:
+            limits.append(np.where(shmem > 0, np.floor(smem_per_sm / shmem), np.inf))
+        major, minor = props.get("computeMajor"), props.get("computeMinor")
+        limits.append(np.full(blocks.shape, float(
+            _MAX_BLOCKS_PER_SM.get((major, minor), _DEFAULT_MAX_BLOCKS_PER_SM))))
+        active_blocks = np.minimum.reduce(limits)
+        theoretical = active_blocks * warps_per_block * warp / max_threads
+        achieved = blocks * threads / sms / max_threads
+        occupancy = np.minimum(achieved, theoretical) * 100.0
+    valid = np.isfinite(blocks) & np.isfinite(threads) & (threads > 0)
+    return np.where(valid, blocks_per_sm, np.nan), np.where(valid, occupancy, np.nan)
+
+
+def _positive(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:
+    """Metrics of every GPU that ran kernels, keyed by GPU id (sorted), computed once."""
+    return table.memo("gpu_metrics", lambda: _gpu_metrics(table))
+
+
+def _gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:
+    kernels = kernel_frame(table)
+    steps = compute_steps(table)
+    window = (steps.steps_start, steps.steps_end)
+    span = global_span(table)
+    result = {}
+    for device, group in kernels.groupby("device", sort=True):  # one iteration per GPU
+        result[int(device)] = _device_metrics(int(device), group, window, span)
+    return result
+
+
+def _device_metrics(device: int, kernels: pd.DataFrame, window: Window, span: Window
+                    ) -> GpuMetrics:
+    starts = kernels["start"].to_numpy()
+    ends = kernels["end"].to_numpy()
+    busy = rg.merge(starts, ends)
+    sm_ranges = weighted_coverage(starts, ends, kernels["blocks_per_sm"].to_numpy())
+    lo, hi = window
+    if lo is None or hi is None or hi <= lo:
+        utilization = sm_efficiency = occupancy = None
+    else:
+        utilization = rg.total_length(rg.clip(busy, lo, hi)) / (hi - lo)
+        sm_efficiency = _sm_efficiency(sm_ranges, lo, hi)
+        occupancy = _occupancy(starts, ends, kernels["occupancy"].to_numpy(), lo, hi)
+    return GpuMetrics(device, utilization, sm_efficiency, occupancy, busy, sm_ranges,
+                      utilization_timeline(busy, *span))
+
+
+def weighted_coverage(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Elementary intervals where kernels with weight > 0 run, valued min(Σ weights, 1).
+
+    A sweep over sorted endpoints: the running weight is a cumulative sum; the running kernel
+    count (integers, so exact) decides where something runs.
+    """
+    use = np.isfinite(weights) & (weights > 0) & (ends > starts)
+    starts, ends, weights = starts[use], ends[use], weights[use]
+    if starts.size == 0:
+        return np.empty(0), np.empty(0), np.empty(0)
+    times = np.concatenate((starts, ends))
+    deltas = np.concatenate((weights, -weights))
+    counts = np.concatenate((np.ones(starts.size), -np.ones(starts.size)))
+    order = np.lexsort((-counts, times))  # at equal times a start sorts before an end
+    times, deltas, counts = times[order], deltas[order], counts[order]
+    running = np.cumsum(deltas)[:-1]
+    active = np.cumsum(counts)[:-1] > 0
+    a, b = times[:-1], times[1:]
+    keep = active & (b > a)
+    return a[keep], b[keep], np.clip(running[keep], 0.0, 1.0)
+
+
+def _sm_efficiency(sm_ranges: tuple[np.ndarray, np.ndarray, np.ndarray], lo: float, hi: float
+                   ) -> Optional[float]:
+    a, b, value = sm_ranges
+    clipped = np.minimum(b, hi) - np.maximum(a, lo)
+    inside = clipped > 0
+    if not inside.any():
+        return None
+    return float(np.sum(value[inside] * clipped[inside]) / (hi - lo))
+
+
+def _occupancy(starts: np.ndarray, ends: np.ndarray, occupancy: np.ndarray, lo: float, hi: float
+               ) -> Optional[float]:
+    clipped = np.minimum(ends, hi) - np.maximum(starts, lo)
+    use = np.isfinite(occupancy) & (occupancy >= 0) & (clipped > 0)
+    weight = clipped[use].sum()
+    if weight <= 0:
+        return None
+    return float(np.sum(occupancy[use] * clipped[use]) / weight)
+
+
+def global_span(table: TraceTable) -> Window:
+    """The profiling window: the `PyTorch Profiler (0)` trace span, else all events' extent."""
+    events = table.events
+    if len(events) == 0:
+        return None, None
+    trace = kind_mask(events, (Kind.TRACE,)) & name_mask(
+        events, lambda names: names == "PyTorch Profiler (0)")
+    trace &= np.isfinite(events["dur"].to_numpy())
+    if trace.any():
+        row = np.flatnonzero(trace)[0]
+        return float(events["ts"].iat[row]), float(event_ends(events)[row])
+    return float(np.nanmin(events["ts"].to_numpy())), float(np.nanmax(event_ends(events)))
+
+
+def utilization_timeline(busy: rg.Ranges, start: Optional[float], end: Optional[float]
+                         ) -> Timeline:
+    """Busy share per power-of-ten bucket over [start, end]; the last bucket runs to the end."""
+    if start is None or end is None or end - start < 1.0:
+        return Timeline(0.0, np.empty(0), np.empty(0))
+    span = end - start
+    bucket = 1.0
+    while span / bucket > MAX_BUCKETS:
+        bucket *= 10.0
+    count = int(span // bucket)
+    bucket_starts = start + np.arange(count) * bucket
+    bucket_ends = np.append(bucket_starts[1:], end)
+    values = rg.length_in_windows(busy, bucket_starts, bucket_ends) / (bucket_ends - bucket_starts)
+    return Timeline(bucket, np.append(bucket_starts, end), np.append(values, 0.0))
+
+
+def counter_events(metrics: dict[int, GpuMetrics]) -> list[dict[str, Any]]:
+    """Chrome-trace counter events of the reference (1/0 baseline, then the values), per GPU."""
+    out: list[dict[str, Any]] = []
+    for device, m in metrics.items():
+        util, sm = f"GPU {device} Utilization", f"GPU {device} Est. SM Efficiency"
+        if m.timeline.times.size:
+            first = float(m.timeline.times[0])
+            out += [_counter(util, device, first, "GPU Utilization", v) for v in (1.0, 0.0)]
+            out += [_counter(util, device, float(t), "GPU Utilization", float(v))
+                    for t, v in zip(m.timeline.times, m.timeline.values)]
+        a, b, value = m.sm_ranges
+        if a.size:
+            out += [_counter(sm, device, float(a[0]), "Est. SM Efficiency", v) for v in (1.0, 0.0)]
+            for s, e, v in zip(a, b, value):
+                out.append(_counter(sm, device, float(s), "Est. SM Efficiency", float(v)))
+                out.append(_counter(sm, device, float(e), "Est. SM Efficiency", 0.0))
+    return out
+
+
+def _counter(name: str, device: int, ts: float, arg: str, value: float) -> dict[str, Any]:
+    return {"ph": "C", "name": name, "pid": device, "ts": ts, "args": {arg: value}}

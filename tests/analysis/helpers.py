@@ -1,0 +1,93 @@
+"""Shared test helpers for the analysis tests: build a `TraceTable` from a few event dicts.
+
+Kept small and stable: other analysis tests import `make_table`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from tb_plugin.ingest import TraceTable, load_trace
+
+_counter = itertools.count()
+
+
+def make_table(events: list[dict[str, Any]], tmp_path: Path, **top_level: Any) -> TraceTable:
+    """Write `{"traceEvents": events, **top_level}` as a trace file and parse it (no cache).
+
+    `top_level` takes the document's other keys verbatim, e.g. `deviceProperties=[...]`,
+    `distributedInfo={...}`, `Framework="pytorch-lightning"`.
+    """
+    document = {"schemaVersion": 1, **top_level, "traceEvents": events}
+    path = Path(tmp_path) / f"worker{next(_counter)}.pt.trace.json"
+    path.write_text(json.dumps(document))
+    return load_trace(str(path), use_cache=False)
+
+
+def shared_traces() -> Path | None:
+    """`../shared/traces` beside the checkout (real traces; never committed), if present."""
+    root = Path(__file__).resolve().parents[3] / "shared" / "traces"
+    return root if root.is_dir() else None
+
+
+def trace_files() -> list[Path]:
+    """Every real trace file (not the raw memory-timeline export), sorted."""
+    root = shared_traces()
+    if root is None:
+        return []
+    return sorted(p for p in root.glob("*/*.pt.trace.json*") if "memory_timeline" not in p.name)
+
+
+# Event factories (legacy-free PyTorch 1.9+ spelling; pass extra args as keyword arguments).
+CPU_PID, CPU_TID = 100, 200
+
+
+def cpu_op(name: str, ts: float, dur: float, ext: int | None = None, *, cat: str = "cpu_op",
+           tid: Any = CPU_TID, **args: Any) -> dict[str, Any]:
+    if ext is not None:
+        args["External id"] = ext
+    return {"ph": "X", "cat": cat, "name": name, "pid": CPU_PID, "tid": tid, "ts": ts,
+            "dur": dur, "args": args}
+
+
+def runtime(ts: float, dur: float, corr: int, ext: int = 0, *, name: str = "cudaLaunchKernel",
+            cat: str = "cuda_runtime", tid: Any = CPU_TID) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": CPU_PID, "tid": tid, "ts": ts,
+            "dur": dur, "args": {"correlation": corr, "external id": ext}}
+
+
+def device_event(cat: str, name: str, ts: float, dur: float, corr: int | None = None,
+                 ext: int = 0, *, device: int | None = 0, stream: int = 7, **args: Any
+                 ) -> dict[str, Any]:
+    """A kernel / gpu_memcpy / gpu_memset; pid is the device (as Kineto writes it)."""
+    base: dict[str, Any] = {"stream": stream, "external id": ext}
+    if corr is not None:
+        base["correlation"] = corr
+    if device is not None:
+        base["device"] = device
+    return {"ph": "X", "cat": cat, "name": name, "pid": device if device is not None else 0,
+            "tid": stream, "ts": ts, "dur": dur, "args": {**base, **args}}
+
+
+def kernel(ts: float, dur: float, corr: int | None = None, ext: int = 0, *,
+           name: str = "void gemm_kernel<float>()", **args: Any) -> dict[str, Any]:
+    return device_event("kernel", name, ts, dur, corr, ext, **args)
+
+
+def memcpy(ts: float, dur: float, corr: int | None = None, ext: int = 0, **args: Any
+           ) -> dict[str, Any]:
+    return device_event("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", ts, dur, corr, ext,
+                        **args)
+
+
+def memset(ts: float, dur: float, corr: int | None = None, ext: int = 0, **args: Any
+           ) -> dict[str, Any]:
+    return device_event("gpu_memset", "Memset (Device)", ts, dur, corr, ext, **args)
+
+
+def step(number: Any, ts: float, dur: float, *, cat: str = "user_annotation", **kw: Any
+         ) -> dict[str, Any]:
+    return cpu_op(f"ProfilerStep#{number}", ts, dur, cat=cat, **kw)

@@ -1,0 +1,162 @@
+import pytest
+
+from tb_plugin.analysis.steps import compute_steps
+from tb_plugin.ingest import load_trace
+
+from .helpers import cpu_op, kernel, make_table, memcpy, runtime, shared_traces, step
+
+
+def _ranges(steps):
+    return list(zip(steps.starts.tolist(), steps.ends.tolist()))
+
+
+def test_device_adjustment_no_overlap(tmp_path):
+    """Spec 3.5 vector (a): steps stretch to the device work they launched."""
+    table = make_table([
+        step(1, 100, 200), step(2, 350, 150),
+        runtime(150, 10, corr=1, name="cudaMemcpyAsync"), memcpy(280, 40, corr=1),
+        runtime(360, 10, corr=2), kernel(410, 200, corr=2),
+    ], tmp_path)
+    steps = compute_steps(table)
+    assert steps.names == ["1", "2"]
+    assert _ranges(steps) == [(100, 320), (350, 610)]
+    assert (steps.ends - steps.starts).tolist() == [220, 260]
+    assert steps.device_adjusted and steps.from_markers
+    assert (steps.steps_start, steps.steps_end) == (100, 610)
+
+
+def test_staled_kernel_moves_first_step_and_tail_is_trimmed(tmp_path):
+    """Spec 3.5 vector (b): a kernel from before profiling ends at 110; steps 2-3 launch nothing."""
+    table = make_table([
+        step(1, 100, 100), step(2, 200, 100), step(3, 300, 100),
+        runtime(120, 10, corr=1), kernel(150, 180, corr=1),
+        kernel(90, 20, corr=99),  # its launch was not captured
+    ], tmp_path)
+    steps = compute_steps(table)
+    assert steps.names == ["1"]
+    assert _ranges(steps) == [(110, 330)]
+    assert steps.trimmed == 2 and steps.warnings
+
+
+def test_overlapping_device_work_from_previous_launch(tmp_path):
+    """A memcpy launched before step 1 ends at 240, step 1's own kernel starts at 275."""
+    table = make_table(overlap_events(), tmp_path)
+    assert _ranges(compute_steps(table)) == [(240, 380), (380, 610)]
+
+
+def overlap_events():
+    return [
+        step(1, 100, 200), step(2, 350, 150),
+        runtime(90, 20, corr=123, name="cudaMemcpyAsync"), memcpy(150, 90, corr=123),
+        cpu_op("aten::to", 200, 55, ext=2),
+        runtime(205, 5, corr=40, ext=2), kernel(275, 105, corr=40),
+        cpu_op("aten::mm", 360, 50, ext=4),
+        runtime(380, 5, corr=41, ext=4), kernel(410, 200, corr=41),
+    ]
+
+
+def test_last_step_with_too_few_kernels_is_dropped(tmp_path):
+    events = [step(1, 0, 100), step(2, 100, 100)]
+    for i in range(10):  # 10 launches in step 1, 2 in step 2 (< 80%)
+        events += [runtime(10 + i, 1, corr=i), kernel(20 + i, 1, corr=i)]
+    events += [runtime(110, 1, corr=50), kernel(120, 1, corr=50),
+               runtime(111, 1, corr=51), kernel(121, 1, corr=51)]
+    steps = compute_steps(make_table(events, tmp_path))
+    assert steps.names == ["1"] and steps.trimmed == 1
+
+
+def test_runtime_straddling_step_boundary_is_not_matched(tmp_path):
+    table = make_table([
+        step(1, 100, 100), runtime(195, 10, corr=1), kernel(300, 50, corr=1),
+    ], tmp_path)
+    steps = compute_steps(table)
+    assert _ranges(steps) == [(100, 200)] and not steps.device_adjusted
+
+
+def test_fallback_step_spans_cpu_ops_and_device_work(tmp_path):
+    """No ProfilerStep: one step "0" from the first CPU op to the last device end."""
+    table = make_table([
+        cpu_op("aten::to", 100, 60, ext=1),
+        cpu_op("aten::nll_loss_backward", 300, 70, ext=4),
+        runtime(310, 30, corr=40348, ext=4), kernel(320, 100, corr=40348, ext=4),
+        cpu_op("user annotation outside", 0, 1000, cat="user_annotation"),  # not in the span
+    ], tmp_path)
+    steps = compute_steps(table)
+    assert steps.names == ["0"] and not steps.from_markers
+    assert _ranges(steps) == [(100, 420)]
+
+
+@pytest.mark.parametrize("gpu_tid", [7, "stream 7"])
+def test_gpu_user_annotation_steps_are_not_duplicated(tmp_path, gpu_tid):
+    """Reference bug 7.6: Kineto mirrors ProfilerStep#N on the GPU timeline."""
+    gpu = dict(cat="gpu_user_annotation", tid=gpu_tid)
+    table = make_table([
+        step(1, 100, 100), step(2, 200, 100),
+        step(1, 150, 80, **gpu), step(2, 240, 90, **gpu),
+    ], tmp_path)
+    steps = compute_steps(table)
+    assert steps.names == ["1", "2"]
+    assert _ranges(steps) == [(100, 200), (200, 300)]
+
+
+def test_non_numeric_step_markers_are_skipped(tmp_path):
+    table = make_table([step(1, 0, 10), step("abc", 10, 10), step(2, 20, 10)], tmp_path)
+    assert compute_steps(table).names == ["1", "2"]
+    only_bad = make_table([step("abc", 10, 10), cpu_op("aten::add", 12, 3)], tmp_path)
+    steps = compute_steps(only_bad)
+    assert steps.names == ["0"] and _ranges(steps) == [(12, 15)]
+
+
+def test_repeated_step_number_is_one_step(tmp_path):
+    table = make_table([
+        step(3, 100, 100, cat="cpu_op"), step(3, 100, 110), step(4, 210, 50),
+    ], tmp_path)
+    steps = compute_steps(table)
+    assert steps.names == ["3", "4"] and _ranges(steps) == [(100, 210), (210, 260)]
+
+
+def test_steps_are_ordered_by_time_not_number(tmp_path):
+    table = make_table([step(10, 200, 10), step(9, 100, 10)], tmp_path)
+    assert compute_steps(table).names == ["9", "10"]
+
+
+def test_cuda_driver_launches_adjust_steps(tmp_path):
+    """Triton launches kernels with cuLaunchKernel (cat cuda_driver), not a runtime call."""
+    table = make_table([
+        step(1, 100, 100),
+        runtime(120, 10, corr=5, name="cuLaunchKernel", cat="cuda_driver"),
+        kernel(150, 100, corr=5, name="triton_poi_fused_add_0"),
+    ], tmp_path)
+    assert _ranges(compute_steps(table)) == [(100, 250)]
+
+
+def test_empty_trace_has_no_steps(tmp_path):
+    steps = compute_steps(make_table([], tmp_path))
+    assert len(steps) == 0 and steps.steps_start is None and steps.steps_end is None
+
+
+def test_steps_are_memoised(tmp_path):
+    table = make_table([step(1, 0, 10)], tmp_path)
+    assert compute_steps(table) is compute_steps(table)
+
+
+TRACES = shared_traces()
+needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+
+
+@needs_traces
+def test_resnet50_golden_steps():
+    table = load_trace(str(TRACES / "resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"),
+                       use_cache=False)
+    steps = compute_steps(table)
+    assert steps.names == ["5", "6", "7", "8", "9", "10"]
+    assert steps.trimmed == 0 and steps.device_adjusted
+
+
+@needs_traces
+def test_rocm_trace_ignores_gpu_side_step_markers():
+    table = load_trace(str(TRACES / "amd_mi250_rocm/worker0.1700000000000.pt.trace.json.gz"),
+                       use_cache=False)
+    steps = compute_steps(table)
+    assert len(set(steps.names)) == len(steps.names)
+    assert steps.names == ["1"]  # step 2 launches nothing on the GPU: trimmed as incomplete
