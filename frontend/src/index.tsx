@@ -1,0 +1,36 @@
+// Entry point loaded by TensorBoard: `import("./index.js").then((m) => m.render())` inside the
+// plugin's iframe (data/plugin_entry.html). Mounts the app into document.body and injects the
+// stylesheet as a <style> element (TensorBoard's CSP allows inline styles, not inline scripts).
+
+import { createRoot, type Root } from 'react-dom/client'
+import { setBaseUrl } from './api'
+import { App } from './App'
+import css from './styles.css?inline'
+
+let root: Root | null = null
+
+export interface RenderOptions {
+  /** Base URL of the plugin's routes; defaults to the folder this module was loaded from. */
+  baseUrl?: string
+}
+
+export function render(options: RenderOptions = {}): void {
+  const here = import.meta.url
+  setBaseUrl(options.baseUrl ?? new URL('.', here))
+  if (!document.getElementById('torch-prof-style')) {
+    const style = document.createElement('style')
+    style.id = 'torch-prof-style'
+    style.textContent = css
+    document.head.appendChild(style)
+  }
+  let container = document.getElementById('torch-prof-root')
+  if (!container) {
+    container = document.createElement('div')
+    container.id = 'torch-prof-root'
+    document.body.appendChild(container)
+  }
+  document.title = document.title || 'PyTorch Profiler'
+  root?.unmount()
+  root = createRoot(container)
+  root.render(<App />)
+}

@@ -1,0 +1,237 @@
+import { useCallback, useMemo } from 'react'
+import { api, type KernelGroupBy, type KernelRow, type Pie, type Selection } from '../api'
+import { Donut } from '../charts/Donut'
+import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
+import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
+import { count, num2, pct, us, yesNo } from '../format'
+import { parseTopN, useAsync, useDebounced } from '../hooks'
+import type { Theme } from '../theme'
+import type { UiState } from '../urlState'
+
+interface Props {
+  selection: Selection
+  state: UiState
+  update: (patch: Partial<UiState>) => void
+  theme: Theme
+}
+
+const GROUPS: { value: KernelGroupBy; label: string }[] = [
+  { value: 'kernel', label: 'Kernel name' },
+  { value: 'kernel_op_launch', label: 'Kernel + operator + launch config' },
+]
+
+const TC_USING = '#f57c00'
+const TC_NOT_USING = '#90a4ae'
+
+export function KernelView({ selection, state, update, theme }: Props) {
+  const groupBy = state.kGroup
+  const topN = parseTopN(useDebounced(state.kTopN, 400))
+  const search = useDebounced(state.kSearch, 200).trim().toLowerCase()
+  const opSearch = useDebounced(state.kOpSearch, 200).trim().toLowerCase()
+  const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
+
+  const table = useAsync(`${selKey}\u0000${groupBy}`, (signal) => api.kernels(selection, groupBy, signal))
+  const pies = useAsync(`${selKey}\u0000${topN ?? 'all'}`, (signal) => api.kernelPies(selection, topN, signal))
+
+  const data = table.status === 'ok' ? table.data : null
+  const defaultSort: SortState = { key: 'total_us', desc: true }
+  const sort = state.kSort ? parseSort(state.kSort, defaultSort) : defaultSort
+  const opMode = groupBy === 'kernel_op_launch'
+
+  const rows = useMemo(() => {
+    if (!data) return []
+    let list = data.rows
+    if (search) list = list.filter((r) => r.name.toLowerCase().includes(search))
+    if (opMode && opSearch) list = list.filter((r) => (r.operator ?? '').toLowerCase().includes(opSearch))
+    if (topN !== null && list.length > topN) list = [...list].sort((a, b) => b.total_us - a.total_us).slice(0, topN)
+    return list
+  }, [data, search, opSearch, opMode, topN])
+
+  const hasBlocks = Boolean(data?.rows.some((r) => r.blocks_per_sm != null))
+  const hasOcc = Boolean(data?.rows.some((r) => r.occupancy_pct != null))
+  const columns = useMemo(() => kernelColumns(opMode, hasBlocks, hasOcc), [opMode, hasBlocks, hasOcc])
+  const rowKey = useCallback(
+    (r: KernelRow, i: number) =>
+      opMode ? `${r.name}\u0000${r.operator}\u0000${r.grid}\u0000${r.block}\u0000${r.registers_per_thread}\u0000${r.shared_memory}\u0000${i}` : r.name,
+    [opMode],
+  )
+
+  const tcPie: Pie | null = useMemo(() => {
+    if (pies.status !== 'ok' || pies.data.tensor_core_ratio === null) return null
+    const r = Math.min(1, Math.max(0, pies.data.tensor_core_ratio))
+    const slices = [
+      { name: 'Using Tensor Cores', value: r },
+      { name: 'Not using Tensor Cores', value: 1 - r },
+    ].filter((s) => s.value > 0)
+    return { slices, other: 0, total: 1 }
+  }, [pies])
+  const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name === 'Using Tensor Cores' ? TC_USING : TC_NOT_USING)) : []), [tcPie])
+  const tcRatio = pies.status === 'ok' ? pies.data.tensor_core_ratio : null
+
+  const total = data?.rows.length ?? 0
+
+  return (
+    <div className="view kernel" data-testid="kernel-view">
+      <div className="toolbar">
+        <Segmented label="Group by" value={groupBy} options={GROUPS} onChange={(v) => update({ kGroup: v, kSort: '' })} testId="k-group" />
+        <TopNInput value={state.kTopN} onChange={(v) => update({ kTopN: v })} testId="k-topn" />
+        <SearchBox value={state.kSearch} onChange={(v) => update({ kSearch: v })} placeholder="Search kernels" label="Search kernels" testId="k-search" />
+        {opMode && (
+          <SearchBox value={state.kOpSearch} onChange={(v) => update({ kOpSearch: v })} placeholder="Search operators" label="Search operators" testId="k-op-search" />
+        )}
+        <div className="spacer" />
+        <DownloadLink href={api.kernelsCsvUrl(selection, groupBy)} testId="k-csv" />
+      </div>
+
+      <Card title="Kernel time" subtitle={topN ? `Top ${topN} kernels; the rest is grouped as Other` : 'All kernels'} testId="k-pies">
+        {pies.status === 'error' ? (
+          <ErrorBanner error={pies.error} what="the kernel charts" />
+        ) : pies.status !== 'ok' ? (
+          <Loading progress={pies.status === 'pending' ? pies.progress : null} label="Loading charts" />
+        ) : (
+          <div className="donut-grid two">
+            <Donut title="Total time by kernel" pie={pies.data.kernels} theme={theme} testId="pie-kernels" height={260} />
+            <Donut
+              title="Kernel time using Tensor Cores"
+              pie={tcPie}
+              theme={theme}
+              unit="ratio"
+              colors={tcColors}
+              centerLabel={tcRatio !== null ? pct(tcRatio * 100) : undefined}
+              testId="pie-tensor-cores"
+              height={260}
+              emptyText="Tensor Core usage unknown"
+            />
+          </div>
+        )}
+      </Card>
+
+      <Card
+        title="Kernels"
+        subtitle={
+          data ? (
+            <span data-testid="k-count">
+              {count(rows.length)} of {count(total)} {opMode ? 'kernel groups' : 'kernels'}
+            </span>
+          ) : undefined
+        }
+        testId="k-table-card"
+      >
+        {table.status === 'error' ? (
+          <ErrorBanner error={table.error} what="the kernel table" />
+        ) : table.status !== 'ok' ? (
+          <Loading progress={table.status === 'pending' ? table.progress : null} label="Loading kernels" />
+        ) : total === 0 ? (
+          <Empty title="No kernels">This span launched no GPU kernels.</Empty>
+        ) : (
+          <DataTable
+            columns={columns}
+            rows={rows}
+            rowKey={rowKey}
+            sort={sort}
+            onSort={(s) => update({ kSort: formatSort(s) })}
+            label="Kernels"
+            testId="k-table"
+            emptyText="No kernel matches the search."
+          />
+        )}
+      </Card>
+    </div>
+  )
+}
+
+function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Column<KernelRow>[] {
+  const cols: Column<KernelRow>[] = [
+    {
+      key: 'name',
+      header: 'Name',
+      width: 'minmax(240px, 4fr)',
+      render: (r) => <span className="cell-name mono-ish">{r.name}</span>,
+      cellTitle: (r) => r.name,
+      sortValue: (r) => r.name,
+    },
+  ]
+  if (opMode) {
+    cols.push(
+      {
+        key: 'operator',
+        header: 'Operator',
+        width: 'minmax(160px, 2fr)',
+        render: (r) => <span className="cell-name">{r.operator ?? 'N/A'}</span>,
+        cellTitle: (r) => r.operator,
+        sortValue: (r) => r.operator ?? '',
+      },
+      { key: 'grid', header: 'Grid', width: '112px', render: (r) => <span className="mono">{r.grid ?? '–'}</span>, sortValue: (r) => r.grid ?? '' },
+      { key: 'block', header: 'Block', width: '112px', render: (r) => <span className="mono">{r.block ?? '–'}</span>, sortValue: (r) => r.block ?? '' },
+      {
+        key: 'registers_per_thread',
+        header: 'Regs/thread',
+        width: '100px',
+        align: 'right',
+        render: (r) => String(r.registers_per_thread ?? '–'),
+        sortValue: (r) => (r.registers_per_thread == null ? null : Number(r.registers_per_thread)),
+      },
+      {
+        key: 'shared_memory',
+        header: 'Shared mem',
+        width: '104px',
+        align: 'right',
+        render: (r) => String(r.shared_memory ?? '–'),
+        sortValue: (r) => (r.shared_memory == null ? null : Number(r.shared_memory)),
+      },
+    )
+  }
+  cols.push({
+    key: 'tensor_cores',
+    header: 'Tensor Cores',
+    title: 'Whether the kernel uses Tensor Cores',
+    width: '100px',
+    align: 'right',
+    render: (r) => yesNo(r.tensor_cores),
+    sortValue: (r) => yesNo(r.tensor_cores),
+    descFirst: true,
+  })
+  if (opMode) {
+    cols.push({
+      key: 'op_tc_eligible',
+      header: 'Op TC eligible',
+      title: 'Whether the launching operator is eligible for Tensor Cores',
+      width: '116px',
+      align: 'right',
+      render: (r) => yesNo(r.op_tc_eligible),
+      sortValue: (r) => yesNo(r.op_tc_eligible),
+      descFirst: true,
+    })
+  }
+  cols.push(
+    { key: 'calls', header: 'Calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls },
+    { key: 'total_us', header: 'Total (us)', width: '104px', align: 'right', render: (r) => us(r.total_us), sortValue: (r) => r.total_us },
+    { key: 'mean_us', header: 'Mean (us)', width: '96px', align: 'right', render: (r) => us(r.mean_us), sortValue: (r) => r.mean_us },
+    { key: 'max_us', header: 'Max (us)', width: '88px', align: 'right', render: (r) => us(r.max_us), sortValue: (r) => r.max_us },
+    { key: 'min_us', header: 'Min (us)', width: '88px', align: 'right', render: (r) => us(r.min_us), sortValue: (r) => r.min_us },
+  )
+  if (hasBlocks) {
+    cols.push({
+      key: 'blocks_per_sm',
+      header: 'Blocks/SM',
+      title: 'Mean blocks per SM (time-weighted); below 1 means the GPU is not filled',
+      width: '92px',
+      align: 'right',
+      render: (r) => num2(r.blocks_per_sm),
+      sortValue: (r) => r.blocks_per_sm,
+    })
+  }
+  if (hasOcc) {
+    cols.push({
+      key: 'occupancy_pct',
+      header: 'Est. occ. (%)',
+      title: 'Mean estimated achieved occupancy (time-weighted), percent',
+      width: '108px',
+      align: 'right',
+      render: (r) => num2(r.occupancy_pct),
+      sortValue: (r) => r.occupancy_pct,
+    })
+  }
+  return cols
+}
+

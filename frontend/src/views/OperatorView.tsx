@@ -1,0 +1,284 @@
+import { useCallback, useMemo } from 'react'
+import { api, type OperatorGroupBy, type OperatorRow, type Pie, type Selection } from '../api'
+import { Donut } from '../charts/Donut'
+import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
+import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
+import { count, num2, us, yesNo } from '../format'
+import { parseTopN, useAsync, useDebounced } from '../hooks'
+import type { Theme } from '../theme'
+import type { UiState } from '../urlState'
+
+interface Props {
+  selection: Selection
+  state: UiState
+  update: (patch: Partial<UiState>) => void
+  theme: Theme
+}
+
+const GROUPS: { value: OperatorGroupBy; label: string }[] = [
+  { value: 'operator', label: 'Operator' },
+  { value: 'operator_input_shape', label: 'Operator + input shape' },
+]
+
+export function OperatorView({ selection, state, update, theme }: Props) {
+  const groupBy = state.opGroup
+  const topN = parseTopN(useDebounced(state.opTopN, 400))
+  const search = useDebounced(state.opSearch, 200).trim().toLowerCase()
+  const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${groupBy}`
+
+  const table = useAsync(selKey, (signal) => api.operators(selection, groupBy, signal))
+  const pies = useAsync(`${selKey}\u0000${topN ?? 'all'}`, (signal) => api.operatorPies(selection, groupBy, topN, signal))
+
+  const data = table.status === 'ok' ? table.data : null
+  const hasDevice = data?.has_device ?? false
+  const defaultSort: SortState = { key: data?.sort_by ?? 'host_self_us', desc: true }
+  const sort = state.opSort ? parseSort(state.opSort, defaultSort) : defaultSort
+
+  // Search over all rows, then keep the top N by the default metric, then the user's sort.
+  const rows = useMemo(() => {
+    if (!data) return []
+    let list = data.rows
+    if (search) list = list.filter((r) => r.name.toLowerCase().includes(search))
+    if (topN !== null && list.length > topN) {
+      const key = data.sort_by
+      list = [...list].sort((a, b) => (b[key] ?? 0) - (a[key] ?? 0)).slice(0, topN)
+    }
+    return list
+  }, [data, search, topN])
+
+  const columns = useMemo(() => operatorColumns(groupBy, hasDevice), [groupBy, hasDevice])
+  const rowKey = useCallback((r: OperatorRow) => `${r.name}\u0000${r.input_shape ?? ''}`, [])
+  const renderExpanded = useCallback(
+    (r: OperatorRow) => <CallStacks selection={selection} groupBy={groupBy} row={r} hasDevice={hasDevice} />,
+    [selection, groupBy, hasDevice],
+  )
+
+  const total = data?.rows.length ?? 0
+  const anyStack = useMemo(() => Boolean(data?.rows.some((r) => r.has_call_stack)), [data])
+
+  // Self times add up over operators, so the part of a self-time pie the top-N left out is known
+  // from the table; total times nest, so their pies show the top N only.
+  const pieData = useMemo(() => {
+    if (pies.status !== 'ok') return null
+    const withOther = (pie: Pie | null, key: 'device_self_us' | 'host_self_us'): Pie | null => {
+      if (!pie || !data || pie.other > 0) return pie
+      const all = data.rows.reduce((acc, r) => acc + (r[key] ?? 0), 0)
+      const shown = pie.slices.reduce((acc, s) => acc + s.value, 0)
+      const other = all - shown
+      return other > Math.max(1e-6, all * 1e-6) ? { ...pie, other, total: all } : pie
+    }
+    return {
+      device_self: withOther(pies.data.device_self, 'device_self_us'),
+      device_total: pies.data.device_total,
+      host_self: withOther(pies.data.host_self, 'host_self_us'),
+      host_total: pies.data.host_total,
+    }
+  }, [pies, data])
+
+  return (
+    <div className="view operator" data-testid="operator-view">
+      <div className="toolbar">
+        <Segmented label="Group by" value={groupBy} options={GROUPS} onChange={(v) => update({ opGroup: v, opSort: '' })} testId="op-group" />
+        <TopNInput value={state.opTopN} onChange={(v) => update({ opTopN: v })} testId="op-topn" />
+        <SearchBox value={state.opSearch} onChange={(v) => update({ opSearch: v })} placeholder="Search operators" label="Search operators" testId="op-search" />
+        <div className="spacer" />
+        <DownloadLink href={api.operatorsCsvUrl(selection, groupBy)} testId="op-csv" />
+      </div>
+
+      <Card title="Time by operator" subtitle={topN ? `Top ${topN} operators; in the self-time charts the rest is grouped as Other` : 'All operators'} testId="op-pies">
+        {pies.status === 'error' ? (
+          <ErrorBanner error={pies.error} what="the operator charts" />
+        ) : pies.status !== 'ok' || !pieData || table.status === 'pending' ? (
+          <Loading progress={pies.status === 'pending' ? pies.progress : null} label="Loading charts" />
+        ) : (
+          <div className={`donut-grid${hasDevice ? ' four' : ' two'}`}>
+            {hasDevice && (
+              <>
+                <Donut title="Device self time" pie={pieData.device_self} theme={theme} testId="pie-device-self" />
+                <Donut title="Device total time" pie={pieData.device_total} theme={theme} testId="pie-device-total" />
+              </>
+            )}
+            <Donut title="Host self time" pie={pieData.host_self} theme={theme} testId="pie-host-self" />
+            <Donut title="Host total time" pie={pieData.host_total} theme={theme} testId="pie-host-total" />
+          </div>
+        )}
+      </Card>
+
+      <Card
+        title="Operators"
+        subtitle={
+          data ? (
+            <span data-testid="op-count">
+              {count(rows.length)} of {count(total)} {groupBy === 'operator' ? 'operators' : 'operator + shape groups'}
+              {search ? ` matching “${state.opSearch.trim()}”` : ''}
+              {!hasDevice ? ' · CPU-only trace' : ''}
+            </span>
+          ) : undefined
+        }
+        testId="op-table-card"
+      >
+        {table.status === 'error' ? (
+          <ErrorBanner error={table.error} what="the operator table" />
+        ) : table.status !== 'ok' ? (
+          <Loading progress={table.status === 'pending' ? table.progress : null} label="Loading operators" />
+        ) : total === 0 ? (
+          <Empty title="No operators">This span recorded no operator events.</Empty>
+        ) : (
+          <DataTable
+            columns={columns}
+            rows={rows}
+            rowKey={rowKey}
+            sort={sort}
+            onSort={(s) => update({ opSort: formatSort(s) })}
+            label="Operators"
+            testId="op-table"
+            emptyText="No operator matches the search."
+            canExpand={(r) => Boolean(r.has_call_stack)}
+            renderExpanded={anyStack ? renderExpanded : undefined}
+          />
+        )}
+      </Card>
+    </div>
+  )
+}
+
+function operatorColumns(groupBy: OperatorGroupBy, hasDevice: boolean): Column<OperatorRow>[] {
+  const cols: Column<OperatorRow>[] = [
+    {
+      key: 'name',
+      header: 'Name',
+      width: 'minmax(180px, 3fr)',
+      render: (r) => <span className="cell-name">{r.name}</span>,
+      cellTitle: (r) => r.name,
+      sortValue: (r) => r.name,
+    },
+  ]
+  if (groupBy === 'operator_input_shape') {
+    cols.push({
+      key: 'input_shape',
+      header: 'Input shape',
+      width: 'minmax(160px, 2fr)',
+      render: (r) => <span className="mono cell-name">{r.input_shape ?? ''}</span>,
+      cellTitle: (r) => r.input_shape,
+      sortValue: (r) => r.input_shape ?? '',
+    })
+  }
+  cols.push({ key: 'calls', header: 'Calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls })
+  if (hasDevice) {
+    cols.push(
+      { key: 'device_self_us', header: 'Device self (us)', width: '120px', align: 'right', render: (r) => us(r.device_self_us), sortValue: (r) => r.device_self_us },
+      { key: 'device_total_us', header: 'Device total (us)', width: '124px', align: 'right', render: (r) => us(r.device_total_us), sortValue: (r) => r.device_total_us },
+    )
+  }
+  cols.push(
+    { key: 'host_self_us', header: 'Host self (us)', width: '112px', align: 'right', render: (r) => us(r.host_self_us), sortValue: (r) => r.host_self_us },
+    { key: 'host_total_us', header: 'Host total (us)', width: '116px', align: 'right', render: (r) => us(r.host_total_us), sortValue: (r) => r.host_total_us },
+  )
+  if (hasDevice) {
+    cols.push(
+      {
+        key: 'tc_eligible',
+        header: 'TC eligible',
+        title: 'Whether the operator can run on Tensor Cores',
+        width: '92px',
+        align: 'right',
+        render: (r) => yesNo(r.tc_eligible),
+        sortValue: (r) => yesNo(r.tc_eligible),
+        descFirst: true,
+      },
+      {
+        key: 'tc_self_pct',
+        header: 'TC self (%)',
+        title: 'Share of the self device time on Tensor Cores',
+        width: '92px',
+        align: 'right',
+        render: (r) => num2(r.tc_self_pct),
+        sortValue: (r) => r.tc_self_pct,
+      },
+      {
+        key: 'tc_total_pct',
+        header: 'TC total (%)',
+        title: 'Share of the total device time on Tensor Cores',
+        width: '96px',
+        align: 'right',
+        render: (r) => num2(r.tc_total_pct),
+        sortValue: (r) => r.tc_total_pct,
+      },
+    )
+  }
+  return cols
+}
+
+interface Frame {
+  text: string
+  file: string | null
+  line: number | null
+  func: string
+}
+
+export function parseFrames(stack: string): Frame[] {
+  return stack
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((text) => {
+      const m = /^(.*)\((\d+)\):\s*(.*)$/.exec(text)
+      return m ? { text, file: m[1], line: Number(m[2]), func: m[3] } : { text, file: null, line: null, func: text }
+    })
+}
+
+/** Ask VS Code (the TensorBoard integration) to open a source line; addressed to our own origin. */
+function jumpToSource(filename: string, line: number): void {
+  try {
+    const origin = window.location.origin
+    if (!origin || origin === 'null') return
+    window.parent.parent.postMessage({ filename, line }, origin)
+  } catch {
+    // no parent to talk to
+  }
+}
+
+function CallStacks({ selection, groupBy, row, hasDevice }: { selection: Selection; groupBy: OperatorGroupBy; row: OperatorRow; hasDevice: boolean }) {
+  const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${groupBy}\u0000${row.name}\u0000${row.input_shape ?? ''}`
+  const state = useAsync(key, (signal) => api.operatorStacks(selection, groupBy, row.name, row.input_shape, signal))
+  if (state.status === 'error') return <div className="stacks"><ErrorBanner error={state.error} what="the call stacks" /></div>
+  if (state.status !== 'ok') return <div className="stacks"><Loading label="Loading call stacks" /></div>
+  if (state.data.length === 0) return <div className="stacks muted">No call stack was recorded for this operator.</div>
+  return (
+    <div className="stacks" data-testid="call-stacks">
+      {state.data.map((s, i) => (
+        <div className="stack" key={i}>
+          <div className="stack-stats">
+            <span>{count(s.calls)} calls</span>
+            <span>host self {us(s.host_self_us)} us</span>
+            <span>host total {us(s.host_total_us)} us</span>
+            {hasDevice && <span>device self {us(s.device_self_us)} us</span>}
+            {hasDevice && <span>device total {us(s.device_total_us)} us</span>}
+          </div>
+          <ol className="frames">
+            {parseFrames(s.call_stack ?? '').map((f, j) => (
+              <li key={j}>
+                {f.file && f.line !== null ? (
+                  <button
+                    type="button"
+                    className="frame-link"
+                    title={`Open ${f.file}:${f.line} in the editor (VS Code)`}
+                    onClick={() => jumpToSource(f.file!, f.line!)}
+                    data-testid="frame-link"
+                  >
+                    <span className="frame-func">{f.func || '(module)'}</span>
+                    <span className="frame-file">
+                      {f.file}:{f.line}
+                    </span>
+                  </button>
+                ) : (
+                  <span className="frame-plain">{f.text}</span>
+                )}
+              </li>
+            ))}
+          </ol>
+        </div>
+      ))}
+    </div>
+  )
+}

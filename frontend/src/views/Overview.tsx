@@ -1,0 +1,307 @@
+import { useMemo } from 'react'
+import { api, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../api'
+import { Chart } from '../charts/Chart'
+import { Donut } from '../charts/Donut'
+import { categoryColor, stepsOption } from '../charts/options'
+import { Card, Empty, ErrorBanner, Loading, Stat } from '../components/ui'
+import { duration, num2, pct, share, us } from '../format'
+import { useAsync } from '../hooks'
+import type { Theme } from '../theme'
+
+interface Props {
+  selection: Selection
+  workerCount: number
+  theme: Theme
+  onNavigate: (view: string) => void
+  views: string[]
+}
+
+export function OverviewView({ selection, workerCount, theme, onNavigate, views }: Props) {
+  const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
+  const state = useAsync(key, (signal) => api.overview(selection, signal))
+
+  if (state.status === 'error') return <ErrorBanner error={state.error} what="the overview" />
+  if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading overview" />
+  return <OverviewContent data={state.data} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />
+}
+
+function categoriesOf(data: Overview): string[] {
+  if (data.categories.length) return data.categories
+  return Object.keys(data.average.breakdown_us)
+}
+
+function OverviewContent({
+  data,
+  workerCount,
+  theme,
+  onNavigate,
+  views,
+}: {
+  data: Overview
+  workerCount: number
+  theme: Theme
+  onNavigate: (view: string) => void
+  views: string[]
+}) {
+  const categories = categoriesOf(data)
+  const total = data.average.total_us
+  const deviceType = typeof data.environment.device_type === 'string' ? data.environment.device_type : data.gpus.length ? 'GPU' : 'CPU'
+
+  const pie: Pie | null = useMemo(() => {
+    const slices = categories.map((name) => ({ name, value: data.average.breakdown_us[name] ?? 0 }))
+    const sum = slices.reduce((a, s) => a + s.value, 0)
+    return sum > 0 ? { slices, other: 0, total: sum } : null
+  }, [categories, data])
+  const pieColors = useMemo(() => categories.map((c, i) => categoryColor(c, i)), [categories])
+
+  const stepOption = useMemo(
+    () =>
+      stepsOption(
+        {
+          categories,
+          steps: data.steps.map((s) => ({ name: s.name, total: s.total_us, values: s.breakdown_us })),
+        },
+        theme,
+      ),
+    [categories, data.steps, theme],
+  )
+
+  const extraEnv = environmentRows(data.environment)
+
+  return (
+    <div className="view overview" data-testid="overview">
+      <div className="grid two">
+        <Card title="Configuration" testId="configuration">
+          <dl className="kv">
+            <dt>Workers</dt>
+            <dd data-testid="worker-count">{workerCount}</dd>
+            <dt>Device type</dt>
+            <dd data-testid="device-type">{deviceType}</dd>
+            {extraEnv.map(([k, v]) => (
+              <FragmentKV key={k} label={k === 'GPUs' ? k : humanize(k)} value={v} />
+            ))}
+          </dl>
+          {data.gpus.length > 0 && (
+            <table className="simple-table gpu-table">
+              <thead>
+                <tr>
+                  <th>GPU</th>
+                  <th>Name</th>
+                  <th className="right">Memory</th>
+                  <th className="right">Compute capability</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.gpus.map((g) => (
+                  <tr key={String(g.id)}>
+                    <td>{String(g.id)}</td>
+                    <td>{g.name ?? '–'}</td>
+                    <td className="right">{g.memory_gb != null ? `${num2(g.memory_gb)} GB` : '–'}</td>
+                    <td className="right">{g.compute_capability ?? '–'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Card>
+        {data.gpus.length > 0 ? (
+          <Card title="GPU summary" subtitle="Over the profiled steps" testId="gpu-summary">
+            <div className="gpu-list">
+              {data.gpus.map((g) => (
+                <GpuSummary key={String(g.id)} gpu={g} />
+              ))}
+            </div>
+          </Card>
+        ) : (
+          <Card title="GPU summary" testId="gpu-summary">
+            <Empty title="No GPU activity">This trace has no GPU kernels; host-side views still apply.</Empty>
+          </Card>
+        )}
+      </div>
+
+      <Card title="Execution summary" subtitle="Average over the profiled steps; each step's time is split by category in priority order" testId="execution-summary">
+        <div className="summary-layout">
+          <div className="summary-left">
+            <Stat label="Average step time" value={<span data-testid="avg-step-time">{us(total)} us</span>} />
+            <div className="stat-sub">
+              {duration(total)} · {data.steps.length} step{data.steps.length === 1 ? '' : 's'}
+            </div>
+            <table className="simple-table breakdown-table" data-testid="breakdown-table">
+              <thead>
+                <tr>
+                  <th>Category</th>
+                  <th className="right">Time (us)</th>
+                  <th className="right">Share</th>
+                </tr>
+              </thead>
+              <tbody>
+                {categories.map((cat, i) => {
+                  const v = data.average.breakdown_us[cat] ?? 0
+                  return (
+                    <tr key={cat} data-category={cat}>
+                      <td>
+                        <span className="swatch" style={{ background: categoryColor(cat, i) }} aria-hidden="true" />
+                        {cat}
+                      </td>
+                      <td className="right mono">{us(v)}</td>
+                      <td className="right mono">{pct(share(v, total))}</td>
+                    </tr>
+                  )
+                })}
+              </tbody>
+            </table>
+          </div>
+          <div className="summary-right">
+            <Donut title="Step time by category" pie={pie} theme={theme} colors={pieColors} height={260} testId="breakdown-donut" />
+          </div>
+        </div>
+        {data.notes.length > 0 && (
+          <ul className="notes" data-testid="overview-notes">
+            {data.notes.map((n, i) => (
+              <li key={i}>{n}</li>
+            ))}
+          </ul>
+        )}
+      </Card>
+
+      <Card title="Step time breakdown" subtitle="Time of each profiler step in us, stacked by category; hover a bar for values and shares" testId="step-chart">
+        {data.steps.length > 0 ? (
+          <Chart option={stepOption} height={320} label="Step time breakdown chart" testId="step-chart-canvas" />
+        ) : (
+          <Empty title="No steps found">The trace has no ProfilerStep markers.</Empty>
+        )}
+      </Card>
+
+      <Card title="Performance recommendations" testId="recommendations">
+        {data.recommendations.length === 0 ? (
+          <Empty title="Nothing stands out">No rule fired for this span.</Empty>
+        ) : (
+          <ul className="recs">
+            {data.recommendations.map((r, i) => (
+              <RecommendationItem key={i} rec={r} onNavigate={onNavigate} views={views} />
+            ))}
+          </ul>
+        )}
+      </Card>
+    </div>
+  )
+}
+
+function FragmentKV({ label, value }: { label: string; value: string }) {
+  return (
+    <>
+      <dt>{label}</dt>
+      <dd>{value}</dd>
+    </>
+  )
+}
+
+function environmentRows(env: Overview['environment']): [string, string][] {
+  const rows: [string, string][] = []
+  for (const [key, value] of Object.entries(env)) {
+    if (key === 'device_type' || value === null || value === undefined || value === '') continue
+    if (key === 'distributed' && typeof value === 'object') {
+      const d = value as { backend?: unknown; rank?: unknown; world_size?: unknown }
+      const parts = [
+        d.backend ? String(d.backend) : null,
+        d.rank !== undefined && d.rank !== null ? `rank ${String(d.rank)}${d.world_size ? ` of ${String(d.world_size)}` : ''}` : null,
+      ].filter(Boolean)
+      if (parts.length) rows.push(['distributed', parts.join(', ')])
+      continue
+    }
+    if (key === 'gpu_count') {
+      if (Number(value) > 0) rows.push(['GPUs', String(value)])
+      continue
+    }
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') rows.push([key, String(value)])
+  }
+  return rows
+}
+
+function humanize(key: string): string {
+  const text = key.replace(/_/g, ' ')
+  return text.charAt(0).toUpperCase() + text.slice(1)
+}
+
+function Meter({ label, value, hint }: { label: string; value: number | null | undefined; hint: string }) {
+  const known = value !== null && value !== undefined && Number.isFinite(value)
+  return (
+    <div className="meter" title={hint}>
+      <div className="meter-top">
+        <span>{label}</span>
+        <span className="mono">{known ? pct(value) : 'n/a'}</span>
+      </div>
+      <div className="meter-track">
+        <div className="meter-fill" style={{ width: `${known ? Math.min(100, Math.max(0, value)) : 0}%` }} />
+      </div>
+    </div>
+  )
+}
+
+function GpuSummary({ gpu }: { gpu: GpuInfo }) {
+  return (
+    <div className="gpu" data-testid="gpu">
+      <div className="gpu-name">
+        GPU {String(gpu.id)}
+        {gpu.name ? <span className="muted"> · {gpu.name}</span> : null}
+      </div>
+      <Meter label="GPU utilization" value={gpu.utilization_pct} hint="Share of the step time in which at least one kernel ran on this GPU." />
+      <Meter label="Est. SM efficiency" value={gpu.sm_efficiency_pct} hint="Estimated share of streaming multiprocessors busy, weighted by time (blocks per SM, capped at 1)." />
+      <Meter label="Est. achieved occupancy" value={gpu.achieved_occupancy_pct} hint="Time-weighted estimated achieved occupancy of the kernels." />
+      <Meter label="Kernel time on Tensor Cores" value={gpu.tensor_core_pct} hint="Share of kernel time spent in kernels that use Tensor Cores." />
+    </div>
+  )
+}
+
+const VIEW_ALIASES: Record<string, string> = { kernel: 'Kernel', kernels: 'Kernel', operator: 'Operator', operators: 'Operator', overview: 'Overview' }
+
+function safeLink(link: string | null | undefined): string | null {
+  if (!link) return null
+  try {
+    const url = new URL(link)
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.toString() : null
+  } catch {
+    return null
+  }
+}
+
+function metricText(rec: Recommendation): string | null {
+  if (rec.metric === null || rec.metric === undefined || rec.metric === '') return null
+  const value = typeof rec.metric === 'number' ? num2(rec.metric) : String(rec.metric)
+  const unit = rec.unit ? (rec.unit === '%' ? ' %' : ` ${rec.unit}`) : ''
+  return `${value}${unit}`
+}
+
+function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; onNavigate: (view: string) => void; views: string[] }) {
+  const target = rec.view ? (views.find((v) => v.toLowerCase() === rec.view!.toLowerCase()) ?? VIEW_ALIASES[rec.view.toLowerCase()] ?? rec.view) : null
+  const available = target !== null && views.includes(target)
+  const links = (rec.links && rec.links.length ? rec.links : rec.link ? [{ label: 'Learn more', url: rec.link }] : [])
+    .map((l) => ({ label: l.label || 'Learn more', url: safeLink(l.url) }))
+    .filter((l): l is { label: string; url: string } => l.url !== null)
+  const severity = rec.severity === 'high' || rec.severity === 'medium' || rec.severity === 'low' ? rec.severity : 'low'
+  const metric = metricText(rec)
+  return (
+    <li className={`rec ${severity}`} data-testid="recommendation">
+      <span className={`chip ${severity}`}>{severity}</span>
+      <div className="rec-body">
+        <div className="rec-title">
+          {rec.title}
+          {metric && <span className="rec-metric">{metric}</span>}
+        </div>
+        <div className="rec-text">{rec.text}</div>
+        <div className="rec-actions">
+          {available && (
+            <button type="button" className="link-button" onClick={() => onNavigate(target)} data-testid="rec-view-link">
+              Open {target === 'Kernel' ? 'GPU Kernel' : target} view →
+            </button>
+          )}
+          {links.map((l) => (
+            <a key={l.url} className="link-button" href={l.url} target="_blank" rel="noopener noreferrer">
+              {l.label} ↗
+            </a>
+          ))}
+        </div>
+      </div>
+    </li>
+  )
+}
