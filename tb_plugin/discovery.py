@@ -17,7 +17,7 @@ from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
-from .ingest.compression import GZIP_MAGIC, decompressor
+from .compression import GZIP_MAGIC, decompressor
 from .storage import FileRef, file_ref, filesystem
 
 log = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from typing import Any, BinaryIO
 import fsspec
 from fsspec.core import url_to_fs
 
-from .ingest.compression import GZIP_MAGIC, decompressor
+from .compression import GZIP_MAGIC, decompressor
 
-CHUNK_SIZE = 8 << 20  # bytes read and decompressed at a time
+CHUNK_SIZE = 2 << 20  # bytes read and decompressed at a time: small batches, small peaks
 
 
 @dataclass(frozen=True)
