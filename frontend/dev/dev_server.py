@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import sys
+import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,10 +38,18 @@ ENTRY = """<!DOCTYPE html>
 
 
 class State:
-    def __init__(self, logdir: str) -> None:
+    def __init__(self, logdir: str, loading_s: float = 0.0) -> None:
         self.logdir = logdir
         self.runs = {r.name: r for r in discover_runs(logdir)}
         self.tables = {}
+        self.started = time.time()
+        self.loading_s = loading_s
+
+    def progress(self) -> float:
+        """Simulated loading (--loading-s): 0..1 over the first seconds after start."""
+        if self.loading_s <= 0:
+            return 1.0
+        return min(1.0, (time.time() - self.started) / self.loading_s)
 
     def table(self, run: str, worker: str, span: str):
         key = (run, worker, span)
@@ -99,15 +108,24 @@ class Handler(BaseHTTPRequestHandler):
                         out.append({"span": s.span, "state": t.status.state,
                                     "messages": t.status.messages, "events": len(t)})
                     workers.append({"name": w, "spans": out})
-                runs.append({"name": r.name, "state": "ready", "progress": 1.0,
+                p = st.progress()
+                if p < 1:
+                    for w in workers:
+                        for sp in w["spans"]:
+                            sp["state"] = "loading"
+                runs.append({"name": r.name, "state": "ready" if p >= 1 else "loading",
+                             "progress": p,
                              "views": ["Overview", "Operator", "Kernel"], "workers": workers})
-            return self.send(200, {"runs": runs, "loading": False, "logdir": st.logdir})
+            return self.send(200, {"runs": runs, "loading": st.progress() < 1,
+                                   "logdir": st.logdir})
         if route == "views":
             return self.send(200, ["Overview", "Operator", "Kernel"])
         if route == "workers":
             return self.send(200, list(st.runs[q["run"]].workers))
         if route == "spans":
             return self.send(200, [s.span for s in st.runs[q["run"]].workers[q["worker"]]])
+        if st.progress() < 1:
+            return self.send(202, {"loading": True, "progress": st.progress()})
         t = st.table(q["run"], q["worker"], q["span"])
         if t.status.state == "error":
             return self.error(422, "the trace could not be parsed", t.status.messages)
@@ -151,8 +169,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("logdir")
     parser.add_argument("--port", type=int, default=6006)
+    parser.add_argument("--loading-s", type=float, default=0.0, help="simulate loading")
     args = parser.parse_args()
-    Handler.state = State(args.logdir)
+    Handler.state = State(args.logdir, args.loading_s)
     print(f"dev server on http://127.0.0.1:{args.port}/data/plugin_entry.html?name=torch_prof")
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 

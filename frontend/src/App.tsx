@@ -220,7 +220,8 @@ function workerLabel(name: string, run: RunInfo | undefined): string {
   const status = run?.workers.find((w) => w.name === name)
   if (!status) return name
   if (status.spans.some((s) => s.state === 'error')) return `${name} ⚠ error`
-  if (status.spans.some((s) => s.state === 'partial' || s.state === 'truncated')) return `${name} ⚠ partial`
+  const damaged = status.spans.find((s) => s.state === 'partial' || s.state === 'truncated')
+  if (damaged) return `${name} ⚠ ${damaged.state}`
   return name
 }
 
@@ -270,6 +271,7 @@ function WorkerBanner({ worker, status, spanCount }: { worker: string; status: S
     return (
       <Banner kind="error" title={`Worker ${where} could not be read`} testId="worker-error-banner">
         {messages ?? 'The trace file could not be parsed.'}
+        <div className="banner-hint">The other workers of this run are not affected; pick one on the left.</div>
       </Banner>
     )
   if (status.state === 'partial' || status.state === 'truncated')
@@ -332,7 +334,7 @@ function WorkerStatusList({
                   <button
                     key={s.span}
                     type="button"
-                    className={`span-chip ${s.state}${w.name === selectedWorker && s.span === selectedSpan ? ' current' : ''}`}
+                    className={`span-chip state-${s.state}${w.name === selectedWorker && s.span === selectedSpan ? ' current' : ''}`}
                     title={`Span ${s.span}: ${STATE_TEXT[s.state] ?? s.state}${s.events != null ? `, ${count(s.events)} events` : ''}${s.messages.length ? `\n${s.messages.slice(0, 3).join('\n')}` : ''}`}
                     onClick={() => onSelect(w.name, s.span)}
                     data-state={s.state}
@@ -344,7 +346,7 @@ function WorkerStatusList({
               {problems.length > 0 && (
                 <div className="status-messages" data-testid="status-messages">
                   {problems.slice(0, 3).map((s) => (
-                    <div key={s.span} className={`status-message ${s.state}`}>
+                    <div key={s.span} className={`status-message state-${s.state}`}>
                       <span className="status-message-span">{w.spans.length > 1 ? `Span ${s.span}: ` : ''}</span>
                       {s.messages[0]}
                       {s.messages.length > 1 ? ` (+${s.messages.length - 1} more)` : ''}

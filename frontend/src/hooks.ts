@@ -75,3 +75,10 @@ export function parseTopN(text: string): number | null {
   const n = Number(trimmed)
   return Number.isInteger(n) && n > 0 ? n : null
 }
+
+/** Donuts stay readable: "all" shows the top 20, and no chart gets more than 50 slices. */
+export const MAX_CHART_SLICES = 50
+
+export function chartSlices(topN: number | null): number {
+  return topN === null ? 20 : Math.min(topN, MAX_CHART_SLICES)
+}

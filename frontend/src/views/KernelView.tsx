@@ -4,7 +4,7 @@ import { Donut } from '../charts/Donut'
 import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
 import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
 import { count, num2, pct, us, yesNo } from '../format'
-import { parseTopN, useAsync, useDebounced } from '../hooks'
+import { chartSlices, parseTopN, useAsync, useDebounced } from '../hooks'
 import type { Theme } from '../theme'
 import type { UiState } from '../urlState'
 
@@ -26,12 +26,13 @@ const TC_NOT_USING = '#90a4ae'
 export function KernelView({ selection, state, update, theme }: Props) {
   const groupBy = state.kGroup
   const topN = parseTopN(useDebounced(state.kTopN, 400))
+  const chartTopN = chartSlices(topN)
   const search = useDebounced(state.kSearch, 200).trim().toLowerCase()
   const opSearch = useDebounced(state.kOpSearch, 200).trim().toLowerCase()
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
 
   const table = useAsync(`${selKey}\u0000${groupBy}`, (signal) => api.kernels(selection, groupBy, signal))
-  const pies = useAsync(`${selKey}\u0000${topN ?? 'all'}`, (signal) => api.kernelPies(selection, topN, signal))
+  const pies = useAsync(`${selKey}\u0000${chartTopN}`, (signal) => api.kernelPies(selection, chartTopN, signal))
 
   const data = table.status === 'ok' ? table.data : null
   const defaultSort: SortState = { key: 'total_us', desc: true }
@@ -68,6 +69,17 @@ export function KernelView({ selection, state, update, theme }: Props) {
   const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name === 'Using Tensor Cores' ? TC_USING : TC_NOT_USING)) : []), [tcPie])
   const tcRatio = pies.status === 'ok' ? pies.data.tensor_core_ratio : null
 
+  // Kernel time adds up, so what the top-N pie leaves out is known from the table.
+  const kernelPie: Pie | null = useMemo(() => {
+    if (pies.status !== 'ok') return null
+    const pie = pies.data.kernels
+    if (!pie || !data || pie.other > 0) return pie
+    const all = data.rows.reduce((acc, r) => acc + (r.total_us ?? 0), 0)
+    const shown = pie.slices.reduce((acc, s) => acc + s.value, 0)
+    const other = all - shown
+    return other > Math.max(1e-6, all * 1e-6) ? { ...pie, other, total: all } : pie
+  }, [pies, data])
+
   const total = data?.rows.length ?? 0
 
   return (
@@ -83,14 +95,14 @@ export function KernelView({ selection, state, update, theme }: Props) {
         <DownloadLink href={api.kernelsCsvUrl(selection, groupBy)} testId="k-csv" />
       </div>
 
-      <Card title="Kernel time" subtitle={topN ? `Top ${topN} kernels; the rest is grouped as Other` : 'All kernels'} testId="k-pies">
+      <Card title="Kernel time" subtitle={`Top ${chartTopN} kernels; the rest is grouped as Other`} testId="k-pies">
         {pies.status === 'error' ? (
           <ErrorBanner error={pies.error} what="the kernel charts" />
-        ) : pies.status !== 'ok' ? (
+        ) : pies.status !== 'ok' || table.status === 'pending' ? (
           <Loading progress={pies.status === 'pending' ? pies.progress : null} label="Loading charts" />
         ) : (
           <div className="donut-grid two">
-            <Donut title="Total time by kernel" pie={pies.data.kernels} theme={theme} testId="pie-kernels" height={260} />
+            <Donut title="Total time by kernel" pie={kernelPie} theme={theme} testId="pie-kernels" height={260} />
             <Donut
               title="Kernel time using Tensor Cores"
               pie={tcPie}

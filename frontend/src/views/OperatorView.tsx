@@ -4,7 +4,7 @@ import { Donut } from '../charts/Donut'
 import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
 import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
 import { count, num2, us, yesNo } from '../format'
-import { parseTopN, useAsync, useDebounced } from '../hooks'
+import { chartSlices, parseTopN, useAsync, useDebounced } from '../hooks'
 import type { Theme } from '../theme'
 import type { UiState } from '../urlState'
 
@@ -23,11 +23,12 @@ const GROUPS: { value: OperatorGroupBy; label: string }[] = [
 export function OperatorView({ selection, state, update, theme }: Props) {
   const groupBy = state.opGroup
   const topN = parseTopN(useDebounced(state.opTopN, 400))
+  const chartTopN = chartSlices(topN)
   const search = useDebounced(state.opSearch, 200).trim().toLowerCase()
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${groupBy}`
 
   const table = useAsync(selKey, (signal) => api.operators(selection, groupBy, signal))
-  const pies = useAsync(`${selKey}\u0000${topN ?? 'all'}`, (signal) => api.operatorPies(selection, groupBy, topN, signal))
+  const pies = useAsync(`${selKey}\u0000${chartTopN}`, (signal) => api.operatorPies(selection, groupBy, chartTopN, signal))
 
   const data = table.status === 'ok' ? table.data : null
   const hasDevice = data?.has_device ?? false
@@ -85,7 +86,7 @@ export function OperatorView({ selection, state, update, theme }: Props) {
         <DownloadLink href={api.operatorsCsvUrl(selection, groupBy)} testId="op-csv" />
       </div>
 
-      <Card title="Time by operator" subtitle={topN ? `Top ${topN} operators; in the self-time charts the rest is grouped as Other` : 'All operators'} testId="op-pies">
+      <Card title="Time by operator" subtitle={`Top ${chartTopN} operators; in the self-time charts the rest is grouped as Other`} testId="op-pies">
         {pies.status === 'error' ? (
           <ErrorBanner error={pies.error} what="the operator charts" />
         ) : pies.status !== 'ok' || !pieData || table.status === 'pending' ? (
