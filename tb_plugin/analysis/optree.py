@@ -1,0 +1,580 @@
+"""Per-thread operator trees (spec 3.3), as flat arrays.
+
+Nodes are stored in pre-order: each thread's synthetic root, then its nodes sorted by
+(start asc, end desc), so a node's subtree is the contiguous slice `[i, subtree_end[i])` and
+subtree sums are differences of one cumulative sum. Nesting is found without a stack: in a
+laminar set sorted that way, a node's depth is the number of earlier nodes still open at its
+start (counted with `searchsorted` on the sorted ends), and its parent is the last earlier node
+one level up (one `searchsorted` over (depth, position) keys).
+
+Launches join nodes as `correlation` says; deliberate differences from the reference:
+- A node that starts inside another but ends after it (float timestamps rounded to 0.25 us, as in
+  PyTorch 2.x traces) is clamped to end with its parent instead of being dropped with its runtimes.
+- Launches with no external id, an id no node has, or ids that are really correlation ids, join
+  the innermost node open at their start on their thread instead of being dropped.
+- `gpu_user_annotation` events live on GPU streams and never enter the CPU trees (bug 7.6).
+- Staled kernels are parked once, on the main thread only (not on every ProfilerStep thread), and
+  count once in the root's device time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from ..ingest.schema import Kind, TraceTable
+from .correlation import (
+    Launches,
+    complete_rows,
+    external_ids_usable,
+    launches,
+    lookup,
+    match_external_ids,
+)
+from .tensor_cores import category_flags, event_tc_eligible_flags, event_tc_flags
+
+
+class NodeKind(IntEnum):
+    ROOT = 0  # one per thread, spans its top-level nodes
+    OPERATOR = 1  # cpu_op / Operator
+    PROFILER_STEP = 2  # ProfilerStep#N (cpu_op or user_annotation)
+    DATALOADER = 3  # enumerate(DataLoader)#...__next__, enumerate(DataPipe)#...
+    OPTIMIZER = 4  # Optimizer.step*
+    MODULE = 5  # python_function with a "Python module id" (nn.Module forward)
+    USER_ANNOTATION = 6  # record_function ranges the reference keeps: the comm op names
+    PYTHON = 7  # legacy `python` category
+    PL_MODULE = 8  # Lightning "[pl][module]..." ops
+
+
+COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo") for op in (
+    "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
+EXCLUDED_OP_NAMES = frozenset(("DataParallel.forward", "DistributedDataParallel.forward"))
+_DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#.*\.__next__$|^enumerate\(DataPipe\)#")
+_MAX_CLAMP_ROUNDS = 32  # each round clamps every overlap that no earlier one can affect
+_OPERATOR_TYPED = (NodeKind.OPERATOR, NodeKind.DATALOADER, NodeKind.OPTIMIZER)
+ROOT_NAME = "CallTreeRoot"
+
+
+@dataclass
+class OpTree:
+    """All threads' trees of one trace. Per-node arrays are indexed by node number (pre-order)."""
+
+    event: np.ndarray  # event row; -1 for roots
+    kind: np.ndarray  # NodeKind
+    thread: np.ndarray  # index into `tids`
+    tids: list[str]  # thread ids, in first-seen order
+    name_code: np.ndarray  # code into `name_categories`; -1 for roots
+    name_categories: pd.Index
+    start: np.ndarray
+    end: np.ndarray  # clamped into the parent
+    parent: np.ndarray  # -1 for roots
+    depth: np.ndarray  # roots 0
+    subtree_end: np.ndarray  # exclusive
+    host_total: np.ndarray
+    host_self: np.ndarray
+    device_total: np.ndarray
+    device_self: np.ndarray
+    tc_self: np.ndarray  # tensor-core kernel time of the node's own launches
+    tc_total: np.ndarray
+    tc_eligible: np.ndarray
+    is_operator: np.ndarray  # the operator-view predicate (spec 3.7)
+    launch_rows: np.ndarray  # launches kept in the tree...
+    launch_owner: np.ndarray  # ...and the node owning each
+    device_rows: np.ndarray  # kernels/memcpy/memset reachable from the tree...
+    device_owner: np.ndarray  # ...the node owning each (a root for staled kernels)
+    device_launch: np.ndarray  # ...their launch row (-1 for staled kernels)
+    own_kernel_time: np.ndarray  # kernels (not memcpy/memset) of the node's own launches
+    staled_kernel_time: np.ndarray  # per node: staled kernels parked on it (roots only)
+    clamped: int  # nodes whose end was clamped into their parent
+    absorbed_rows: np.ndarray  # event rows of same-name single children merged into the parent
+
+    def __len__(self) -> int:
+        return len(self.event)
+
+    @property
+    def names(self) -> np.ndarray:
+        """Node names as an object array (roots are "CallTreeRoot")."""
+        cats = np.append(self.name_categories.to_numpy(dtype=object), ROOT_NAME)
+        return cats[self.name_code]
+
+    @property
+    def roots(self) -> np.ndarray:
+        return np.flatnonzero(self.kind == NodeKind.ROOT)
+
+    def children(self, node: int) -> np.ndarray:
+        span = np.arange(node + 1, self.subtree_end[node])
+        return span[self.parent[span] == node]
+
+    def tc_eligible_ops_kernel_ratio(self) -> float:
+        """Own kernel time of the bottom-most TC-eligible nodes / that of all operators (3.9)."""
+        eligible = np.concatenate(([0], np.cumsum(self.tc_eligible)))
+        below = eligible[self.subtree_end] - eligible[np.arange(len(self)) + 1]
+        bottom = self.tc_eligible & (below == 0)
+        own = self.own_kernel_time - self.staled_kernel_time
+        total = float(own[self.is_operator].sum())
+        return float(own[bottom].sum()) / total if total > 0 else 0.0
+
+
+def build_op_tree(table: TraceTable) -> OpTree:
+    """The operator trees of every thread of a table, computed once."""
+    return table.memo("optree", lambda: _build(table))
+
+
+# --- node selection ------------------------------------------------------------------------
+
+def _name_flags(names: pd.Series, pattern: str) -> np.ndarray:
+    regex = re.compile(pattern)
+    return category_flags(names, lambda n: bool(regex.search(n)))
+
+
+def node_kinds(table: TraceTable) -> np.ndarray:
+    """NodeKind per event row, -1 for events that are not tree nodes (spec 3.1/3.2)."""
+    events = table.events
+    names = events["name"]
+    kind = events["kind"].to_numpy()
+    step = _name_flags(names, r"^ProfilerStep#")
+    loader = category_flags(names, lambda n: bool(_DATALOADER_RE.search(n)))
+    optimizer = _name_flags(names, r"^Optimizer\.step")
+    comm = category_flags(names, lambda n: n in COMM_OP_NAMES)
+    out = np.full(len(events), -1, dtype=np.int8)
+
+    cpu = kind == Kind.CPU_OP
+    out[cpu] = NodeKind.OPERATOR
+    out[cpu & optimizer] = NodeKind.OPTIMIZER
+    out[cpu & loader] = NodeKind.DATALOADER
+    out[cpu & step] = NodeKind.PROFILER_STEP
+    annotation = kind == Kind.USER_ANNOTATION
+    out[annotation & comm] = NodeKind.USER_ANNOTATION
+    out[annotation & optimizer] = NodeKind.OPTIMIZER
+    out[annotation & loader] = NodeKind.DATALOADER
+    out[annotation & step] = NodeKind.PROFILER_STEP
+    out[kind == Kind.PYTHON] = NodeKind.PYTHON
+    if table.metadata.framework == "pytorch-lightning":
+        out[cpu & _name_flags(names, r"^\[pl\]\[profile\]")] = -1  # the separate PL tree
+        out[cpu & _name_flags(names, r"^\[pl\]\[module\]")] = NodeKind.PL_MODULE
+    else:
+        out[_module_rows(table)] = NodeKind.MODULE
+    return out
+
+
+def _module_rows(table: TraceTable) -> np.ndarray:
+    args = table.python_args
+    rows = args["event"].to_numpy()[np.isfinite(args["python_module_id"].to_numpy())]
+    kind = table.events["kind"].to_numpy()
+    return rows[kind[rows] == Kind.PYTHON_FUNCTION]
+
+
+# --- nesting ---------------------------------------------------------------------------------
+
+def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Nest intervals per group like the reference's stack, clamping instead of dropping.
+
+    Returns (order, parent, depth, end, clamped): `order` lists input indices sorted by
+    (group, start asc, original end desc, input index), a pre-order of each group's forest;
+    `parent` (position in `order`, -1 for top level) and `depth` are per sorted position; `end`
+    is the clamped end per input index.
+    """
+    n = len(start)
+    end = end.copy()
+    values, inverse = np.unique(np.concatenate((start, end)), return_inverse=True)
+    width = np.int64(len(values) + 1)  # exact integer keys: group-major, then time rank
+    s_key = group.astype(np.int64) * width + inverse[:n]
+    e_key = group.astype(np.int64) * width + inverse[n:]
+    # The stack visits nodes in this order; clamping never reorders them (a clamped node stays
+    # right after its parent), so the order is fixed and only the ends change.
+    order = np.lexsort((np.arange(n), -e_key, s_key))
+    s_sorted, g_sorted = s_key[order], group[order]
+    clamped = 0
+    for _ in range(_MAX_CLAMP_ROUNDS):
+        es = e_key[order]
+        parent, depth = _nest_laminar(s_sorted, es, g_sorted, width)
+        has_parent = parent >= 0
+        violating = has_parent & (es > es[np.where(has_parent, parent, 0)])
+        if not violating.any():
+            return order, parent, depth, end, clamped
+        safe = _safe_violations(violating, es, s_sorted)
+        target, source = order[safe], order[parent[safe]]
+        e_key[target] = e_key[source]
+        end[target] = end[source]
+        clamped += int(safe.sum())
+    return _nest_sequential(order, g_sorted, s_sorted, e_key, end, clamped)
+
+
+def _nest_sequential(order: np.ndarray, group: np.ndarray, s: np.ndarray, e_key: np.ndarray,
+                     end: np.ndarray, clamped: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The reference's stack, clamping: only for pathological chains of overlaps that would
+    need too many vectorised rounds."""
+    es, groups = e_key[order].tolist(), group.tolist()
+    parent, depth = [-1] * len(order), [0] * len(order)
+    stack: list[int] = []
+    for i, (g, start) in enumerate(zip(groups, s.tolist())):
+        while stack and (groups[stack[-1]] != g or start >= es[stack[-1]]):
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+            if es[i] > es[parent[i]]:
+                es[i] = es[parent[i]]
+                end[order[i]] = end[order[parent[i]]]
+                clamped += 1
+        depth[i] = len(stack)
+        stack.append(i)
+    return order, np.asarray(parent), np.asarray(depth), end, clamped
+
+
+def _nest_laminar(s: np.ndarray, e: np.ndarray, group: np.ndarray, width: np.int64
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Parent position and depth of properly nested intervals (integer keys) listed in
+    pre-order by start: a node's ancestors are exactly the earlier nodes still open at its
+    start, and every other earlier node has closed by then."""
+    n = len(s)
+    pos = np.arange(n)
+    group_floor = group.astype(np.int64) * width
+    first = np.searchsorted(s, group_floor, "left")  # first position of the group
+    sorted_e = np.sort(e)
+    closed = np.searchsorted(sorted_e, s, "right") - np.searchsorted(sorted_e, group_floor, "left")
+    # zero-length intervals at the same start sort after this one yet "close" before it
+    zero = np.concatenate(([0], np.cumsum(e == s)))
+    run_end = np.searchsorted(s, s, "right")
+    closed -= zero[run_end] - zero[pos]
+    depth = (pos - first) - closed
+    keys = depth.astype(np.int64) * (n + 1) + pos
+    by_level = np.argsort(keys, kind="stable")
+    above = np.searchsorted(keys[by_level], (depth - 1).astype(np.int64) * (n + 1) + pos) - 1
+    parent = np.where(depth > 0, by_level[np.maximum(above, 0)], -1)
+    return parent, depth
+
+
+def _safe_violations(violating: np.ndarray, e: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Violations whose computed parent is trustworthy: no earlier violator is still open at
+    their start (its unclamped end could have miscounted the depth). The first always is."""
+    open_end = np.maximum.accumulate(np.where(violating, e, -1))
+    before = np.concatenate(([-1], open_end[:-1]))
+    return violating & (before <= s)
+
+
+def subtree_ends(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Exclusive end of each node's pre-order slice, summing subtree sizes level by level."""
+    size = np.ones(len(parent), dtype=np.int64)
+    for level in reversed(levels(depth)[1:]):
+        np.add.at(size, parent[level], size[level])
+    return np.arange(len(parent)) + size
+
+
+def levels(depth: np.ndarray) -> list[np.ndarray]:
+    """Node indices grouped by depth (index order kept within a level)."""
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+# --- building --------------------------------------------------------------------------------
+
+@dataclass
+class _Skeleton:
+    event: np.ndarray
+    kind: np.ndarray
+    thread: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    subtree_end: np.ndarray
+    thread_tid_codes: np.ndarray  # per thread: its code in the events' `tid` categorical
+    clamped: int
+
+
+def _build(table: TraceTable) -> OpTree:
+    events = table.events
+    links = launches(table)
+    sk, tids = _skeleton(table)
+    owner, rows = _launch_owners(table, sk, links)
+    sk, owner, absorbed = _remove_duplicates(events, sk, owner)
+    return _with_stats(table, sk, tids, rows, owner, links, absorbed)
+
+
+def _skeleton(table: TraceTable) -> tuple[_Skeleton, list[str]]:
+    events = table.events
+    kinds = node_kinds(table)
+    rows = complete_rows(events, tuple(Kind))
+    rows = rows[kinds[rows] >= 0]
+    start = events["ts"].to_numpy()[rows]
+    end = start + events["dur"].to_numpy()[rows]
+    tid_codes = events["tid"].cat.codes.to_numpy()[rows]
+    first_seen = np.lexsort((rows, start))
+    thread_codes = pd.unique(tid_codes[first_seen])
+    thread = np.empty(len(events["tid"].cat.categories) + 1, dtype=np.int64)
+    thread[thread_codes] = np.arange(len(thread_codes))
+    group = thread[tid_codes]
+    order, parent_pos, depth, end, clamped = nest(group, start, end)
+    # lay out roots: thread g's root goes right before its first node
+    g = group[order]
+    index = np.arange(len(order)) + g + 1
+    root_index = np.searchsorted(g, np.arange(len(thread_codes))) + np.arange(len(thread_codes))
+    parent = np.where(parent_pos >= 0, index[np.maximum(parent_pos, 0)], root_index[g])
+    total = len(order) + len(thread_codes)
+    depth = _scatter(total, index, depth + 1, root_index, 0)
+    parent = _scatter(total, index, parent, root_index, -1)
+    sk = _Skeleton(
+        event=_scatter(total, index, rows[order], root_index, -1),
+        kind=_scatter(total, index, kinds[rows[order]], root_index, NodeKind.ROOT),
+        thread=_scatter(total, index, g, root_index, np.arange(len(thread_codes))),
+        start=_scatter(total, index, start[order], root_index, np.nan),
+        end=_scatter(total, index, end[order], root_index, np.nan),
+        parent=parent,
+        depth=depth,
+        subtree_end=subtree_ends(parent, depth),
+        thread_tid_codes=np.asarray(thread_codes, dtype=np.int64),
+        clamped=clamped,
+    )
+    categories = events["tid"].cat.categories
+    tids = [str(categories[c]) if c >= 0 else "" for c in thread_codes]
+    return sk, tids
+
+
+def _scatter(n: int, index: np.ndarray, values, root_index: np.ndarray, root_values
+             ) -> np.ndarray:
+    values = np.asarray(values)
+    out = np.empty(n, dtype=values.dtype)
+    out[index] = values
+    out[root_index] = root_values
+    return out
+
+
+def _launch_owners(table: TraceTable, sk: _Skeleton, links: Launches
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Node owning each launch: the op with its external id; its thread's root for id 0; else
+    (no id, an unknown id, or ids that are correlation ids) the innermost node open at the launch
+    on its thread. -1 when the launching thread has no tree."""
+    events = table.events
+    rows = links.launch_rows
+    ext = events["external_id"].to_numpy()[rows]
+    owner = np.full(len(rows), -1, dtype=np.int64)
+    if external_ids_usable(ext, events["correlation"].to_numpy()[rows]):
+        nodes = np.flatnonzero(sk.event >= 0)
+        # modules carry no external id in the reference, so launches never attach to them
+        candidates = nodes[sk.kind[nodes] != NodeKind.MODULE]
+        order = np.lexsort((sk.event[candidates], sk.start[candidates], sk.thread[candidates]))
+        rank = np.empty(len(candidates), dtype=np.int64)
+        rank[order] = np.arange(len(candidates))
+        match = match_external_ids(ext, events["external_id"].to_numpy()[
+            sk.event[candidates]], rank)
+        owner = np.where(match >= 0, candidates[np.maximum(match, 0)], -1)
+    thread = _thread_of_rows(events, sk, rows)
+    roots = np.flatnonzero(sk.kind == NodeKind.ROOT)
+    zero = (ext == 0) & (thread >= 0)
+    owner[zero] = roots[thread[zero]]
+    by_time = (owner < 0) & (ext != 0)
+    owner[by_time] = _innermost_at(sk, thread[by_time], events["ts"].to_numpy()[rows[by_time]])
+    return owner, rows
+
+
+def _thread_of_rows(events: pd.DataFrame, sk: _Skeleton, rows: np.ndarray) -> np.ndarray:
+    """Tree thread index of event rows (-1 when their tid has no tree)."""
+    of_code = np.full(len(events["tid"].cat.categories) + 1, -1, dtype=np.int64)
+    of_code[sk.thread_tid_codes] = np.arange(len(sk.thread_tid_codes))
+    return of_code[events["tid"].cat.codes.to_numpy()[rows]]
+
+
+def _innermost_at(sk: _Skeleton, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The deepest non-module node of `thread` open at `ts` (its root if none); -1 for thread -1.
+    One searchsorted per thread, then a vectorised walk up the ancestors."""
+    roots = np.flatnonzero(sk.kind == NodeKind.ROOT)
+    owner = np.full(len(ts), -1, dtype=np.int64)
+    for g in np.unique(thread[thread >= 0]):
+        root = roots[g]
+        lo, hi = root + 1, sk.subtree_end[root]
+        sel = np.flatnonzero(thread == g)
+        pos = np.searchsorted(sk.start[lo:hi], ts[sel], "right") - 1 + lo
+        owner[sel] = np.where(pos >= lo, pos, root)
+    while True:
+        node = np.maximum(owner, 0)
+        closed = (owner >= 0) & (sk.kind[node] != NodeKind.ROOT) & (
+            (sk.end[node] <= ts) | (sk.kind[node] == NodeKind.MODULE))
+        if not closed.any():
+            return owner
+        owner = np.where(closed, sk.parent[node], owner)
+
+
+def _remove_duplicates(events: pd.DataFrame, sk: _Skeleton, owner: np.ndarray
+                       ) -> tuple[_Skeleton, np.ndarray, np.ndarray]:
+    """Collapse single-child chains of same-named "Operator" nodes into the top one (3.3 step 3,
+    like `torch.autograd.profiler`): the top keeps its range, takes the bottom's children and
+    launches, and the launches of the top and the middle are discarded."""
+    n = len(sk.event)
+    names = np.where(sk.event >= 0, events["name"].cat.codes.to_numpy()[np.maximum(sk.event, 0)],
+                     -1)
+    dup_kind = _operator_typed(events, sk)
+    has_parent = sk.parent >= 0
+    p = np.where(has_parent, sk.parent, 0)
+    child_count = np.bincount(sk.parent[has_parent], minlength=n)
+    absorbed = has_parent & dup_kind & dup_kind[p] & (names == names[p]) & (child_count[p] == 1)
+    if not absorbed.any():
+        return sk, owner, np.zeros(0, dtype=np.int64)
+    top = _chain_tops(sk.parent, absorbed)
+    has_absorbed_child = np.bincount(sk.parent[absorbed], minlength=n) > 0
+    owned = owner >= 0
+    o = np.where(owned, owner, 0)
+    bottom = absorbed[o] & ~has_absorbed_child[o]
+    discarded = (absorbed[o] & ~bottom) | (~absorbed[o] & has_absorbed_child[o])
+    owner = np.where(owned & bottom, top[o], np.where(owned & discarded, -1, owner))
+    # re-parent onto the chain top, then drop the absorbed nodes
+    parent = np.where(has_parent & absorbed[p], top[p], sk.parent)
+    ancestors = np.zeros(n + 1, dtype=np.int64)
+    idx = np.flatnonzero(absorbed)
+    np.add.at(ancestors, idx + 1, 1)
+    np.add.at(ancestors, sk.subtree_end[idx], -1)
+    depth = sk.depth - np.cumsum(ancestors)[:n]
+    keep = ~absorbed
+    new_index = np.cumsum(keep) - 1
+    kept_before = np.concatenate(([0], np.cumsum(keep)))
+    parent = np.where(parent >= 0, new_index[np.maximum(parent, 0)], -1)
+    owner = np.where(owner >= 0, new_index[np.maximum(owner, 0)], -1)
+    out = _Skeleton(sk.event[keep], sk.kind[keep], sk.thread[keep], sk.start[keep], sk.end[keep],
+                    parent[keep], depth[keep], kept_before[sk.subtree_end[keep]],
+                    sk.thread_tid_codes, sk.clamped)
+    return out, owner, sk.event[absorbed]
+
+
+def _chain_tops(parent: np.ndarray, absorbed: np.ndarray) -> np.ndarray:
+    """For every node, its nearest ancestor-or-self that is not absorbed."""
+    top = np.arange(len(parent))
+    while True:
+        step = absorbed[top]
+        if not step.any():
+            return top
+        top = np.where(step, parent[top], top)
+
+
+def _with_stats(table: TraceTable, sk: _Skeleton, tids: list[str], launch_rows: np.ndarray,
+                launch_owner: np.ndarray, links: Launches, absorbed: np.ndarray) -> OpTree:
+    events = table.events
+    n, subtree_end = len(sk.event), sk.subtree_end
+    dur = events["dur"].to_numpy()
+    event = np.maximum(sk.event, 0)
+    names = events["name"]
+    name_code = np.where(sk.event >= 0, names.cat.codes.to_numpy()[event], -1)
+    in_tree = launch_owner >= 0
+    launch_rows, launch_owner = launch_rows[in_tree], launch_owner[in_tree]
+    device_rows, device_owner, device_launch = _device_owners(events, sk, links, launch_rows,
+                                                              launch_owner)
+    _fix_root_ranges(sk)
+    host_total = sk.end - sk.start
+    nonroot = sk.parent >= 0
+    host_self = (host_total
+                 - np.bincount(sk.parent[nonroot], weights=host_total[nonroot], minlength=n)
+                 - np.bincount(launch_owner, weights=dur[launch_rows], minlength=n))
+    device_dur = dur[device_rows]
+    device_self = np.bincount(device_owner, weights=device_dur, minlength=n)
+    kernel = events["kind"].to_numpy()[device_rows] == Kind.KERNEL
+    tc_dur = np.where(event_tc_flags(table)[device_rows] & kernel, device_dur, 0.0)
+    tc_self = np.bincount(device_owner, weights=tc_dur, minlength=n)
+    own_kernel = np.bincount(device_owner, weights=np.where(kernel, device_dur, 0.0),
+                             minlength=n)
+    staled = np.bincount(device_owner, weights=np.where(device_launch < 0, device_dur, 0.0),
+                         minlength=n)
+    device_total = _subtree_sum(device_self, subtree_end)
+    tc_total = _subtree_sum(tc_self, subtree_end)
+    static_tc = np.where(sk.event >= 0, event_tc_eligible_flags(table)[event], False)
+    is_operator = _operator_predicate(sk.kind, name_code, names.cat.categories)
+    modules = np.isin(sk.kind, (NodeKind.MODULE, NodeKind.PL_MODULE))
+    op_child = nonroot & is_operator & modules[np.where(nonroot, sk.parent, 0)]
+    device_self = device_self + np.bincount(sk.parent[op_child], weights=device_total[op_child],
+                                            minlength=n)
+    return OpTree(
+        event=sk.event, kind=sk.kind, thread=sk.thread, tids=tids, name_code=name_code,
+        name_categories=names.cat.categories, start=sk.start, end=sk.end, parent=sk.parent,
+        depth=sk.depth, subtree_end=subtree_end, host_total=host_total, host_self=host_self,
+        device_total=device_total, device_self=device_self, tc_self=tc_self, tc_total=tc_total,
+        tc_eligible=_propagate_tc(events, sk, static_tc, tc_self), is_operator=is_operator,
+        launch_rows=launch_rows, launch_owner=launch_owner, device_rows=device_rows,
+        device_owner=device_owner, device_launch=device_launch, own_kernel_time=own_kernel,
+        staled_kernel_time=staled, clamped=sk.clamped, absorbed_rows=absorbed,
+    )
+
+
+def _device_owners(events: pd.DataFrame, sk: _Skeleton, links: Launches,
+                   launch_rows: np.ndarray, launch_owner: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Device events reachable from the tree: those of kept launches, plus staled kernels (not
+    memcpy/memset) on the main thread's root."""
+    owner_of_launch = pd.Series(launch_owner, index=launch_rows).sort_index()
+    owner = lookup(owner_of_launch, links.device_launch.astype(np.float64))
+    launched = owner >= 0
+    rows, owners, launch = (links.device_rows[launched], owner[launched],
+                            links.device_launch[launched])
+    main_root = _main_root(sk)
+    staled = links.staled_rows
+    staled = staled[events["kind"].to_numpy()[staled] == Kind.KERNEL]
+    if main_root is None or len(staled) == 0:
+        return rows, owners, launch
+    return (np.concatenate((rows, staled)),
+            np.concatenate((owners, np.full(len(staled), main_root))),
+            np.concatenate((launch, np.full(len(staled), -1))))
+
+
+def _main_root(sk: _Skeleton) -> Optional[int]:
+    """Root of the thread with the most ProfilerStep nodes (first seen on ties), if any."""
+    steps = sk.kind == NodeKind.PROFILER_STEP
+    if not steps.any():
+        return None
+    counts = np.bincount(sk.thread[steps])
+    thread = int(np.argmax(counts))
+    return int(np.flatnonzero((sk.kind == NodeKind.ROOT) & (sk.thread == thread))[0])
+
+
+def _fix_root_ranges(sk: _Skeleton) -> None:
+    """A root spans from its first child's start to its last child's end (3.3 step 5)."""
+    top = np.flatnonzero(sk.depth == 1)
+    if len(top) == 0:
+        return
+    parent = sk.parent[top]
+    first = np.unique(parent, return_index=True)[1]
+    last = len(parent) - 1 - np.unique(parent[::-1], return_index=True)[1]
+    owners = np.unique(parent)
+    sk.start[owners] = sk.start[top[first]]
+    sk.end[owners] = sk.end[top[last]]
+
+
+def _subtree_sum(values: np.ndarray, subtree_end: np.ndarray) -> np.ndarray:
+    acc = np.concatenate(([0.0], np.cumsum(values)))
+    return acc[subtree_end] - acc[:-1]
+
+
+def _operator_predicate(kind: np.ndarray, name_code: np.ndarray,
+                        categories: pd.Index) -> np.ndarray:
+    """Plain operators: not steps, modules, loaders, optimizers, annotations; not the
+    (Distributed)DataParallel wrappers; not `Optimizer.*` (zero_grad)."""
+    excluded = np.fromiter((str(c) in EXCLUDED_OP_NAMES or str(c).startswith("Optimizer.")
+                            for c in categories), dtype=bool, count=len(categories))
+    excluded = np.append(excluded, True)
+    return (kind == NodeKind.OPERATOR) & ~excluded[name_code]
+
+
+def _operator_typed(events: pd.DataFrame, sk: _Skeleton) -> np.ndarray:
+    """The reference's `type == Operator`: cpu_op events other than ProfilerSteps (so loaders and
+    optimizer steps too, but not user annotations): duplicate removal and TC propagation."""
+    cpu_op = np.where(sk.event >= 0, events["kind"].to_numpy()[np.maximum(sk.event, 0)]
+                      == Kind.CPU_OP, False)
+    return cpu_op & np.isin(sk.kind, np.asarray(_OPERATOR_TYPED, dtype=sk.kind.dtype))
+
+
+def _propagate_tc(events: pd.DataFrame, sk: _Skeleton, static: np.ndarray,
+                  tc_self: np.ndarray) -> np.ndarray:
+    """An "Operator"-type node is TC-eligible if listed, if its own launches ran TC kernels, or
+    if any child is eligible (bottom-up, one vectorised step per depth level)."""
+    n = len(static)
+    op_type = _operator_typed(events, sk)
+    eligible = static | (op_type & (tc_self > 0))
+    child_eligible = np.zeros(n, dtype=np.int64)
+    for level in reversed(levels(sk.depth)):
+        eligible[level] |= op_type[level] & (child_eligible[level] > 0)
+        inner = level[sk.parent[level] >= 0]
+        np.add.at(child_eligible, sk.parent[inner], eligible[inner])
+    return eligible
