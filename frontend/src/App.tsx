@@ -67,7 +67,14 @@ export function App() {
   const view = pickOne(state.view, views)
 
   const workersState = useAsync(run && view ? `${runName}\u0000${view}\u0000${runFingerprint}` : null, (signal) => api.workers(runName, view, signal))
-  const workers = workersState.status === 'ok' ? workersState.data : workersState.status === 'pending' && workersState.previous ? workersState.previous : []
+  const viewWorkers = workersState.status === 'ok' ? workersState.data : workersState.status === 'pending' && workersState.previous ? workersState.previous : []
+  // Workers whose files all failed offer no view, so /workers leaves them out; list them anyway
+  // (flagged) so their error can be selected and read.
+  const workers = useMemo(() => {
+    const failed = (run?.workers ?? []).filter((w) => w.spans.length > 0 && w.spans.every((s) => s.state === 'error')).map((w) => w.name)
+    const extra = failed.filter((w) => !viewWorkers.includes(w))
+    return extra.length ? [...viewWorkers, ...extra].sort() : viewWorkers
+  }, [run, viewWorkers])
   const worker = pickOne(state.worker, workers)
 
   const spansState = useAsync(run && worker ? `${runName}\u0000${worker}\u0000${runFingerprint}` : null, (signal) => api.spans(runName, worker, signal))

@@ -220,7 +220,7 @@ type Params = Record<string, string | number | undefined | null>
 export function routeUrl(route: string, params: Params = {}): string {
   const url = new URL(route, base())
   for (const [key, value] of Object.entries(params)) {
-    if (value !== undefined && value !== null && value !== '') url.searchParams.set(key, String(value))
+    if (value !== undefined && value !== null) url.searchParams.set(key, String(value))
   }
   return url.toString()
 }

@@ -7,13 +7,14 @@ with Recorder("logs", run="resnet_bs32") as rec:
         train_step(batch)
         rec.step()`
 
-const TORCH_PROFILER = `import torch
-from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+const TORCH_PROFILER = `from torch.profiler import (
+    ProfilerActivity, profile, schedule, tensorboard_trace_handler)
 
 with profile(
     activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-    schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
-    on_trace_ready=tensorboard_trace_handler("logs/resnet_bs32", use_gzip=True),
+    schedule=schedule(wait=1, warmup=1, active=3),
+    on_trace_ready=tensorboard_trace_handler(
+        "logs/resnet_bs32", use_gzip=True),
     record_shapes=True,
     with_stack=True,
 ) as prof:
@@ -49,7 +50,7 @@ export function NoRuns({ logdir }: { logdir: string }) {
           </div>
         </div>
         <p className="muted small">
-          Then run <span className="mono">tensorboard --logdir logs</span> and open the PyTorch Profiler tab. Files named{' '}
+          Then run <span className="mono">tensorboard --logdir logs</span> and come back to this tab. Files named{' '}
           <span className="mono">&lt;worker&gt;.&lt;timestamp&gt;.pt.trace.json[.gz]</span> are grouped into workers and spans.
         </p>
       </Card>

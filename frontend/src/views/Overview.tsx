@@ -66,7 +66,7 @@ function OverviewContent({
     [categories, data.steps, theme],
   )
 
-  const extraEnv = environmentRows(data.environment)
+  const extraEnv = environmentRows(data.environment).filter(([k]) => !(k === 'GPUs' && data.gpus.length > 0))
 
   return (
     <div className="view overview" data-testid="overview">

@@ -1,0 +1,98 @@
+"""Fixtures of the browser tests: one real TensorBoard per session on a prepared log dir
+(see harness.py), a chromium browser, and pages that record every request they make."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .harness import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    RequestLog,
+    TensorBoard,
+    build_logdir,
+    free_port,
+    new_page,
+    wait_ready,
+)
+
+
+@pytest.fixture(scope="session")
+def tensorboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
+    root = tmp_path_factory.mktemp("ui")
+    logdir = root / "logs"
+    logdir.mkdir()
+    runs = build_logdir(logdir)
+    cache = root / "cache"
+    cache.mkdir()
+    port = free_port()
+    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1")
+    log_path = root / "tensorboard.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
+             str(port), "--host", "127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root),
+        )
+    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, runs, log_path)
+    try:
+        wait_ready(tb, proc)
+        yield tb
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- browser -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def requests_log() -> RequestLog:
+    return RequestLog()
+
+
+@pytest.fixture
+def page(browser: Any, requests_log: RequestLog) -> Iterator[Any]:
+    context, page, errors = new_page(browser, "light", requests_log)
+    yield page
+    context.close()
+    assert not requests_log.outside(), f"requests outside 127.0.0.1: {requests_log.outside()}"
+    assert not errors, f"uncaught page errors: {errors}"
+
+
+@pytest.fixture
+def dark_page(browser: Any, requests_log: RequestLog) -> Iterator[Any]:
+    context, page, errors = new_page(browser, "dark", requests_log)
+    yield page
+    context.close()
+    assert not requests_log.outside(), f"requests outside 127.0.0.1: {requests_log.outside()}"
+    assert not errors, f"uncaught page errors: {errors}"
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
