@@ -160,7 +160,6 @@ export function stepsOption(data: StepSeries, theme: Theme): EChartsCoreOption {
       stack: 'total',
       barMaxWidth: 56,
       itemStyle: { color: categoryColor(cat, i) },
-      emphasis: { focus: 'series' },
       data: data.steps.map((s) => s.values[cat] ?? 0),
     })),
   }

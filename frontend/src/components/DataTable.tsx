@@ -55,12 +55,12 @@ interface Props<T> {
 
 const HEADER_HEIGHT = 40
 
-function compare(a: number | string | null | undefined, b: number | string | null | undefined): number {
-  const aNull = a === null || a === undefined || (typeof a === 'number' && Number.isNaN(a))
-  const bNull = b === null || b === undefined || (typeof b === 'number' && Number.isNaN(b))
-  if (aNull || bNull) return aNull === bNull ? 0 : aNull ? 1 : -1
+/** Numbers numerically; text case-insensitively by code point (predictable, and fast on 100k rows). */
+function compare(a: number | string, b: number | string): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b
-  return String(a).localeCompare(String(b), 'en', { numeric: true, sensitivity: 'base' })
+  const x = String(a)
+  const y = String(b)
+  return x < y ? -1 : x > y ? 1 : 0
 }
 
 export function DataTable<T>({
@@ -84,7 +84,11 @@ export function DataTable<T>({
     const column = sort ? columns.find((c) => c.key === sort.key) : undefined
     if (!sort || !column?.sortValue) return rows
     const getValue = column.sortValue
-    const keyed = rows.map((row, index) => ({ row, index, value: getValue(row) }))
+    const keyed = rows.map((row, index) => {
+      const raw = getValue(row)
+      const value = typeof raw === 'number' && Number.isNaN(raw) ? null : typeof raw === 'string' ? raw.toLowerCase() : raw
+      return { row, index, value }
+    })
     keyed.sort((a, b) => {
       const aNull = a.value === null || a.value === undefined
       const bNull = b.value === null || b.value === undefined
@@ -92,7 +96,7 @@ export function DataTable<T>({
         if (aNull !== bNull) return aNull ? 1 : -1 // blanks last in both directions
         return a.index - b.index
       }
-      const order = compare(a.value, b.value)
+      const order = compare(a.value as number | string, b.value as number | string)
       return (sort.desc ? -order : order) || a.index - b.index
     })
     return keyed.map((k) => k.row)
