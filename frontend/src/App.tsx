@@ -62,8 +62,10 @@ export function App() {
   const runFingerprint = run ? `${run.state}:${run.workers.map((w) => `${w.name}=${w.spans.map((s) => s.state).join(',')}`).join(';')}` : ''
 
   // Views: from the runs payload when it lists them, otherwise from /views.
-  const viewsState = useAsync(run && run.views.length === 0 ? `${runName}\u0000${runFingerprint}` : null, (signal) => api.views(runName, signal))
-  const views = run?.views.length ? run.views : viewsState.status === 'ok' ? viewsState.data : []
+  const viewsState = useAsync(run && run.views.length === 0 && run.state !== 'loading' ? `${runName}\u0000${runFingerprint}` : null, (signal) => api.views(runName, signal))
+  // While a run loads, nothing is known about its views yet; every trace has an Overview, so
+  // start there: its 202 polling also tells the server which file the user is waiting for.
+  const views = run?.views.length ? run.views : viewsState.status === 'ok' ? viewsState.data : run?.state === 'loading' ? ['Overview'] : []
   const view = pickOne(state.view, views)
 
   const workersState = useAsync(run && view ? `${runName}\u0000${view}\u0000${runFingerprint}` : null, (signal) => api.workers(runName, view, signal))
