@@ -96,7 +96,7 @@ export function App() {
 
   const workerStatus: WorkerStatus | undefined = run?.workers.find((w) => w.name === worker)
   const spanStatus: SpanStatus | undefined = workerStatus?.spans.find((s) => s.span === span) ?? (workerStatus?.spans.length === 1 ? workerStatus.spans[0] : undefined)
-  const selection: Selection | null = run && worker && span ? { run: runName, worker, span } : null
+  const selection: Selection | null = useMemo(() => (runName && worker && span ? { run: runName, worker, span } : null), [runName, worker, span])
 
   const navigate = useCallback((v: string) => update({ view: v }), [update])
 

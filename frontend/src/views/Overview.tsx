@@ -43,7 +43,7 @@ function OverviewContent({
   onNavigate: (view: string) => void
   views: string[]
 }) {
-  const categories = categoriesOf(data)
+  const categories = useMemo(() => categoriesOf(data), [data])
   const total = data.average.total_us
   const deviceType = typeof data.environment.device_type === 'string' ? data.environment.device_type : data.gpus.length ? 'GPU' : 'CPU'
 
