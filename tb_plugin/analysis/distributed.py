@@ -33,6 +33,7 @@ from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from . import ranges as rg
 from .breakdown import COMMUNICATION, CPU_EXEC, KERNEL, comm_kernel_mask, comm_op_mask, role_ranges
 from .gpu_metrics import event_devices
+from .launch import device_properties
 from .steps import Steps, compute_steps, kind_mask, launched_device_events
 
 NODE_PROCESS = re.compile(r"^(.*)_(\d+)")
@@ -431,13 +432,9 @@ def device_table(tables: dict[str, TraceTable]) -> list[dict[str, Any]]:
 def _gpus(table: TraceTable) -> list[dict[str, Any]]:
     rows = np.flatnonzero(kind_mask(table.events, DEVICE_KINDS))
     ids = event_devices(table, rows)
-    props = table.metadata.device_properties or []
     out = []
     for gpu in sorted({int(d) for d in ids[np.isfinite(ids)]}):  # one per used GPU
-        entry = next((p for p in props if p.get("id") == gpu), None)
-        if entry is None and 0 <= gpu < len(props) and "id" not in props[gpu]:
-            entry = props[gpu]
-        entry = entry or {}
+        entry = device_properties(table, gpu)
         major, minor = entry.get("computeMajor"), entry.get("computeMinor")
         memory = entry.get("totalGlobalMem")
         out.append({

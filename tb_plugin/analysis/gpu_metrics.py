@@ -8,8 +8,6 @@ Only kernels count (memcpy/memset excluded, NCCL kernels included). A kernel's G
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -18,14 +16,11 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from . import ranges as rg
+from .launch import fill_launch_estimates
 from .steps import compute_steps, event_ends, kind_mask, name_mask
 
 #: The timeline uses power-of-ten buckets (in us) and at most this many of them.
 MAX_BUCKETS = 100
-#: Resident blocks per SM by compute capability (CUDA occupancy tables); 32 when unknown.
-_MAX_BLOCKS_PER_SM = {(3, 0): 16, (3, 5): 16, (3, 7): 16, (7, 5): 16, (8, 6): 16, (8, 7): 16,
-                      (8, 9): 24, (12, 0): 24}
-_DEFAULT_MAX_BLOCKS_PER_SM = 32
 
 Window = tuple[Optional[float], Optional[float]]  # (start, end) in us, None when unknown
 
@@ -50,17 +45,6 @@ class GpuMetrics:
     timeline: Timeline
 
 
-def device_props(table: TraceTable, device: int) -> dict[str, Any]:
-    """`deviceProperties` entry of a GPU: matched by its `id`, else by list position."""
-    props = table.metadata.device_properties
-    for entry in props:
-        if entry.get("id") == device:
-            return entry
-    if 0 <= device < len(props) and "id" not in props[device]:
-        return props[device]
-    return {}
-
-
 def kernel_frame(table: TraceTable) -> pd.DataFrame:
     """Kernels with start, end, device, blocks_per_sm, occupancy (Kineto's or derived)."""
     return table.memo("gpu_kernels", lambda: _kernel_frame(table))
@@ -81,7 +65,10 @@ def _kernel_frame(table: TraceTable) -> pd.DataFrame:
     })
     frame = frame[np.isfinite(frame["device"].to_numpy())].reset_index(drop=True)
     frame["device"] = frame["device"].astype("int64")
-    _fill_launch_estimates(table, frame, args.reindex(frame["event"]))
+    args = args.reindex(frame["event"])
+    fill_launch_estimates(table, frame, args["grid"], args["block"],
+                          args["registers_per_thread"].to_numpy(dtype=np.float64),
+                          args["shared_memory"].to_numpy(dtype=np.float64))
     return frame
 
 
@@ -102,78 +89,6 @@ def _devices(events: pd.DataFrame, rows: np.ndarray, args: pd.DataFrame) -> np.n
 def event_devices(table: TraceTable, rows: np.ndarray) -> np.ndarray:
     """GPU id of each event row: its `device` arg, else its numeric pid, else NaN."""
     return _devices(table.events, rows, device_args_of(table, rows))
-
-
-def dims_product(column: pd.Series) -> np.ndarray:
-    """"[4, 106, 1]" -> 424, per distinct string; NaN when absent or malformed."""
-    values = column.astype("category")
-    products = []
-    for text in values.cat.categories.astype(str):
-        numbers = [int(n) for n in re.findall(r"-?\d+", text)]
-        valid = len(numbers) > 0 and all(n > 0 for n in numbers)
-        products.append(float(math.prod(numbers)) if valid else math.nan)
-    lookup = np.append(np.asarray(products, dtype=np.float64), math.nan)
-    return lookup[values.cat.codes.to_numpy()]
-
-
-def _fill_launch_estimates(table: TraceTable, frame: pd.DataFrame, args: pd.DataFrame) -> None:
-    """Derive missing blocks/SM and occupancy from the launch config (a loop per GPU only)."""
-    missing = ~np.isfinite(frame["blocks_per_sm"].to_numpy()) | ~np.isfinite(
-        frame["occupancy"].to_numpy())
-    if not missing.any():
-        return
-    blocks = dims_product(args["grid"])
-    threads = dims_product(args["block"])
-    regs = np.nan_to_num(args["registers_per_thread"].to_numpy(dtype=np.float64))
-    shmem = np.nan_to_num(args["shared_memory"].to_numpy(dtype=np.float64))
-    devices = frame["device"].to_numpy()
-    for device in np.unique(devices[missing]):
-        props = device_props(table, int(device))
-        sel = missing & (devices == device)
-        bpsm, occ = estimate_launch(props, blocks[sel], threads[sel], regs[sel], shmem[sel])
-        for column, estimate in (("blocks_per_sm", bpsm), ("occupancy", occ)):
-            current = frame.loc[sel, column].to_numpy()
-            frame.loc[sel, column] = np.where(np.isfinite(current), current, estimate)
-
-
-def estimate_launch(props: dict[str, Any], blocks: np.ndarray, threads: np.ndarray,
-                    regs: np.ndarray, shmem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Kineto's formulas: blocks/SM = blocks / SMs; est. achieved occupancy % =
-    min(threads / SMs / max threads per SM, theoretical occupancy) * 100, the theoretical one from
-    the thread, register, shared-memory and block-count limits of one SM."""
-    nan = np.full(blocks.shape, np.nan)
-    sms = _positive(props.get("numSms"))
-    max_threads = _positive(props.get("maxThreadsPerMultiprocessor"))
-    if sms is None or max_threads is None:
-        return nan, nan
-    warp = _positive(props.get("warpSize")) or 32.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        blocks_per_sm = blocks / sms
-        warps_per_block = np.ceil(threads / warp)
-        limits = [np.floor(max_threads / (warps_per_block * warp))]
-        regs_per_sm = _positive(props.get("regsPerMultiprocessor"))
-        if regs_per_sm is not None:
-            # Registers are allocated per warp (256 granularity) from 4 SM sub-partitions.
-            regs_per_warp = np.ceil(regs * warp / 256.0) * 256.0
-            warps_by_regs = np.floor(regs_per_sm / 4.0 / regs_per_warp) * 4.0
-            by_regs = np.floor(warps_by_regs / warps_per_block)
-            limits.append(np.where(regs > 0, by_regs, np.inf))
-        smem_per_sm = _positive(props.get("sharedMemPerMultiprocessor"))
-        if smem_per_sm is not None:
-            limits.append(np.where(shmem > 0, np.floor(smem_per_sm / shmem), np.inf))
-        major, minor = props.get("computeMajor"), props.get("computeMinor")
-        limits.append(np.full(blocks.shape, float(
-            _MAX_BLOCKS_PER_SM.get((major, minor), _DEFAULT_MAX_BLOCKS_PER_SM))))
-        active_blocks = np.minimum.reduce(limits)
-        theoretical = active_blocks * warps_per_block * warp / max_threads
-        achieved = blocks * threads / sms / max_threads
-        occupancy = np.minimum(achieved, theoretical) * 100.0
-    valid = np.isfinite(blocks) & np.isfinite(threads) & (threads > 0)
-    return np.where(valid, blocks_per_sm, np.nan), np.where(valid, occupancy, np.nan)
-
-
-def _positive(value: Any) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:

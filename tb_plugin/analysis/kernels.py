@@ -7,7 +7,6 @@ formulas. Means are weighted by duration (a missing value counts as 0 but keeps 
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import numpy as np
@@ -15,6 +14,7 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
+from .launch import fill_launch_estimates
 from .optree import NodeKind, build_op_tree
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags, kernel_device_ids
 
@@ -22,9 +22,6 @@ GROUP_BY_KERNEL = "kernel"
 GROUP_BY_KERNEL_OP = "kernel_op_launch"
 GROUP_BY = (GROUP_BY_KERNEL, GROUP_BY_KERNEL_OP)
 NO_OPERATOR = "N/A"
-#: Max resident blocks per SM by compute capability (CUDA occupancy calculator); others 32.
-_MAX_BLOCKS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24, (3, 0): 16, (3, 5): 16,
-                      (3, 7): 16}
 _LAUNCH_KEYS = ("grid", "block", "registers_per_thread", "shared_memory")
 
 
@@ -50,84 +47,10 @@ def _kernel_frame(table: TraceTable) -> pd.DataFrame:
         "blocks_per_sm": args["blocks_per_sm"].to_numpy(dtype=np.float64),
         "occupancy": args["occupancy"].to_numpy(dtype=np.float64),
     })
-    _derive_missing(table, frame)
+    fill_launch_estimates(table, frame, frame["grid"], frame["block"],
+                          frame["registers_per_thread"].to_numpy(),
+                          frame["shared_memory"].to_numpy())
     return frame
-
-
-def _derive_missing(table: TraceTable, frame: pd.DataFrame) -> None:
-    """Fill absent blocks/SM and occupancy from the launch config, one vectorised pass per GPU."""
-    missing = frame["blocks_per_sm"].isna() | frame["occupancy"].isna()
-    if not missing.any():
-        return
-    blocks, threads = dims_product(frame["grid"]), dims_product(frame["block"])
-    device = frame["device"].to_numpy()
-    for gpu in np.unique(device[missing.to_numpy() & np.isfinite(device)]):
-        sel = missing.to_numpy() & (device == gpu)
-        bpsm, occ = estimate_launch(device_properties(table, int(gpu)), blocks[sel],
-                                    threads[sel],
-                                    frame["registers_per_thread"].to_numpy()[sel],
-                                    frame["shared_memory"].to_numpy()[sel])
-        for column, estimate in (("blocks_per_sm", bpsm), ("occupancy", occ)):
-            current = frame.loc[sel, column].to_numpy()
-            frame.loc[sel, column] = np.where(np.isfinite(current), current, estimate)
-
-
-def dims_product(values: pd.Series) -> np.ndarray:
-    """"[4, 106, 1]" -> 424 for each value (parsed once per distinct string); NaN if malformed."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    products = np.full(len(uniques) + 1, np.nan)
-    for i, text in enumerate(uniques):
-        numbers = [int(n) for n in re.findall(r"-?\d+", str(text))]
-        if numbers and all(n > 0 for n in numbers):
-            products[i] = float(np.prod(numbers))
-    return products[codes]
-
-
-def device_properties(table: TraceTable, device: int) -> dict[str, Any]:
-    """`deviceProperties` of a GPU: the entry whose `id` matches, else the list position."""
-    props = table.metadata.device_properties or []
-    for entry in props:
-        if isinstance(entry, dict) and entry.get("id") == device:
-            return entry
-    if 0 <= device < len(props) and isinstance(props[device], dict):
-        return props[device]
-    return {}
-
-
-def estimate_launch(props: dict[str, Any], blocks: np.ndarray, threads: np.ndarray,
-                    regs: np.ndarray, shmem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Kineto's blocks/SM (= blocks / SMs) and est. achieved occupancy % (= min(blocks/SM,
-    active blocks per SM) * threads per block / max threads per SM). The active-block limit is
-    approximated from the thread, register (256-per-warp granularity), shared-memory and
-    block-count limits; NaN where the properties or the launch config are missing."""
-    nan = np.full(len(blocks), np.nan)
-    sms, max_threads = _positive(props.get("numSms")), _positive(
-        props.get("maxThreadsPerMultiprocessor"))
-    if sms is None or max_threads is None:
-        return nan, nan
-    warp = _positive(props.get("warpSize")) or 32.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        warps = np.ceil(threads / warp)
-        limits = [np.floor(max_threads / (warps * warp))]
-        regs_per_sm = _positive(props.get("regsPerMultiprocessor"))
-        if regs_per_sm is not None:
-            per_block = np.ceil(np.nan_to_num(regs) * warp / 256.0) * 256.0 * warps
-            limits.append(np.where(per_block > 0, np.floor(regs_per_sm / per_block), np.inf))
-        smem_per_sm = _positive(props.get("sharedMemPerMultiprocessor"))
-        if smem_per_sm is not None:
-            smem = np.nan_to_num(shmem)
-            limits.append(np.where(smem > 0, np.floor(smem_per_sm / smem), np.inf))
-        capability = (props.get("computeMajor"), props.get("computeMinor"))
-        limits.append(np.full(len(blocks), float(_MAX_BLOCKS_PER_SM.get(capability, 32))))
-        blocks_per_sm = blocks / sms
-        active = np.minimum(blocks_per_sm, np.minimum.reduce(limits))
-        occupancy = active * threads / max_threads * 100.0
-    valid = np.isfinite(blocks) & np.isfinite(threads) & (threads > 0)
-    return np.where(valid, blocks_per_sm, np.nan), np.where(valid, occupancy, np.nan)
-
-
-def _positive(value: Any) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def _weighted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from .launch import device_properties
 from .optree import OpTree, build_op_tree
 from .steps import compute_steps
 
@@ -425,11 +426,7 @@ def device_capacity(table: TraceTable, device_type: float, device_id: float) -> 
     """`totalGlobalMem` of a CUDA device (by `id`, else by list position), else None."""
     if device_type != CUDA_TYPE or not math.isfinite(device_id):
         return None
-    props = table.metadata.device_properties or []
-    entry = next((p for p in props if p.get("id") == int(device_id)), None)
-    if entry is None and 0 <= device_id < len(props) and "id" not in props[int(device_id)]:
-        entry = props[int(device_id)]
-    value = (entry or {}).get("totalGlobalMem")
+    value = device_properties(table, int(device_id)).get("totalGlobalMem")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
 from .breakdown import CATEGORIES, HOST_KINDS, Breakdown, compute_breakdown
-from .gpu_metrics import GpuMetrics, device_props, event_devices, gpu_metrics
+from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
+from .launch import device_properties
 from .recommendations import Facts, recommend
 from .steps import kind_mask, name_mask
 
@@ -86,7 +87,7 @@ def _pct(value: Optional[float], scale: float = 100.0) -> Optional[float]:
 
 
 def _gpu_json(table: TraceTable, m: GpuMetrics, tc: Optional[dict[str, Any]]) -> dict[str, Any]:
-    props = device_props(table, m.device)
+    props = device_properties(table, m.device)
     memory = props.get("totalGlobalMem")
     major, minor = props.get("computeMajor"), props.get("computeMinor")
     tc_by_device = (tc or {}).get("tc_ratio_by_device") or {}

@@ -6,12 +6,10 @@ import pytest
 from tb_plugin.analysis.gpu_metrics import (
     counter_events,
     device_args_of,
-    device_props,
-    dims_product,
-    estimate_launch,
     gpu_metrics,
     kernel_frame,
 )
+from tb_plugin.analysis.launch import device_properties, dims_product, estimate_launch
 from tb_plugin.ingest import load_trace
 
 from .helpers import kernel, make_table, runtime, shared_traces, step
@@ -121,8 +119,8 @@ def test_without_device_properties_nothing_is_invented(tmp_path):
 
 def test_device_properties_are_matched_by_id(tmp_path):
     table = make_table([], tmp_path, deviceProperties=[{**V100, "id": 3, "name": "third"}])
-    assert device_props(table, 3)["name"] == "third"
-    assert device_props(table, 0) == {}
+    assert device_properties(table, 3)["name"] == "third"
+    assert device_properties(table, 0) == {}
 
 
 TRACES = shared_traces()
@@ -149,7 +147,7 @@ def test_derived_occupancy_agrees_with_kineto(resnet50):
     frame = kernel_frame(resnet50)
     args = device_args_of(resnet50, frame["event"].to_numpy())
     blocks_per_sm, occupancy = estimate_launch(
-        device_props(resnet50, 0), dims_product(args["grid"]), dims_product(args["block"]),
+        device_properties(resnet50, 0), dims_product(args["grid"]), dims_product(args["block"]),
         args["registers_per_thread"].to_numpy(), args["shared_memory"].to_numpy())
     np.testing.assert_allclose(blocks_per_sm, frame["blocks_per_sm"], rtol=1e-6)
     close = np.abs(occupancy - frame["occupancy"].to_numpy()) < 1.0  # Kineto truncates to int

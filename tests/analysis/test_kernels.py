@@ -11,10 +11,9 @@ import pytest
 from tb_plugin.analysis.kernels import (
     build_kernel_pies,
     build_kernels,
-    dims_product,
-    estimate_launch,
     kernel_frame,
 )
+from tb_plugin.analysis.launch import dims_product, estimate_launch
 
 from .helpers import make_table
 from .test_optree import kernel, op, runtime
