@@ -1,4 +1,4 @@
-import { useMemo } from 'react'
+import { useEffect, useMemo, useRef, useState, type RefObject } from 'react'
 import type { Pie } from '../api'
 import type { Theme } from '../theme'
 import { Chart } from './Chart'
@@ -19,13 +19,20 @@ interface Props {
 
 /** A titled donut chart; shows a short note instead when there is nothing to plot. */
 export function Donut({ title, pie, theme, testId, unit = 'us', colors, height = 240, emptyText = 'No data', centerLabel }: Props) {
-  const option = useMemo(() => (pie ? donutOption(pie, theme, { unit, colors }) : null), [pie, theme, unit, colors])
+  const ref = useRef<HTMLElement>(null)
+  const width = useWidth(ref)
+  // The legend takes the right ~44% of the chart; its labels are cut (with an ellipsis) to fit.
+  const legendWidth = Math.max(72, Math.round(width * 0.44) - 28)
+  const option = useMemo(
+    () => (pie && width > 0 ? donutOption(pie, theme, { unit, colors, legendWidth }) : null),
+    [pie, theme, unit, colors, legendWidth, width],
+  )
   return (
-    <figure className="donut" data-testid={testId}>
+    <figure className="donut" data-testid={testId} ref={ref}>
       <figcaption className="donut-title">{title}</figcaption>
-      {option ? (
+      {pie ? (
         <div className="donut-chart">
-          <Chart option={option} height={height} label={`${title} chart`} />
+          {option ? <Chart option={option} height={height} label={`${title} chart`} /> : <div style={{ height }} />}
           {centerLabel && (
             <div className="donut-center" data-testid={testId ? `${testId}-center` : undefined}>
               {centerLabel}
@@ -39,4 +46,19 @@ export function Donut({ title, pie, theme, testId, unit = 'us', colors, height =
       )}
     </figure>
   )
+}
+
+/** The element's content width, kept up to date (rounded to 8 px so small jitters do not redraw). */
+function useWidth(ref: RefObject<HTMLElement | null>): number {
+  const [width, setWidth] = useState(0)
+  useEffect(() => {
+    const el = ref.current
+    if (!el) return
+    const update = () => setWidth(Math.round(el.clientWidth / 8) * 8)
+    update()
+    const observer = new ResizeObserver(update)
+    observer.observe(el)
+    return () => observer.disconnect()
+  }, [ref])
+  return width
 }

@@ -58,12 +58,12 @@ function tooltipBase(c: Colors) {
 
 const FONT = 'Roboto, "Helvetica Neue", Arial, sans-serif'
 
-function shorten(name: string, max = 36): string {
-  return name.length > max ? `${name.slice(0, max - 1)}…` : name
-}
-
 /** A donut with a scrollable legend on the right. */
-export function donutOption(pie: Pie, theme: Theme, opts: { colors?: string[]; unit?: 'us' | 'ratio'; otherLabel?: string } = {}): EChartsCoreOption {
+export function donutOption(
+  pie: Pie,
+  theme: Theme,
+  opts: { colors?: string[]; unit?: 'us' | 'ratio'; otherLabel?: string; legendWidth?: number } = {},
+): EChartsCoreOption {
   const c = chartColors(theme)
   const data = pie.slices.map((s, i) => ({
     name: s.name,
@@ -91,11 +91,10 @@ export function donutOption(pie: Pie, theme: Theme, opts: { colors?: string[]; u
       itemWidth: 10,
       itemHeight: 10,
       icon: 'circle',
-      textStyle: { color: c.text, fontSize: 12, overflow: 'truncate', width: 180 },
+      textStyle: { color: c.text, fontSize: 12, overflow: 'truncate', ellipsis: '…', width: opts.legendWidth ?? 180 },
       pageTextStyle: { color: c.muted },
       pageIconColor: c.text,
       pageIconInactiveColor: c.grid,
-      formatter: (name: string) => shorten(name, 28),
       tooltip: { show: true },
     },
     series: [
