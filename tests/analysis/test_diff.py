@@ -1,0 +1,235 @@
+"""Diff run (spec 3.14): main-thread trees, anchor alignment, composites, paths, op deltas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_plugin.analysis.diff import UnknownDiffPathError, build_diff
+from tb_plugin.ingest import load_trace
+
+from .helpers import cpu_op, make_table, shared_traces, step
+from .test_modules import flow, py
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+TRACES = shared_traces()
+needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+OPTIMIZER = "Optimizer.step#SGD.step"
+BWD = "autograd::engine::evaluate_function: "
+
+
+def module(name: str, ts: float, dur: float, python_id: int) -> dict[str, Any]:
+    return py(f"nn.Module: {name}", ts, dur, python_id, module=0)
+
+
+def base_events() -> list[dict[str, Any]]:
+    return [
+        step(1, 0, 1000),
+        cpu_op(LOADER, 10, 50),
+        module("A_0", 100, 300, 1),
+        cpu_op("aten::linear", 110, 190), cpu_op("aten::mm", 120, 160),
+        cpu_op("aten::relu", 310, 40),
+        cpu_op("aten::add", 450, 20), cpu_op("aten::mul", 480, 40),
+        cpu_op(OPTIMIZER, 600, 100), cpu_op("aten::add_", 610, 10),
+    ]
+
+
+def exp_events() -> list[dict[str, Any]]:
+    return [
+        step(1, 0, 1000),
+        cpu_op(LOADER, 10, 30),
+        module("A_0", 100, 200, 1),
+        cpu_op("aten::linear", 110, 140), cpu_op("aten::mm", 115, 125),
+        cpu_op("aten::relu", 260, 30),
+        cpu_op("aten::mul", 350, 30), cpu_op("aten::add", 390, 10), cpu_op("aten::sub", 410, 20),
+        cpu_op(OPTIMIZER, 500, 150), cpu_op("aten::add_", 510, 20),
+    ]
+
+
+@pytest.fixture
+def pair(tmp_path):
+    return make_table(base_events(), tmp_path), make_table(exp_events(), tmp_path)
+
+
+def names(node: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["left"]["name"], c["right"]["name"]) for c in node["children"]]
+
+
+def test_anchors_align_and_composites_fill_the_gaps(pair):
+    root = build_diff(*pair)
+    assert root["path"] == "0" and root["per_step"]
+    assert names(root) == [(LOADER, LOADER), ("nn.Module: A_0", "nn.Module: A_0"),
+                           ("CompositeNodes", "CompositeNodes"), (OPTIMIZER, OPTIMIZER)]
+    assert [c["path"] for c in root["children"]] == ["0-0", "0-1", "0-2", "0-3"]
+    loader, mod, composite, _ = root["children"]
+    assert (loader["left"]["type"], mod["left"]["type"]) == ("dataloader", "module")
+    assert (mod["left"]["host_duration_us"], mod["right"]["host_duration_us"]) == (300, 200)
+    assert mod["delta"]["total_duration_us"] == -100
+    assert (composite["left"]["count"], composite["right"]["count"]) == (2, 3)
+    assert composite["left"]["host_duration_us"] == 60
+    assert composite["right"]["host_duration_us"] == 60
+    assert not loader["expandable"] and mod["expandable"] and composite["expandable"]
+    assert root["left"]["host_duration_us"] == 50 + 300 + 60 + 100
+    assert root["base"] == {"tid": "200", "steps": 1}
+    assert (root["left"]["name"], root["left"]["type"]) == ("CallTreeRoot", "root")
+
+
+def test_composite_drill_down_pairs_any_equal_names(pair):
+    node = build_diff(*pair, path="0-2")
+    assert node["left"]["type"] == "composite"
+    assert names(node) == [("Blank", "aten::mul"), ("aten::add", "aten::add"),
+                           ("aten::mul", "aten::sub")]
+    blank = node["children"][0]
+    assert blank["left"]["type"] == "blank" and blank["left"]["count"] == 0
+    assert blank["delta"]["host_duration_us"] == 30
+
+
+def test_path_drill_down_into_module(pair):
+    node = build_diff(*pair, path="0-1")
+    assert names(node) == [("aten::linear", "aten::linear"), ("aten::relu", "aten::relu")]
+    deeper = build_diff(*pair, path="0-1-0")
+    assert names(deeper) == [("aten::mm", "aten::mm")]
+    assert deeper["children"][0]["delta"]["host_duration_us"] == 125 - 160
+    assert not deeper["per_step"]
+    leaf = build_diff(*pair, path="0-1-0-0")
+    assert leaf["children"] == []
+
+
+@pytest.mark.parametrize("path", ["0-4", "0-1-7", "0-1-0-0-0", "1", "", "0-x", "0--1", "x"])
+def test_unknown_path_raises_a_key_error(pair, path):
+    with pytest.raises(UnknownDiffPathError) as info:
+        build_diff(*pair, path=path)
+    assert isinstance(info.value, KeyError)
+
+
+def test_operator_deltas_sorted_by_absolute_delta(pair):
+    rows = build_diff(*pair)["operator_deltas"]
+    assert [r["name"] for r in rows] == [
+        "aten::linear", "aten::mm", "aten::sub", "aten::add", "aten::add_", "aten::mul",
+        "aten::relu"]
+    by = {r["name"]: r for r in rows}
+    assert (by["aten::linear"]["base_host_total_us"], by["aten::linear"]["exp_host_total_us"],
+            by["aten::linear"]["delta_host_total_us"]) == (190, 140, -50)
+    assert (by["aten::sub"]["base_calls"], by["aten::sub"]["exp_calls"]) == (0, 1)
+    assert by["aten::mm"]["delta_host_self_us"] == 125 - 160
+    assert by["aten::linear"]["delta_host_self_us"] == (140 - 125) - (190 - 160)
+    assert build_diff(*pair)["operator_sort"] == "delta_host_total_us"
+    module_rows = build_diff(*pair, path="0-1")["operator_deltas"]
+    assert {r["name"] for r in module_rows} == {"aten::linear", "aten::mm", "aten::relu"}
+
+
+def _steps(count: int, loader_us: float) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for i in range(count):
+        base = 1000 * i
+        events += [step(i + 1, base, 900), cpu_op(LOADER, base + 10, loader_us),
+                   module("A_0", base + 200, 100, i + 1), cpu_op("aten::mm", base + 210, 50)]
+    return events
+
+
+def test_different_step_counts_compare_per_step_averages(tmp_path):
+    base, exp = make_table(_steps(2, 100), tmp_path), make_table(_steps(3, 40), tmp_path)
+    root = build_diff(base, exp)
+    assert root["per_step"]
+    assert (root["base"]["steps"], root["exp"]["steps"]) == (2, 3)
+    assert root["left"]["host_duration_us"] == 100 + 100
+    assert root["right"]["host_duration_us"] == 40 + 100
+    mm = next(r for r in root["operator_deltas"] if r["name"] == "aten::mm")
+    assert (mm["base_calls"], mm["exp_calls"], mm["delta_host_total_us"]) == (1, 1, 0)
+    tail = root["children"][-1]
+    assert len(root["children"]) == 5
+    assert tail["left"]["type"] == "blank" and tail["right"]["count"] == 2
+    assert root["children"][0]["delta"]["host_duration_us"] == 40 - 100  # not averaged
+
+
+def test_main_thread_is_the_step_thread_not_the_first(tmp_path):
+    events = [cpu_op("aten::long_op", 0, 5000, tid=300), *_steps(1, 100)]
+    root = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
+    assert root["base"]["tid"] == "200"
+    assert "aten::long_op" not in {r["name"] for r in root["operator_deltas"]}
+
+
+def test_without_steps_the_longest_forward_thread_is_used(tmp_path):
+    events = [cpu_op(BWD + "MmBackward0", 0, 9000, tid=300), cpu_op("aten::mm", 10, 50),
+              cpu_op("aten::add", 100, 5000)]
+    root = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
+    assert root["base"]["tid"] == "200" and not root["per_step"]
+    assert names(root) == [("aten::mm", "aten::mm"), ("aten::add", "aten::add")]
+
+
+def _backward_events() -> list[dict[str, Any]]:
+    return [
+        step(1, 0, 1000),
+        py("nn.Module: Net_0", 10, 300, 1, module=0),
+        py("nn.Module: Linear_0", 20, 100, 2, parent=1, module=0),
+        cpu_op("aten::linear", 25, 80), cpu_op("aten::mm", 30, 60), flow("s", 7, 30),
+        py("nn.Module: ReLU_0", 150, 50, 3, parent=1, module=0),
+        cpu_op("aten::relu", 155, 20), flow("s", 8, 155),
+        cpu_op(BWD + "ReluBackward0", 400, 40), cpu_op("ReluBackward0", 401, 38),
+        flow("f", 8, 401),
+        cpu_op(BWD + "MmBackward0", 500, 100), cpu_op("MmBackward0", 501, 98),
+        flow("f", 7, 501),
+        cpu_op(BWD + "torch::autograd::AccumulateGrad", 610, 10),
+        cpu_op(BWD + "SumBackward0", 700, 5),
+    ]
+
+
+def test_backward_nodes_are_anchors(tmp_path):
+    table = make_table(_backward_events(), tmp_path)
+    root = build_diff(table, table)
+    assert names(root) == [("nn.Module: Net_0", "nn.Module: Net_0"),
+                           ("nn.Module: Net_0.backward", "nn.Module: Net_0.backward"),
+                           (BWD + "SumBackward0", BWD + "SumBackward0")]
+    backward = root["children"][1]
+    assert backward["left"]["type"] == "backward"
+    assert backward["left"]["host_duration_us"] == 40 + 100 + 10
+    node = build_diff(table, table, "0-1")
+    assert names(node) == [("nn.Module: ReLU_0.backward", "nn.Module: ReLU_0.backward"),
+                           ("nn.Module: Linear_0.backward", "nn.Module: Linear_0.backward")]
+    linear = build_diff(table, table, "0-1-1")
+    assert names(linear) == [(BWD + "MmBackward0", BWD + "MmBackward0"),
+                             (BWD + "torch::autograd::AccumulateGrad",
+                              BWD + "torch::autograd::AccumulateGrad")]
+    ops = {r["name"] for r in node["operator_deltas"]}
+    assert "MmBackward0" in ops and "aten::mm" not in ops
+
+
+def _sample(run: str) -> Any:
+    return load_trace(str(sorted((SAMPLES / run).glob("*.pt.trace.json.gz"))[0]),
+                      use_cache=False)
+
+
+def test_cnn_batch_sizes_align_and_differ():
+    base, exp = _sample("cnn_bs32"), _sample("cnn_bs64")
+    root = build_diff(base, exp)
+    children = root["children"]
+    assert root["per_step"] and root["base"]["steps"] == root["exp"]["steps"] == 2
+    assert len(children) == 14  # 2 steps x (loader, model, loss, ones_like, 2 backward, step)
+    assert all(c["left"]["name"] == c["right"]["name"] for c in children)
+    assert all(c["left"]["count"] == c["right"]["count"] == 1 for c in children)
+    kinds = [c["left"]["type"] for c in children[:7]]
+    assert kinds == ["dataloader", "module", "module", "operator", "backward", "backward",
+                     "optimizer"]
+    assert any(c["delta"]["host_duration_us"] != 0 for c in children)
+    rows = root["operator_deltas"]
+    deltas = [abs(r["delta_host_total_us"]) for r in rows]
+    assert deltas == sorted(deltas, reverse=True) and deltas[0] > 0
+    model = build_diff(base, exp, "0-1")
+    assert names(model)[0] == ("nn.Module: Sequential_0", "nn.Module: Sequential_0")
+
+
+@needs_traces
+def test_resnet50_spans_align_on_loader_and_optimizer():
+    files = sorted((TRACES / "resnet50_gpu_pt19").glob("*.pt.trace.json*"))
+    base, exp = (load_trace(str(f), use_cache=False) for f in files[:2])
+    root = build_diff(base, exp)
+    assert root["base"]["steps"] == root["exp"]["steps"] == 6
+    assert len(root["children"]) == 24
+    anchors = [c for c in root["children"] if c["left"]["type"] in ("dataloader", "optimizer")]
+    assert len(anchors) == 12
+    assert all(c["left"]["name"] == c["right"]["name"] for c in anchors)
+    assert root["operator_sort"] == "delta_device_total_us"
+    assert root["left"]["device_duration_us"] > 0
