@@ -1,0 +1,59 @@
+"""Errors that become JSON answers: `{"error": {"code": N, "message": "..."}}` (202 differs).
+
+They are plain exceptions so that the store can raise them without knowing about HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    code = 500
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, **self.extra}}
+
+
+class BadRequest(ApiError):
+    code = 400
+
+
+class NotFound(ApiError):
+    code = 404
+
+
+class MethodNotAllowed(ApiError):
+    code = 405
+
+
+class NotImplementedYet(ApiError):
+    code = 501
+
+
+class Unprocessable(ApiError):
+    """The worker's file could not be parsed; `messages` says why."""
+
+    code = 422
+
+    def __init__(self, message: str, messages: list[str]) -> None:
+        super().__init__(message, messages=list(messages))
+
+
+class StillLoading(ApiError):
+    """The worker span is queued or being parsed: answer 202 and let the client poll."""
+
+    code = 202
+
+    def __init__(self, progress: float, state: str) -> None:
+        super().__init__("still loading")
+        self.progress = progress
+        self.state = state
+
+    def body(self) -> dict[str, Any]:
+        return {"loading": True, "progress": round(self.progress, 4), "state": self.state}

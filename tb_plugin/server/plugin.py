@@ -1,0 +1,190 @@
+"""The `torch_prof` TensorBoard plugin: route table and thin adapters over the run store.
+
+Routes (GET, under `<path_prefix>/data/plugin/torch_prof/`) are documented in
+`tb_plugin/openapi.yaml`. The plugin does not use TensorBoard's multiplexer (it is None under the
+fast loader): it reads `--logdir` (or the first `--logdir_spec` entry) itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import os
+import threading
+from typing import Any, Optional
+
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from . import static
+from .api import (
+    CSV,
+    JSON,
+    Query,
+    encode_json,
+    endpoint,
+    gzip_response,
+    gzipped,
+    json_response,
+)
+from .errors import NotFound
+from .routes import DATA_ROUTES, DataRoute
+from .store import RunStore
+from .tabular import csv_filename, to_csv
+from .views import views_of_file
+
+log = logging.getLogger(__name__)
+
+PLUGIN_NAME = "torch_prof"
+TAB_NAME = "PyTorch Profiler"
+ROUTE_PREFIX = f"/data/plugin/{PLUGIN_NAME}/"
+
+
+class TorchProfPlugin(base_plugin.TBPlugin):
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext) -> None:
+        self._logdir = resolve_logdir(context)
+        self._store: Optional[RunStore] = None
+        self._store_lock = threading.Lock()
+
+    # -- TensorBoard hooks -------------------------------------------------------------------
+
+    def get_plugin_apps(self) -> dict[str, Any]:
+        apps = {
+            "/index.js": endpoint(functools.partial(_static, name="index.js")),
+            "/assets/*": endpoint(_asset),
+            "/runs": endpoint(self._runs),
+            "/views": endpoint(self._views),
+            "/workers": endpoint(self._workers),
+            "/spans": endpoint(self._spans),
+            "/status": endpoint(self._status),
+        }
+        for route in DATA_ROUTES.values():
+            apps[route.path] = endpoint(functools.partial(self._data, route=route))
+        return apps
+
+    def is_active(self) -> bool:
+        # Called on every plugin listing: starts the background scan once, then only reads.
+        return self.store.active()
+
+    def frontend_metadata(self) -> base_plugin.FrontendMetadata:
+        return base_plugin.FrontendMetadata(
+            es_module_path="/index.js", tab_name=TAB_NAME, disable_reload=True)
+
+    @property
+    def store(self) -> RunStore:
+        if self._store is None:
+            with self._store_lock:
+                if self._store is None:
+                    store = RunStore(self._logdir)
+                    store.start()
+                    _close_at_exit(store)
+                    self._store = store
+        return self._store
+
+    # -- adapters ------------------------------------------------------------------------------
+
+    def _runs(self, request: wrappers.Request) -> wrappers.Response:
+        return json_response(request, self.store.listing())
+
+    def _views(self, request: wrappers.Request) -> wrappers.Response:
+        return json_response(request, self.store.views(Query(request).text("run")))
+
+    def _workers(self, request: wrappers.Request) -> wrappers.Response:
+        query = Query(request)
+        run, view = query.text("run"), query.text("view")
+        return json_response(request, self.store.workers(run, view))
+
+    def _spans(self, request: wrappers.Request) -> wrappers.Response:
+        query = Query(request)
+        run, worker = query.text("run"), query.text("worker")
+        return json_response(request, self.store.spans(run, worker))
+
+    def _status(self, request: wrappers.Request) -> wrappers.Response:
+        query = Query(request)
+        run, worker, span = query.text("run"), query.text("worker"), query.text("span")
+        return json_response(request, self.store.status(run, worker, span))
+
+    def _data(self, request: wrappers.Request, route: DataRoute) -> wrappers.Response:
+        query = Query(request)
+        run, worker, span = query.text("run"), query.text("worker"), query.text("span")
+        options = route.parse(query)
+        fmt = query.choice("format", ("json", "csv"), "json")
+        store = self.store
+        file = store.usable_file(run, worker, span)
+        if route.view not in views_of_file(file.features):
+            raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no "
+                           f"{route.view} view")
+        key = route.payload_key(options)
+
+        def payload() -> Any:
+            return store.payload(file, key, lambda table: route.compute(table, options))
+
+        if fmt == "csv":
+            body = store.body(file, key + "|csv",
+                              lambda: gzipped(to_csv(route.table(payload()))))
+            name = csv_filename(run, worker, span, route.path.strip("/"))
+            headers = [("Content-Disposition", f'attachment; filename="{name}"')]
+            return gzip_response(request, body, CSV, headers)
+        body = store.body(file, key + "|json", lambda: gzipped(encode_json(payload())))
+        return gzip_response(request, body, JSON)
+
+
+def _static(request: wrappers.Request, name: str) -> wrappers.Response:
+    return static.serve(request, name)
+
+
+def _asset(request: wrappers.Request) -> wrappers.Response:
+    # request.path is below the path prefix; take what follows the plugin's own prefix.
+    _, _, name = request.path.partition(ROUTE_PREFIX)
+    if not name.startswith("assets/"):
+        raise NotFound("no such asset")
+    return static.serve(request, name)
+
+
+def resolve_logdir(context: base_plugin.TBContext) -> str:
+    """`--logdir`, else the first `--logdir_spec` entry (other entries are ignored)."""
+    logdir = getattr(context, "logdir", None) or getattr(context.flags, "logdir", None)
+    if logdir:
+        return os.path.expanduser(str(logdir))
+    spec = getattr(context.flags, "logdir_spec", None) if context.flags else None
+    if not spec:
+        return ""
+    paths = _spec_paths(spec)
+    if len(paths) > 1:
+        log.warning("torch-prof: --logdir_spec has %d entries; only %s is shown", len(paths),
+                    paths[0])
+    return os.path.expanduser(paths[0]) if paths else ""
+
+
+def _spec_paths(spec: str) -> list[str]:
+    try:  # TensorBoard's own parser (private): same rules for names, URLs and drive letters
+        from tensorboard.backend.event_processing.data_ingester import _parse_event_files_spec
+
+        return list(_parse_event_files_spec(spec))
+    except Exception:
+        paths = []
+        for entry in spec.split(","):
+            name, sep, path = entry.partition(":")
+            is_named = sep and "://" not in entry and not entry.startswith("/") and len(name) > 1
+            paths.append(path if is_named else entry)
+        return [p for p in paths if p]
+
+
+def _close_at_exit(store: RunStore) -> None:
+    """Kill parser processes before concurrent.futures joins them at interpreter exit.
+
+    `threading._register_atexit` hooks run in reverse order of registration, so ours (added
+    after concurrent.futures.process registered its own) runs first; without it, stopping
+    TensorBoard would wait for a running parse of a large file to finish.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(store.close)
+            return
+    except RuntimeError:  # already shutting down
+        return
+    atexit.register(store.close)

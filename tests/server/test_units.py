@@ -1,0 +1,279 @@
+"""Fast in-process tests of the server modules (no TensorBoard process)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+from werkzeug.wrappers import Response
+
+from tb_plugin.server import static
+from tb_plugin.server.api import Query, encode_json, endpoint
+from tb_plugin.server.errors import BadRequest
+from tb_plugin.server.memo import MemoryLRU, SingleFlight
+from tb_plugin.server.plugin import PLUGIN_NAME, TorchProfPlugin, resolve_logdir
+from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadPool, estimate_memory
+from tb_plugin.server.routes import DATA_ROUTES
+from tb_plugin.server.store import FileState, _modified_at, _run_state
+from tb_plugin.server.tabular import csv_filename, tabulate, to_csv
+from tb_plugin.server.views import views_of_run
+from tb_plugin.storage import FileRef
+
+OPENAPI = Path(__file__).resolve().parents[2] / "tb_plugin" / "openapi.yaml"
+
+
+def _context(logdir: str = "", logdir_spec: str = "") -> base_plugin.TBContext:
+    flags = argparse.Namespace(logdir=logdir, logdir_spec=logdir_spec)
+    return base_plugin.TBContext(logdir=logdir, flags=flags)
+
+
+def documented_paths() -> set[str]:
+    text = OPENAPI.read_text()
+    block = text.split("\npaths:\n", 1)[1].split("\ncomponents:\n", 1)[0]
+    return {m.group(1) for m in re.finditer(r"^  (/\S*):\s*$", block, re.MULTILINE)}
+
+
+def test_routes_equal_the_openapi_document() -> None:
+    plugin = TorchProfPlugin(_context("/nonexistent"))
+    routes = {path.replace("/*", "/{file}") for path in plugin.get_plugin_apps()}
+    assert routes == documented_paths()
+
+
+def test_every_data_route_documents_its_options() -> None:
+    text = OPENAPI.read_text()
+    for path, route in DATA_ROUTES.items():
+        block = text.split(f"\n  {path}:\n", 1)[1].split("\n  /", 1)[0]
+        for option in route.options:
+            ref = {"group_by": "GroupBy", "top_n": "topN"}.get(option.name, option.name)
+            assert f"name: {option.name}" in block or ref in block, (path, option.name)
+        assert "#/components/parameters/format" in block, path
+
+
+def test_plugin_metadata() -> None:
+    plugin = TorchProfPlugin(_context("/nonexistent"))
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", PLUGIN_NAME) and plugin.plugin_name == "torch_prof"
+    meta = plugin.frontend_metadata()
+    assert meta.es_module_path == "/index.js" and meta.tab_name == "PyTorch Profiler"
+    assert meta.disable_reload is True
+
+
+def test_logdir_from_spec() -> None:
+    assert resolve_logdir(_context("/a/b")) == "/a/b"
+    assert resolve_logdir(_context("", "first:/x/y,second:/z")) == "/x/y"
+    assert resolve_logdir(_context("", "/only/path")) == "/only/path"
+    assert resolve_logdir(_context("", "s3://bucket/runs")) == "s3://bucket/runs"
+    assert resolve_logdir(_context("", "")) == ""
+
+
+# -- tabular --------------------------------------------------------------------------------------
+
+
+def test_tabulate_shapes() -> None:
+    records = {"rows": [{"name": "a", "calls": 1, "t": {"self": 2.0}}, {"name": "b", "x": None}]}
+    assert tabulate(records) == (["name", "calls", "t.self", "x"],
+                                 [["a", 1, 2.0, None], ["b", None, None, None]])
+    ref_style = {"columns": [{"name": "Name"}, {"name": "Total"}], "rows": [["k", 3]]}
+    assert tabulate(ref_style) == (["Name", "Total"], [["k", 3]])
+    pies = {"device_self": {"slices": [{"name": "a", "value": 1}], "other": 0},
+            "host_self": None, "host_total": {"slices": [{"name": "b", "value": 2}]}}
+    columns, rows = tabulate(pies)
+    assert columns == ["section", "name", "value"]
+    assert rows == [["device_self", "a", 1], ["host_total", "b", 2]]
+    assert tabulate({"a": 1, "b": {"c": 2}}) == (["a", "b.c"], [[1, 2]])
+
+
+def test_csv_is_spreadsheet_safe() -> None:
+    body = to_csv((["name", "value"], [["=HYPERLINK(1)", -1], ["+x", 2.5], ["ok", None]]))
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    assert rows == [["name", "value"], ["'=HYPERLINK(1)", "-1"], ["'+x", "2.5"], ["ok", ""]]
+    name = csv_filename('a/b"c', "w 0", "1", "operators/pies")
+    assert re.fullmatch(r"[A-Za-z0-9._-]+\.csv", name), name
+
+
+# -- memo -----------------------------------------------------------------------------------------
+
+
+def test_lru_is_bounded_by_bytes_and_keeps_the_newest() -> None:
+    lru: MemoryLRU[str] = MemoryLRU(100)
+    lru.put("a", "A", 60)
+    lru.put("b", "B", 30)
+    assert lru.get("a") == "A"  # now most recent
+    lru.put("c", "C", 30)  # evicts b (least recently used)
+    assert lru.get("b") is None and lru.get("a") == "A" and lru.get("c") == "C"
+    lru.put("huge", "H", 500)  # alone over budget: kept, everything else evicted
+    assert lru.get("huge") == "H" and len(lru) == 1 and lru.nbytes == 500
+
+
+def test_single_flight_computes_once() -> None:
+    flight, calls, gate = SingleFlight(), [], threading.Event()
+
+    def compute() -> int:
+        calls.append(1)
+        gate.wait(5)
+        return 42
+
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(flight.do("k", compute)))
+               for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)
+    gate.set()
+    for thread in threads:
+        thread.join(5)
+    assert results == [42] * 20 and len(calls) == 1
+
+    def boom() -> int:
+        raise ValueError("x")
+
+    with pytest.raises(ValueError):
+        flight.do("k", boom)
+    assert flight.do("k", lambda: 7) == 7  # failures are not remembered
+
+
+# -- api ------------------------------------------------------------------------------------------
+
+
+def test_encode_json_handles_numpy_and_non_finite() -> None:
+    payload = {"a": np.int64(3), "b": np.float32(1.5), "c": math.nan, "d": np.array([1, 2]),
+               "e": np.bool_(True), "f": math.inf, "g": np.float64("nan")}
+    assert encode_json(payload) == (b'{"a":3,"b":1.5,"c":null,"d":[1,2],"e":true,"f":null,'
+                                    b'"g":null}')
+
+
+def _query(qs: str) -> Query:
+    from werkzeug.test import EnvironBuilder
+
+    return Query(EnvironBuilder(query_string=qs).get_request())
+
+
+def test_query_validation() -> None:
+    assert _query("run=a").text("run") == "a"
+    assert _query("group_by=kernel").choice("group_by", ("kernel", "x"), "x") == "kernel"
+    assert _query("").choice("group_by", ("kernel", "x"), "x") == "x"
+    assert _query("top_n=5").positive_int("top_n", 10) == 5
+    assert _query("").positive_int("top_n", 10) is None
+    for qs, call in [("", lambda q: q.text("run")), ("run=a&run=b", lambda q: q.text("run")),
+                     ("run=", lambda q: q.text("run")),
+                     ("g=z", lambda q: q.choice("g", ("a",), "a")),
+                     ("n=0", lambda q: q.positive_int("n", 10)),
+                     ("n=11", lambda q: q.positive_int("n", 10)),
+                     ("n=%C2%B2", lambda q: q.positive_int("n", 10)),
+                     ("run=a%00b", lambda q: q.text("run"))]:
+        with pytest.raises(BadRequest):
+            call(_query(qs))
+
+
+def test_endpoint_turns_bugs_into_short_json_500() -> None:
+    def broken(_request: Any) -> Any:
+        raise RuntimeError("secret detail /home/user/x")
+
+    client = Client(endpoint(broken), Response)
+    reply = client.get("/x")
+    assert reply.status_code == 500
+    assert reply.json == {"error": {"code": 500, "message":
+                                    "internal error (RuntimeError); see the TensorBoard log"}}
+    assert reply.headers["X-Content-Type-Options"] == "nosniff"
+    assert client.post("/x").status_code == 405
+
+
+# -- static ---------------------------------------------------------------------------------------
+
+
+def test_static_exact_names_content_types_and_csp(tmp_path: Path) -> None:
+    root = tmp_path / "static"
+    (root / "assets").mkdir(parents=True)
+    (root / "index.js").write_text("export function render() {}")
+    (root / "assets" / "page.html").write_text("<p>hi</p>")
+    (root / "assets" / "a.css").write_text("p{}")
+    (tmp_path / "secret.txt").write_text("TOPSECRET")
+    (root / "assets" / "link.txt").symlink_to(tmp_path / "secret.txt")
+    assert set(static.listing(root)) == {"index.js", "assets/page.html", "assets/a.css"}
+
+    def app(name: str) -> Any:
+        return Client(endpoint(lambda r: static.serve(r, name, root=root)), Response).get("/")
+
+    js = app("index.js")
+    assert js.status_code == 200 and js.headers["Content-Type"].startswith(
+        "application/javascript") and js.data == b"export function render() {}"
+    html = app("assets/page.html")
+    assert html.headers["Content-Type"].startswith("text/html")
+    policy = dict(part.split(" ", 1) for part in html.headers["Content-Security-Policy"].split(";"))
+    assert policy["object-src"] == "'none'" and "unsafe-inline" not in policy["script-src"]
+    assert app("assets/a.css").headers["Content-Type"].startswith("text/css")
+    for name in ("assets/link.txt", "../secret.txt", "assets/../index.js", "/index.js",
+                 str(root / "index.js"), "assets", ""):
+        reply = app(name)
+        assert reply.status_code == 404 and b"TOPSECRET" not in reply.data, name
+        assert reply.headers["X-Content-Type-Options"] == "nosniff"
+
+
+# -- store and pool -------------------------------------------------------------------------------
+
+
+def _ref(mtime: str, size: int = 10, path: str = "/x/w.pt.trace.json") -> FileRef:
+    return FileRef(None, path, size, mtime)
+
+
+def test_modified_at_units() -> None:
+    assert _modified_at(_ref("1700000000123456789")) == pytest.approx(1700000000.123456789)
+    assert _modified_at(_ref("1700000000123")) == pytest.approx(1700000000.123)
+    assert _modified_at(_ref("1700000000.5")) == 1700000000.5
+    assert _modified_at(_ref("2024-01-02T03:04:05Z")) == pytest.approx(1704164645)
+    assert _modified_at(_ref("")) is None and _modified_at(_ref("etag-abc")) is None
+
+
+def test_recently_written_broken_file_is_reported_loading() -> None:
+    now = time.time()
+    fresh = FileState(_ref(str(now - 2)), "id", state="error", messages=["cut"], parsed=True)
+    state, messages = fresh.report(now)
+    assert state == "loading" and "still being written" in messages[0] and messages[1] == "cut"
+    old = FileState(_ref(str(now - 600)), "id", state="error", messages=["cut"], parsed=True)
+    assert old.report(now) == ("error", ["cut"])
+    crashed = FileState(_ref(str(now - 2)), "id", state="error", messages=["bug"], parsed=False)
+    assert crashed.report(now) == ("error", ["bug"])  # not a parse result: no masking
+    truncated = FileState(_ref("etag"), "id", state="truncated", parsed=True, changed_at=now - 1)
+    assert truncated.report(now)[0] == "truncated"
+
+
+def test_run_state_and_views() -> None:
+    assert _run_state(["ok", "queued"]) == "loading"
+    assert _run_state(["error", "error"]) == "error"
+    assert _run_state(["ok", "error"]) == "partial"
+    assert _run_state(["ok", "ok"]) == "ready" and _run_state([]) == "ready"
+    assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == ["Overview", "Operator", "Kernel"]
+    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator"]
+    assert views_of_run([]) == []
+
+
+def test_pool_admission_is_bounded_by_slots_and_memory(tmp_path: Path) -> None:
+    pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, lambda o: None, workers=2,
+                    memory_budget=BASE_MEMORY * 3, idle_shutdown_s=1)
+    try:
+        small, big = _ref("1", 1000), _ref("1", 50 << 30, "/x/huge.pt.trace.json.gz")
+        assert estimate_memory(big) > pool.memory_budget
+        job = LoadJob("a", small, estimate_memory(small))
+        assert pool._fits(LoadJob("huge", big, estimate_memory(big)))  # alone: always
+        pool._running[1] = job
+        pool._memory_in_use = job.estimate
+        assert pool._fits(LoadJob("b", small, estimate_memory(small)))
+        assert not pool._fits(LoadJob("huge", big, estimate_memory(big)))  # over budget
+        pool._running[2] = LoadJob("c", small, estimate_memory(small))
+        assert not pool._fits(LoadJob("d", small, estimate_memory(small)))  # slots full
+        del pool._running[2]
+        pool._running[1].processes = 2  # a file split across two processes takes both
+        assert not pool._fits(LoadJob("d", small, estimate_memory(small)))
+    finally:
+        pool._running.clear()
+        pool.close()
