@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 PLUGIN_NAME = "torch_prof"
 TAB_NAME = "PyTorch Profiler"
 ROUTE_PREFIX = f"/data/plugin/{PLUGIN_NAME}/"
+CATCH_ALL = "/*"  # not a route of the API: TensorBoard tries it after every other one
 
 
 class TorchProfPlugin(base_plugin.TBPlugin):
@@ -63,6 +64,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         }
         for route in DATA_ROUTES.values():
             apps[route.path] = endpoint(functools.partial(self._data, route=route))
+        apps[CATCH_ALL] = endpoint(_unknown_route)  # JSON 404 instead of TensorBoard's text
         return apps
 
     def is_active(self) -> bool:
@@ -134,6 +136,11 @@ class TorchProfPlugin(base_plugin.TBPlugin):
 
 def _static(request: wrappers.Request, name: str) -> wrappers.Response:
     return static.serve(request, name)
+
+
+def _unknown_route(request: wrappers.Request) -> wrappers.Response:
+    _, _, route = request.path.partition(ROUTE_PREFIX)
+    raise NotFound(f"no route {route[:120]!r} in the {PLUGIN_NAME} API")
 
 
 def _asset(request: wrappers.Request) -> wrappers.Response:

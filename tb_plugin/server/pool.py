@@ -153,7 +153,7 @@ class LoadPool:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._pending: dict[str, LoadJob] = {}
-        self._heap: list[tuple[int, int, str]] = []
+        self._heap: list[tuple[int, int, int, str]] = []  # (-priority, size, token, key)
         self._tokens = itertools.count(1)
         self._running: dict[int, LoadJob] = {}
         self._memory_in_use = 0
@@ -174,7 +174,7 @@ class LoadPool:
         with self._lock:
             job.token = next(self._tokens)
             self._pending[job.key] = job
-            heapq.heappush(self._heap, (-job.priority, job.token, job.key))
+            heapq.heappush(self._heap, _entry(job))
         self._wake.set()
 
     def bump(self, key: str, priority: int = 10) -> None:
@@ -184,7 +184,7 @@ class LoadPool:
             if job is None or job.priority >= priority:
                 return
             job.priority, job.token = priority, next(self._tokens)
-            heapq.heappush(self._heap, (-priority, job.token, key))
+            heapq.heappush(self._heap, _entry(job))
         self._wake.set()
 
     def cancel(self, key: str) -> None:
@@ -230,7 +230,7 @@ class LoadPool:
     def _next_job(self) -> Optional[LoadJob]:
         """The highest-priority valid queued job (stale heap entries are dropped)."""
         while self._heap:
-            _, token, key = self._heap[0]
+            *_, token, key = self._heap[0]
             job = self._pending.get(key)
             if job is not None and job.token == token:
                 return job
@@ -352,6 +352,12 @@ class LoadPool:
                 self._executor = None
         if executor is not None:
             executor.shutdown(wait=True)  # idle: the children exit at once
+
+
+def _entry(job: LoadJob) -> tuple[int, int, int, str]:
+    """Heap order: requested files first, then smaller files (the first views are ready
+    sooner, and a big file does not hold up a run of small ones), then arrival."""
+    return (-job.priority, job.ref.size, job.token, job.key)
 
 
 def _split_allowed() -> bool:

@@ -50,6 +50,7 @@ WRITE_GRACE_S = 30.0  # a broken file modified this recently is probably still b
 TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
 DERIVED_FACTOR = 2  # analyses memoise derived data on a table: count it twice
 BODY_MEMORY = 64 << 20
+WANTED_PRIORITY = 10
 
 QUEUED, LOADING = "queued", "loading"
 OK, PARTIAL, TRUNCATED, ERROR = "ok", "partial", "truncated", "error"
@@ -109,6 +110,7 @@ class RunStore:
         self._runs: dict[str, RunEntry] = {}
         self._files: dict[str, FileState] = {}  # url -> state
         self._by_identity: dict[str, FileState] = {}
+        self._wanted: set[str] = set()  # identities a request waited for (loaded first)
         self._tables: MemoryLRU[Any] = MemoryLRU(_table_budget())
         self._bodies: MemoryLRU[bytes] = MemoryLRU(BODY_MEMORY)
         self._flight = SingleFlight()
@@ -218,7 +220,9 @@ class RunStore:
         if summary is not None:
             self._on_done(LoadOutcome(state.identity, summary=summary))
         elif self._pool is not None:
-            self._pool.submit(LoadJob(state.identity, state.ref, estimate_memory(state.ref)))
+            priority = WANTED_PRIORITY if state.identity in self._wanted else 0
+            self._pool.submit(LoadJob(state.identity, state.ref, estimate_memory(state.ref),
+                                      priority=priority))
 
     # -- pool callbacks (loader thread) --------------------------------------------------------
 
@@ -250,6 +254,7 @@ class RunStore:
                 state.state = ERROR
                 state.messages = [outcome.error or "the file could not be loaded"]
             state.progress = 1.0
+            self._wanted.discard(outcome.key)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -315,13 +320,21 @@ class RunStore:
         with self._lock:
             reported, messages = state.report(time.time())
         if reported in PENDING:
-            if self._pool is not None:
-                self._pool.bump(state.identity)  # someone is waiting for this one
+            self._want(state.identity)
             raise StillLoading(state.progress, reported)
         if reported == ERROR:
             raise Unprocessable(f"worker {_quote(worker)} span {_quote(span)} could not be "
                                 f"read: {messages[0] if messages else 'unknown error'}", messages)
         return state
+
+    def _want(self, identity: str) -> None:
+        """Someone is waiting for this file: parse it before the others."""
+        with self._lock:
+            if len(self._wanted) > 10_000:  # only a hint: never let it grow without bound
+                self._wanted.clear()
+            self._wanted.add(identity)
+        if self._pool is not None:
+            self._pool.bump(identity, WANTED_PRIORITY)
 
     # -- tables and payloads (request threads) -------------------------------------------------
 
@@ -361,9 +374,11 @@ class RunStore:
 
     def _run(self, name: str) -> RunEntry:
         self.start()
-        self._first_scan.wait(FIRST_SCAN_WAIT_S)
+        scanned = self._first_scan.wait(FIRST_SCAN_WAIT_S)
         with self._lock:
             run = self._runs.get(name)
+        if run is None and not scanned:  # a slow (remote) logdir: not known yet, not unknown
+            raise StillLoading(0.0, LOADING)
         if run is None:
             raise NotFound(f"unknown run {_quote(name)}")
         return run

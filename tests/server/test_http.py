@@ -364,6 +364,8 @@ def test_unknown_names_are_404(tb: TensorBoard) -> None:
     ]:
         assert_error(tb.get(route, params), 404)
     assert_error(tb.get("assets/nope.js"), 404)
+    for route in ("nope", "runs/extra", "index.js/x", "operators/nope", "data"):
+        assert_error(tb.get(route), 404)
 
 
 def test_broken_worker_is_422_and_others_still_work(tb: TensorBoard) -> None:

@@ -22,7 +22,7 @@ from tb_plugin.server import static
 from tb_plugin.server.api import Query, encode_json, endpoint
 from tb_plugin.server.errors import BadRequest
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
-from tb_plugin.server.plugin import PLUGIN_NAME, TorchProfPlugin, resolve_logdir
+from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
 from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadPool, estimate_memory
 from tb_plugin.server.routes import DATA_ROUTES
 from tb_plugin.server.store import FileState, _modified_at, _run_state
@@ -46,7 +46,9 @@ def documented_paths() -> set[str]:
 
 def test_routes_equal_the_openapi_document() -> None:
     plugin = TorchProfPlugin(_context("/nonexistent"))
-    routes = {path.replace("/*", "/{file}") for path in plugin.get_plugin_apps()}
+    apps = plugin.get_plugin_apps()
+    assert apps.pop(CATCH_ALL)  # the JSON 404 for unknown routes, not part of the API
+    routes = {path.replace("/*", "/{file}") for path in apps}
     assert routes == documented_paths()
 
 
@@ -277,3 +279,16 @@ def test_pool_admission_is_bounded_by_slots_and_memory(tmp_path: Path) -> None:
     finally:
         pool._running.clear()
         pool.close()
+
+
+def test_pool_queue_order_requested_then_smaller_first(tmp_path: Path) -> None:
+    pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, lambda o: None, workers=1)
+    pool.close()  # the loop thread stops: only the queue is exercised
+    for key, size in (("big", 10 << 20), ("small", 1 << 10), ("mid", 1 << 20)):
+        pool.submit(LoadJob(key, _ref("1", size, f"/x/{key}.pt.trace.json"), 1))
+    pool.bump("big")  # someone is waiting for it
+    order = []
+    while (job := pool._next_job()) is not None:
+        order.append(job.key)
+        del pool._pending[job.key]
+    assert order == ["big", "small", "mid"]
