@@ -9,6 +9,7 @@ Tests of the main server run in file order: the first one fires its burst while 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -442,8 +443,9 @@ def test_new_runs_and_files_appear_after_rescan(tb: TensorBoard, logdir: Path) -
 
 def test_file_being_written_is_not_reported_broken(tb: TensorBoard, logdir: Path) -> None:
     path = logdir / "writing" / "w.pt.trace.json.gz"
-    trace = make_trace(steps=20)
-    write_bytes(path, truncated_gzip(trace, 0.05), mtime=None)  # just written, cut early
+    data = gzip.compress(json.dumps(make_trace(steps=20)).encode(), 6)
+    cut = len(data) // 20
+    write_bytes(path, data[:cut], mtime=None)  # the writer has flushed its first bytes only
     params = {"run": "writing", "worker": "w", "span": "default"}
 
     def parsed() -> Optional[dict[str, Any]]:
@@ -459,7 +461,8 @@ def test_file_being_written_is_not_reported_broken(tb: TensorBoard, logdir: Path
     assert "read again when it changes" in status["messages"][0], status
     assert tb.get("overview", params).status in (200, 202)
 
-    write_trace(path, trace)  # the writer finishes: new size and mtime -> read again
+    with open(path, "ab") as handle:  # the writer appends the rest: new size -> read again
+        handle.write(data[cut:])
     done = tb.wait_for("the finished file", lambda: tb.get("status", params).json()["state"]
                        == "ok", timeout=40, interval=0.5)
     assert done
