@@ -5,13 +5,20 @@ import { count } from './format'
 import { useAsync } from './hooks'
 import { useTheme } from './theme'
 import { useUrlState } from './urlState'
+import { DiffExperimentSelectors } from './views/diff/DiffSelectors'
+import { DiffView } from './views/diff/DiffView'
+import { DistributedView } from './views/distributed/DistributedView'
 import { KernelView } from './views/KernelView'
+import { MemoryView } from './views/memory/MemoryView'
+import { ModuleView } from './views/modules/ModuleView'
 import { NoRuns } from './views/NoRuns'
 import { OperatorView } from './views/OperatorView'
 import { OverviewView } from './views/Overview'
 
 const VIEW_LABELS: Record<string, string> = { Kernel: 'GPU Kernel' }
-const SUPPORTED_VIEWS = new Set(['Overview', 'Operator', 'Kernel'])
+const SUPPORTED_VIEWS = new Set(['Overview', 'Operator', 'Kernel', 'Memory', 'Distributed', 'Module', 'Diff'])
+/** Run-level views: one payload over all workers, so no worker selector. */
+const RUN_LEVEL_VIEWS = new Set(['Distributed'])
 
 function useRuns(): { data: RunsResponse | null; error: Error | null } {
   const [data, setData] = useState<RunsResponse | null>(null)
@@ -142,7 +149,7 @@ export function App() {
             <ProgressBar value={run.progress} label={`Loading ${run.name}`} />
           </div>
         )}
-        <Field label="Worker">
+        {!RUN_LEVEL_VIEWS.has(view) && <Field label="Worker">
           {(id) => (
             <Select
               id={id}
@@ -153,7 +160,7 @@ export function App() {
               disabled={workers.length === 0}
             />
           )}
-        </Field>
+        </Field>}
         {spans.length > 1 && (
           <Field label="Span">
             {(id) => (
@@ -161,6 +168,7 @@ export function App() {
             )}
           </Field>
         )}
+        {view === 'Diff' && <DiffExperimentSelectors runs={runs} state={state} update={update} />}
         <LoadingRuns runs={runs} />
         {run && <WorkerStatusList run={run} selectedWorker={worker} selectedSpan={span} onSelect={(w, s) => update({ worker: w, span: s })} />}
         <SidebarFooter logdir={runsData.logdir} />
@@ -249,6 +257,10 @@ function ViewContent(props: {
     return <OverviewView selection={selection} workerCount={props.workerCount} theme={theme} onNavigate={props.onNavigate} views={props.views} />
   if (view === 'Operator') return <OperatorView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Kernel') return <KernelView selection={selection} state={props.state} update={props.update} theme={theme} />
+  if (view === 'Memory') return <MemoryView selection={selection} state={props.state} update={props.update} theme={theme} />
+  if (view === 'Distributed') return <DistributedView selection={selection} theme={theme} />
+  if (view === 'Module') return <ModuleView selection={selection} theme={theme} />
+  if (view === 'Diff') return <DiffView selection={selection} state={props.state} update={props.update} theme={theme} />
   return (
     <Banner kind="info" title={`The ${view} view is not available in this version of the plugin`} testId="unsupported-view">
       {SUPPORTED_VIEWS.size ? `Available here: ${[...SUPPORTED_VIEWS].join(', ')}.` : null}
