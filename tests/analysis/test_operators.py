@@ -175,7 +175,6 @@ def test_resnet50_golden_operator_table():
     assert len(pies["device_self"]) == 23 and len(pies["host_total"]) == 76
 
 
-
 def _digest(lines):
     return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
 
