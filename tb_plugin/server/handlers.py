@@ -110,7 +110,8 @@ def diff(store: RunStore, request: wrappers.Request) -> wrappers.Response:
         try:
             return build_diff_view(store.table(base), store.table(exp), path)
         except UnknownDiffPathError as exc:
-            raise NotFound(f"no diff node at path {path[:120]!r}") from exc
+            raise NotFound(str(exc.args[0] if exc.args else "no such diff node")[:300]
+                           ) from exc
 
     memo = ("diff", base.identity, exp.identity, path)
     return send_payload(request, store, payload, fmt=fmt, memo=memo, table=table,
