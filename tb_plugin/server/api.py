@@ -9,10 +9,10 @@ import logging
 import math
 from typing import Any, Callable, Optional
 
-import msgspec
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
+from .encoding import encode_json
 from .errors import ApiError, BadRequest, MethodNotAllowed, StillLoading
 
 log = logging.getLogger(__name__)
@@ -22,27 +22,7 @@ CSV = "text/csv; charset=utf-8"
 MAX_PARAM_LENGTH = 4096
 
 Handler = Callable[[wrappers.Request], wrappers.Response]
-
-
-def _encode_extra(value: Any) -> Any:
-    """numpy/pandas scalars and arrays in analysis payloads -> plain JSON values."""
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "ndim", 0) == 0:
-        return item()
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
-
-
-_encoder = msgspec.json.Encoder(enc_hook=_encode_extra)
-
-
-def encode_json(payload: Any) -> bytes:
-    """UTF-8 JSON; NaN and infinities become null (browsers reject bare NaN)."""
-    return _encoder.encode(payload)
+__all__ = ["encode_json"]  # re-exported: routes and tests use it from here
 
 
 def gzipped(body: bytes) -> bytes:
@@ -115,10 +95,28 @@ class Query:
         return value
 
     def positive_int(self, name: str, maximum: int) -> Optional[int]:
+        return self.integer(name, 1, maximum)
+
+    def integer(self, name: str, minimum: int, maximum: int, *, required: bool = False
+                ) -> Optional[int]:
+        """A decimal integer in [minimum, maximum] (minimum >= 0: no sign accepted)."""
+        value = self.text(name, required=required)
+        if value is None:
+            return None
+        if not (value.isascii() and value.isdigit()) or not minimum <= int(value) <= maximum:
+            raise BadRequest(f"parameter {name!r} must be an integer from {minimum} to "
+                             f"{maximum}; got {value[:60]!r}")
+        return int(value)
+
+    def number(self, name: str) -> Optional[float]:
+        """An optional finite decimal number (e.g. a time in us)."""
         value = self.text(name, required=False)
         if value is None:
             return None
-        if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= maximum:
-            raise BadRequest(f"parameter {name!r} must be an integer from 1 to {maximum}; "
-                             f"got {value[:60]!r}")
-        return int(value)
+        try:
+            number = float(value) if value.isascii() else math.nan
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise BadRequest(f"parameter {name!r} must be a finite number; got {value[:60]!r}")
+        return number
