@@ -9,7 +9,7 @@ import { DiffExperimentSelectors } from './views/diff/DiffSelectors'
 import { DiffView } from './views/diff/DiffView'
 import { DistributedView } from './views/distributed/DistributedView'
 import { KernelView } from './views/KernelView'
-import { MemoryView } from './views/memory/MemoryView'
+import { MemoryExportView, MemoryView } from './views/memory/MemoryView'
 import { ModuleView } from './views/modules/ModuleView'
 import { NoRuns } from './views/NoRuns'
 import { OperatorView } from './views/OperatorView'
@@ -149,7 +149,8 @@ export function App() {
             <ProgressBar value={run.progress} label={`Loading ${run.name}`} />
           </div>
         )}
-        {!RUN_LEVEL_VIEWS.has(view) && <Field label="Worker">
+        {!RUN_LEVEL_VIEWS.has(view) && (
+        <Field label="Worker">
           {(id) => (
             <Select
               id={id}
@@ -160,7 +161,8 @@ export function App() {
               disabled={workers.length === 0}
             />
           )}
-        </Field>}
+        </Field>
+        )}
         {spans.length > 1 && (
           <Field label="Span">
             {(id) => (
@@ -201,6 +203,8 @@ export function App() {
             <ErrorBanner error={spansState.error} what="the spans" />
           ) : run?.state === 'loading' || workersState.status === 'pending' || spansState.status === 'pending' ? (
             <Loading progress={run?.state === 'loading' ? run.progress : null} label={`Loading ${runName}`} />
+          ) : view === 'Memory' && run?.workers.length === 0 ? (
+            <MemoryExportView run={runName} theme={theme} />
           ) : (
             <Banner kind="info" title="Nothing to show yet">This run has no worker with the {view} view.</Banner>
           )
@@ -253,14 +257,14 @@ function ViewContent(props: {
   onNavigate: (view: string) => void
 }) {
   const { view, selection, theme } = props
-  if (view === 'Overview')
-    return <OverviewView selection={selection} workerCount={props.workerCount} theme={theme} onNavigate={props.onNavigate} views={props.views} />
-  if (view === 'Operator') return <OperatorView selection={selection} state={props.state} update={props.update} theme={theme} />
-  if (view === 'Kernel') return <KernelView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Memory') return <MemoryView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Distributed') return <DistributedView selection={selection} theme={theme} />
   if (view === 'Module') return <ModuleView selection={selection} theme={theme} />
   if (view === 'Diff') return <DiffView selection={selection} state={props.state} update={props.update} theme={theme} />
+  if (view === 'Overview')
+    return <OverviewView selection={selection} workerCount={props.workerCount} theme={theme} onNavigate={props.onNavigate} views={props.views} />
+  if (view === 'Operator') return <OperatorView selection={selection} state={props.state} update={props.update} theme={theme} />
+  if (view === 'Kernel') return <KernelView selection={selection} state={props.state} update={props.update} theme={theme} />
   return (
     <Banner kind="info" title={`The ${view} view is not available in this version of the plugin`} testId="unsupported-view">
       {SUPPORTED_VIEWS.size ? `Available here: ${[...SUPPORTED_VIEWS].join(', ')}.` : null}

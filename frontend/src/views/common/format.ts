@@ -67,3 +67,17 @@ export function parseBytes(text: string): number | null {
   const scale = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[match[2].toLowerCase()] ?? 1
   return Number(match[1]) * scale
 }
+
+/**
+ * A tick interval for a byte axis up to `max`: 1, 2 or 5 x 10^n of a binary unit (KiB, MiB...),
+ * so the labels read "256 MiB, 512 MiB" instead of "476.84 MiB". Undefined for an empty axis.
+ */
+export function bytesInterval(max: number, ticks = 5): number | undefined {
+  if (!(max > 0) || !Number.isFinite(max)) return undefined
+  let unit = 1
+  while (max / unit >= 1024 && unit < 1024 ** 5) unit *= 1024
+  const raw = max / unit / ticks
+  const power = 10 ** Math.floor(Math.log10(raw))
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power
+  return Math.max(1, step * unit)
+}

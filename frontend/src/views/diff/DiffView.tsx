@@ -8,7 +8,7 @@ import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import { chartColors, escapeHtml } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
 import { count, duration, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
@@ -16,7 +16,7 @@ import type { UiState } from '../../urlState'
 import '../common/echarts'
 import { deltaPct, deltaPctValue, signedUs } from '../common/format'
 import { useViewStyle } from '../common/style'
-import { fetchDiff, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
+import { diffCsvUrl, fetchDiff, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
 import css from './diff.css?inline'
 
 interface Props {
@@ -85,7 +85,7 @@ export function DiffView({ selection, state, update, theme }: Props) {
   return (
     <div className="view diff" data-testid="diff-view">
       {header}
-      <DiffContent data={data} path={path} names={names.current} go={go} theme={theme} pending={diff.status === 'pending'} />
+      <DiffContent data={data} path={path} names={names.current} go={go} theme={theme} pending={diff.status === 'pending'} csvUrl={diffCsvUrl(selection, exp, path)} />
     </div>
   )
 }
@@ -121,6 +121,7 @@ function DiffContent({
   go,
   theme,
   pending,
+  csvUrl,
 }: {
   data: DiffPayload
   path: string
@@ -128,6 +129,7 @@ function DiffContent({
   go: (child: DiffChild | null, to?: string) => void
   theme: Theme
   pending: boolean
+  csvUrl: string
 }) {
   const segments = path.split('-')
   const crumbs = segments.map((_, i) => {
@@ -218,7 +220,7 @@ function DiffContent({
         )}
       </Card>
 
-      <OperatorDeltas data={data} />
+      <OperatorDeltas data={data} csvUrl={csvUrl} />
     </>
   )
 }
@@ -365,7 +367,7 @@ function numberOf(row: OperatorDelta, key: string): number {
   return typeof v === 'number' ? v : Number(v ?? 0)
 }
 
-function OperatorDeltas({ data }: { data: DiffPayload }) {
+function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string }) {
   const hasDevice = useMemo(() => data.operator_deltas.some((r) => numberOf(r, 'base_device_total_us') > 0 || numberOf(r, 'exp_device_total_us') > 0), [data])
   const [groups, setGroups] = useState<Set<GroupKey>>(() => new Set<GroupKey>(['calls', hasDevice ? 'device_total_us' : 'host_total_us', 'host_total_us']))
   const [sort, setSort] = useState<SortState | null>(null)
@@ -436,6 +438,7 @@ function OperatorDeltas({ data }: { data: DiffPayload }) {
         </span>
       }
       testId="diff-ops-card"
+      actions={<DownloadLink href={csvUrl} testId="diff-csv" />}
     >
       <div className="toolbar diff-ops-toolbar">
         <SearchBox value={search} onChange={setSearch} placeholder="Search operators" label="Search operators" testId="diff-ops-search" />

@@ -1,6 +1,6 @@
 // API client of the Diff view: `diff?run&worker&span&exp_run&exp_worker&exp_span&path`
 // (build_diff: one node of the aligned operator trees, its children and operator deltas).
-import { getJson, type Selection } from '../../api'
+import { getJson, routeUrl, type Selection } from '../../api'
 
 export interface DiffSide {
   name: string
@@ -68,4 +68,8 @@ export async function fetchDiff(sel: Selection, exp: Experiment, path: string, s
     base: (raw.base ?? { tid: null, steps: 0 }) as DiffPayload['base'],
     exp: (raw.exp ?? { tid: null, steps: 0 }) as DiffPayload['exp'],
   }
+}
+
+export function diffCsvUrl(sel: Selection, exp: Experiment, path: string): string {
+  return routeUrl('diff', { ...sel, ...exp, path, format: 'csv' })
 }

@@ -6,14 +6,14 @@ import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import { chartColors, escapeHtml } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
 import { count, duration, num2, pct, share, us } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
 import '../common/echarts'
 import { bytes } from '../common/format'
 import { useViewStyle } from '../common/style'
-import { fetchDistributed, type CommOpRow, type DistributedDevice, type DistributedPayload } from './api'
+import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDevice, type DistributedPayload } from './api'
 import css from './distributed.css?inline'
 
 interface Props {
@@ -26,7 +26,7 @@ export function DistributedView({ selection, theme }: Props) {
   const state = useAsync(`${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
   if (state.status === 'error') return <ErrorBanner error={state.error} what="the distributed view" />
   if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading all workers" />
-  return <DistributedContent data={state.data} theme={theme} />
+  return <DistributedContent data={state.data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />
 }
 
 export const OVERLAP_SERIES = [
@@ -41,14 +41,14 @@ export const WAIT_SERIES = [
   { key: 'synchronizing', label: 'Synchronizing', color: '#f57c00', hint: 'The rest: waiting for the other workers' },
 ] as const
 
-function DistributedContent({ data, theme }: { data: DistributedPayload; theme: Theme }) {
+function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload; theme: Theme; csvUrl: string }) {
   const nodes = new Set(data.devices.map((d) => d.node)).size
   const backends = [...new Set(data.devices.map((d) => d.backend).filter(Boolean))].join(', ')
   const anyComm = data.workers.some((w) => (data.comm_ops[w]?.rows.length ?? 0) > 0)
   return (
     <div className="view distributed" data-testid="distributed-view">
       {data.messages.length > 0 && (
-        <Banner kind="warning" title="Some communication could not be matched across workers" testId="dist-messages">
+        <Banner kind="warning" title="Communication warnings" testId="dist-messages">
           <ul className="messages">
             {data.messages.slice(0, 30).map((m, i) => (
               <li key={i}>{m}</li>
@@ -93,7 +93,7 @@ function DistributedContent({ data, theme }: { data: DistributedPayload; theme: 
           testId="dist-wait"
         />
       </div>
-      <CommOpsCard data={data} />
+      <CommOpsCard data={data} csvUrl={csvUrl} />
     </div>
   )
 }
@@ -208,7 +208,7 @@ function StackedCard<V extends object>({
                 {series.map((s) => (
                   <th key={s.key} className="right" title={s.hint}>
                     <span className="swatch" style={{ background: s.color }} />
-                    {s.label} (us)
+                    {s.label}
                   </th>
                 ))}
               </tr>
@@ -218,7 +218,9 @@ function StackedCard<V extends object>({
                 const v = values[w]
                 return (
                   <tr key={w} data-worker={w}>
-                    <td>{w}</td>
+                    <td className="dist-worker-cell" title={w}>
+                      {w}
+                    </td>
                     {series.map((s) => (
                       <td key={s.key} className="right" data-col={s.key}>
                         {us(v[s.key])}
@@ -290,7 +292,7 @@ function stackedOption(workers: string[], series: readonly SeriesSpec[], values:
 
 const OP_SORT: SortState = { key: 'total_latency_us', desc: true }
 
-function CommOpsCard({ data }: { data: DistributedPayload }) {
+function CommOpsCard({ data, csvUrl }: { data: DistributedPayload; csvUrl: string }) {
   const withOps = data.workers.filter((w) => (data.comm_ops[w]?.rows.length ?? 0) > 0)
   const [picked, setPicked] = useState('')
   const worker = picked && data.workers.includes(picked) ? picked : (withOps[0] ?? data.workers[0] ?? '')
@@ -302,10 +304,13 @@ function CommOpsCard({ data }: { data: DistributedPayload }) {
       title="Communication operations"
       subtitle={<span data-testid="dist-ops-count">{count(rows.length)} collective{rows.length === 1 ? '' : 's'} on {worker} · latency = time in the op; transfer = the part all workers needed</span>}
       actions={
-        <div className="dist-worker">
-          <Field label="Worker">
-            {(id) => <Select id={id} value={worker} onChange={setPicked} options={data.workers.map((w) => ({ value: w, label: w }))} testId="dist-ops-worker" />}
-          </Field>
+        <div className="dist-actions">
+          <div className="dist-worker">
+            <Field label="Worker">
+              {(id) => <Select id={id} value={worker} onChange={setPicked} options={data.workers.map((w) => ({ value: w, label: w }))} testId="dist-ops-worker" />}
+            </Field>
+          </div>
+          <DownloadLink href={csvUrl} testId="dist-csv" />
         </div>
       }
       testId="dist-ops-card"
@@ -313,6 +318,13 @@ function CommOpsCard({ data }: { data: DistributedPayload }) {
       <DataTable columns={COMM_COLUMNS} rows={rows} rowKey={rowKey} sort={sort} onSort={setSort} maxHeight={420} label="Communication operations" testId="dist-ops" emptyText="This worker recorded no communication op." />
     </Card>
   )
+}
+
+/** Bytes per second in decimal units, as link speeds are quoted: "6.37 GB/s", "812.50 MB/s". */
+function rate(perSecond: number): string {
+  if (perSecond >= 1e9) return `${num2(perSecond / 1e9)} GB/s`
+  if (perSecond >= 1e6) return `${num2(perSecond / 1e6)} MB/s`
+  return `${num2(perSecond / 1e3)} kB/s`
 }
 
 const COMM_COLUMNS: Column<CommOpRow>[] = [
@@ -330,7 +342,7 @@ const COMM_COLUMNS: Column<CommOpRow>[] = [
     title: 'Total size / total transfer time',
     width: '100px',
     align: 'right',
-    render: (r) => (r.total_transfer_us > 0 && r.total_bytes > 0 ? `${num2(r.total_bytes / r.total_transfer_us / 1e3)} GB/s` : '–'),
+    render: (r) => (r.total_transfer_us > 0 && r.total_bytes > 0 ? rate((r.total_bytes / r.total_transfer_us) * 1e6) : '–'),
     sortValue: (r) => (r.total_transfer_us > 0 ? r.total_bytes / r.total_transfer_us : null),
   },
 ]

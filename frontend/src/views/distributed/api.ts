@@ -1,6 +1,6 @@
 // API client of the Distributed view: `distributed?run&span` (build_distributed over all the
 // workers of a span). Times are us, sizes bytes.
-import { getJson } from '../../api'
+import { getJson, routeUrl } from '../../api'
 
 export interface DistributedGpu {
   id: number
@@ -68,4 +68,8 @@ export async function fetchDistributed(run: string, span: string, signal?: Abort
     comm_ops: (raw.comm_ops ?? {}) as DistributedPayload['comm_ops'],
     messages: list<string>(raw.messages).map(String),
   }
+}
+
+export function distributedCsvUrl(run: string, span: string): string {
+  return routeUrl('distributed', { run, span, format: 'csv' })
 }

@@ -5,7 +5,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type MouseEvent as R
 import { ApiError, type Selection } from '../../api'
 import { Chart, type EChartsInstance } from '../../charts/Chart'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, Empty, ErrorBanner, Field, Loading, SearchBox, Segmented, Select } from '../../components/ui'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, SearchBox, Segmented, Select } from '../../components/ui'
 import { count, pct } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
@@ -13,7 +13,7 @@ import type { UiState } from '../../urlState'
 import '../common/echarts'
 import { bytes, msText, parseBytes, signedBytes } from '../common/format'
 import { useViewStyle } from '../common/style'
-import { fetchMemory, fetchMemoryTimeline, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
+import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
 import css from './memory.css?inline'
 
@@ -60,6 +60,8 @@ export function MemoryView({ selection, state, update, theme }: Props) {
               )}
             </Field>
           </div>
+          <div className="spacer" />
+          <DownloadLink href={memoryCsvUrl(selection, { device: shown || undefined })} testId="mem-csv" label="CSV" />
         </div>
       )}
       {data.devices.length === 0 ? (
@@ -74,6 +76,22 @@ export function MemoryView({ selection, state, update, theme }: Props) {
       )}
       {data.devices.length === 0 && timelineData && <TimelineCard timeline={timelineData} origin={null} range={null} theme={theme} />}
       {timeline.status === 'error' && <ErrorBanner error={timeline.error} what="the memory timeline" />}
+    </div>
+  )
+}
+
+/** A run that holds memory-timeline exports but no trace: the categories on their own clock. */
+export function MemoryExportView({ run, theme }: { run: string; theme: Theme }) {
+  useViewStyle('memory', css)
+  const timeline = useAsync(`export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
+  if (timeline.status === 'error') return <ErrorBanner error={timeline.error} what="the memory timeline" />
+  if (timeline.status !== 'ok') return <Loading progress={timeline.status === 'pending' ? timeline.progress : null} label="Loading the memory timeline" />
+  return (
+    <div className="view memory" data-testid="memory-view">
+      <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
+        Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
+      </Banner>
+      {timeline.data ? <TimelineCard timeline={timeline.data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
     </div>
   )
 }
@@ -158,8 +176,9 @@ function MemoryContent({
 
   const selectionPeak = useMemo(() => {
     if (!range || zoomed.status !== 'ok') return null
-    const values = (zoomed.data.curves[device]?.allocated ?? []).filter((v): v is number => v !== null && Number.isFinite(v))
-    return values.length ? Math.max(...values) : null
+    let max: number | null = null
+    for (const v of zoomed.data.curves[device]?.allocated ?? []) if (v !== null && (max === null || v > max)) max = v
+    return max
   }, [range, zoomed, device])
 
   const endValue = useMemo(() => {
@@ -375,10 +394,13 @@ function LeakCallout({ leak }: { leak: Leak }) {
   const parts = leak.top_ops?.length
     ? leak.top_ops.map((o) => `${o.name}: ${bytes(o.bytes)} in ${count(o.count)}`)
     : (leak.by_category ?? []).map((c) => `${categoryLabel(c.category)} ${bytes(c.bytes)}`)
+  const title = leak.by_category
+    ? `${bytes(leak.bytes)} created while profiling was never freed before the trace ended`
+    : `${count(leak.count)} allocation${leak.count === 1 ? '' : 's'} (${bytes(leak.bytes)}) ${leak.count === 1 ? 'was' : 'were'} never freed before the trace ended`
   return (
     <Banner
       kind={leak.bytes >= NOTABLE_UNFREED_BYTES ? 'warning' : 'info'}
-      title={`${count(leak.count)} allocation${leak.count === 1 ? '' : 's'} (${bytes(leak.bytes)}) ${leak.by_category ? 'created while profiling were' : 'were'} never freed before the trace ended`}
+      title={title}
       testId="mem-leak"
     >
       <div>
@@ -543,7 +565,7 @@ function EventsCard({ data, device, origin, pending }: { data: MemoryPayload | n
           maxHeight={440}
           label="Memory allocation and free events"
           testId="mem-events"
-          emptyText={all.length ? 'No event matches the filters.' : 'No allocation or free in this range.'}
+          emptyText={all.length ? 'No event matches the filters.' : data.events.total === 0 && !data.range_us[0] && !data.range_us[1] ? 'No allocation could be paired with its free in this trace (see the notes at the bottom).' : 'No allocation or free in this range.'}
         />
       )}
     </Card>

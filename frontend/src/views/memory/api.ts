@@ -1,6 +1,6 @@
 // API client of the Memory view: `memory` (build_memory) and `memory/timeline` (the
 // export_memory_timeline categories). Times are trace us, sizes bytes.
-import { ApiError, getJson, type Selection } from '../../api'
+import { ApiError, getJson, routeUrl, type Selection } from '../../api'
 
 export interface MemoryCurve {
   t_us: (number | null)[]
@@ -97,6 +97,10 @@ function list<T>(value: unknown): T[] {
   return Array.isArray(value) ? (value as T[]) : []
 }
 
+export function memoryCsvUrl(sel: Selection, query: MemoryQuery): string {
+  return routeUrl('memory', { ...sel, ...query, format: 'csv' })
+}
+
 export async function fetchMemory(sel: Selection, query: MemoryQuery, signal?: AbortSignal): Promise<MemoryPayload> {
   const raw = await getJson<Record<string, unknown>>('memory', { ...sel, ...query }, signal)
   const events = (raw.events ?? {}) as Record<string, unknown>
@@ -116,8 +120,11 @@ export async function fetchMemory(sel: Selection, query: MemoryQuery, signal?: A
   }
 }
 
-/** The category timeline, or null when the span has no memory-timeline export (404). */
-export async function fetchMemoryTimeline(sel: Selection, signal?: AbortSignal): Promise<MemoryTimeline | null> {
+/**
+ * The category timeline of a span, or of a run's only export when `sel` names just the run (a
+ * run that holds exports but no trace); null when there is no export (404).
+ */
+export async function fetchMemoryTimeline(sel: Selection | { run: string }, signal?: AbortSignal): Promise<MemoryTimeline | null> {
   try {
     const raw = await getJson<Record<string, unknown>>('memory/timeline', { ...sel }, signal)
     return {

@@ -3,7 +3,7 @@
 import { PALETTE, chartColors, escapeHtml } from '../../charts/options'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import type { Theme } from '../../theme'
-import { bytes, msText } from '../common/format'
+import { bytes, bytesInterval, msText } from '../common/format'
 
 const FONT = 'Roboto, "Helvetica Neue", Arial, sans-serif'
 
@@ -50,11 +50,14 @@ function timeAxis(theme: Theme) {
   }
 }
 
-function bytesAxis(theme: Theme, max?: number) {
+function bytesAxis(theme: Theme, top: number, max?: number) {
   const c = chartColors(theme)
+  const interval = bytesInterval(max ?? top)
   return {
     type: 'value',
-    max,
+    // without a fixed max, round the top up to a whole tick so the last label is a round size
+    max: max ?? (interval ? (extent: { max: number }) => Math.max(interval, Math.ceil(extent.max / interval) * interval) : undefined),
+    interval,
     axisLabel: { color: c.muted, formatter: (v: number) => bytes(v) },
     splitLine: { lineStyle: { color: c.grid } },
   }
@@ -104,7 +107,7 @@ export function curveOption(points: CurvePoints, marks: CurveMarks, range: MsRan
       },
     },
     xAxis: timeAxis(theme),
-    yAxis: bytesAxis(theme, capacity ? capacity * 1.04 : undefined),
+    yAxis: bytesAxis(theme, Math.max(maxOf(points.allocated), maxOf(reservedValues(points))), capacity ? capacity * 1.04 : undefined),
     dataZoom: zoom(range, theme),
     series: [
       {
@@ -151,6 +154,20 @@ export function curveOption(points: CurvePoints, marks: CurveMarks, range: MsRan
   }
 }
 
+function maxOf(values: number[]): number {
+  let max = 0
+  for (const v of values) if (v > max) max = v
+  return max
+}
+
+function reservedValues(points: CurvePoints): number[] {
+  return points.reserved.filter((v): v is number => v !== null && Number.isFinite(v))
+}
+
+function totals(t: number[], series: { values: number[] }[]): number[] {
+  return t.map((_, i) => series.reduce((acc, s) => acc + (s.values[i] ?? 0), 0))
+}
+
 /** Category colours after torch's memory_timeline plot, adjusted for both themes. */
 export const CATEGORY_COLORS: Record<string, string> = {
   PARAMETER: '#2e7d32',
@@ -190,7 +207,7 @@ export function timelineOption(t: number[], series: { name: string; values: numb
       },
     },
     xAxis: timeAxis(theme),
-    yAxis: bytesAxis(theme),
+    yAxis: bytesAxis(theme, maxOf(totals(t, series))),
     dataZoom: [{ type: 'inside', xAxisIndex: 0, filterMode: 'none', zoomOnMouseWheel: 'shift', ...(range ? { startValue: range[0], endValue: range[1] } : { start: 0, end: 100 }) }],
     series: series.map((s) => ({
       name: categoryLabel(s.name),

@@ -2,12 +2,12 @@
 // each level, search) and a flame graph of the same tree (click to zoom into a subtree).
 import { useMemo, useState, type KeyboardEvent } from 'react'
 import type { Selection } from '../../api'
-import { Banner, Card, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
 import { count, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import { useViewStyle } from '../common/style'
-import { fetchModules, type ModuleRow, type ModulesPayload } from './api'
+import { fetchModules, modulesCsvUrl, type ModuleRow, type ModulesPayload } from './api'
 import { FlameGraph } from './FlameGraph'
 import css from './modules.css?inline'
 
@@ -23,7 +23,7 @@ export function ModuleView({ selection }: Props) {
   if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading modules" />
   const data = state.data
   if (!data.available) return <NoModules message={data.message} />
-  return <ModuleContent data={data} />
+  return <ModuleContent data={data} csvUrl={modulesCsvUrl(selection)} />
 }
 
 function NoModules({ message }: { message: string | null }) {
@@ -92,7 +92,7 @@ interface FlatRow {
   hasChildren: boolean
 }
 
-function ModuleContent({ data }: { data: ModulesPayload }) {
+function ModuleContent({ data, csvUrl }: { data: ModulesPayload; csvUrl: string }) {
   const columns = useMemo(() => columnsOf(data), [data])
   // Every row with children, and how many rows the tree has.
   const { allKeys, moduleCount } = useMemo(() => {
@@ -191,6 +191,7 @@ function ModuleContent({ data }: { data: ModulesPayload }) {
           </span>
         }
         testId="module-table-card"
+        actions={<DownloadLink href={csvUrl} testId="module-csv" />}
       >
         <div className="toolbar module-toolbar">
           <SearchBox value={search} onChange={setSearch} placeholder="Search modules" label="Search modules" testId="module-search" />

@@ -1,6 +1,6 @@
 // API client of the Module view: `modules?run&worker&span` (build_modules). Times are totals over
 // all calls of a row, in us.
-import { getJson, type Selection } from '../../api'
+import { ApiError, getJson, routeUrl, type Selection } from '../../api'
 
 export interface ModuleRow {
   key: string
@@ -39,12 +39,35 @@ export interface ModulesPayload {
   warnings: string[]
 }
 
+const UNAVAILABLE: ModulesPayload = {
+  available: false,
+  message: null,
+  source: null,
+  has_device: false,
+  has_backward: false,
+  rows: [],
+  flamegraph: [],
+  backward: null,
+  warnings: [],
+}
+
 function list<T>(value: unknown): T[] {
   return Array.isArray(value) ? (value as T[]) : []
 }
 
+export function modulesCsvUrl(sel: Selection): string {
+  return routeUrl('modules', { ...sel, format: 'csv' })
+}
+
+/** The server answers 404 with the reason when the trace has no module events. */
 export async function fetchModules(sel: Selection, signal?: AbortSignal): Promise<ModulesPayload> {
-  const raw = await getJson<Record<string, unknown>>('modules', { ...sel }, signal)
+  let raw: Record<string, unknown>
+  try {
+    raw = await getJson<Record<string, unknown>>('modules', { ...sel }, signal)
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return { ...UNAVAILABLE, message: err.message }
+    throw err
+  }
   return {
     available: Boolean(raw.available),
     message: typeof raw.message === 'string' ? raw.message : null,
