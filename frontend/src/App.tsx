@@ -259,7 +259,7 @@ function ViewContent(props: {
   const { view, selection, theme } = props
   if (view === 'Memory') return <MemoryView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Distributed') return <DistributedView selection={selection} theme={theme} />
-  if (view === 'Module') return <ModuleView selection={selection} theme={theme} />
+  if (view === 'Module') return <ModuleView selection={selection} />
   if (view === 'Diff') return <DiffView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Overview')
     return <OverviewView selection={selection} workerCount={props.workerCount} theme={theme} onNavigate={props.onNavigate} views={props.views} />

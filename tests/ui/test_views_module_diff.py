@@ -115,8 +115,9 @@ def diff_pair(tb: TensorBoard) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def check_node(frame: Any, node: dict[str, Any]) -> None:
-    wait_text(frame, "[data-testid=diff-base-total]", f"{fmt_us(node['left']['total_duration_us'])} us")
-    wait_text(frame, "[data-testid=diff-exp-total]", f"{fmt_us(node['right']['total_duration_us'])} us")
+    left, right = node["left"]["total_duration_us"], node["right"]["total_duration_us"]
+    wait_text(frame, "[data-testid=diff-base-total]", f"{fmt_us(left)} us")
+    wait_text(frame, "[data-testid=diff-exp-total]", f"{fmt_us(right)} us")
     assert frame.inner_text("[data-testid=diff-delta-total]") == \
         f"{fmt_signed_us(node['delta']['total_duration_us'])} us"
     rows = frame.locator("[data-testid=diff-child]")
@@ -170,8 +171,8 @@ def test_diff_drill_down(page, views_tensorboard, artifacts):
 
     # Column groups: add Host self, remove Calls.
     frame.check("[data-testid=diff-groups] input[data-group=host_self_us]")
-    frame.wait_for_selector("[data-testid=diff-ops] [role=columnheader][data-col=delta_host_self_us]",
-                            timeout=TIMEOUT_MS)
+    header = "[data-testid=diff-ops] [role=columnheader][data-col=delta_host_self_us]"
+    frame.wait_for_selector(header, timeout=TIMEOUT_MS)
     frame.uncheck("[data-testid=diff-groups] input[data-group=calls]")
     assert frame.locator("[data-testid=diff-ops] [role=columnheader][data-col=base_calls]"
                          ).count() == 0

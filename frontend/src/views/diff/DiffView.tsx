@@ -54,7 +54,8 @@ export function DiffView({ selection, state, update, theme }: Props) {
   const go = useCallback(
     (child: DiffChild | null, to?: string) => {
       if (child) names.current.set(child.path, childLabel(child))
-      update({ diffPath: (child?.path ?? to ?? '0') === '0' ? '' : (child?.path ?? to ?? '') })
+      const target = child?.path ?? to ?? '0'
+      update({ diffPath: target === '0' ? '' : target })
     },
     [update],
   )

@@ -5,7 +5,6 @@ import type { Selection } from '../../api'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
 import { count, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
-import type { Theme } from '../../theme'
 import { useViewStyle } from '../common/style'
 import { fetchModules, modulesCsvUrl, type ModuleRow, type ModulesPayload } from './api'
 import { FlameGraph } from './FlameGraph'
@@ -13,7 +12,6 @@ import css from './modules.css?inline'
 
 interface Props {
   selection: Selection
-  theme: Theme
 }
 
 export function ModuleView({ selection }: Props) {
