@@ -70,9 +70,12 @@ export function App() {
 
   // Views: from the runs payload when it lists them, otherwise from /views.
   const viewsState = useAsync(run && run.views.length === 0 && run.state !== 'loading' ? `${runName}\u0000${runFingerprint}` : null, (signal) => api.views(runName, signal))
-  // While a run loads, nothing is known about its views yet; every trace has an Overview, so
-  // start there: its 202 polling also tells the server which file the user is waiting for.
-  const views = run?.views.length ? run.views : viewsState.status === 'ok' ? viewsState.data : run?.state === 'loading' ? ['Overview'] : []
+  // While a run loads, only the views known from its file names are listed (Memory, from the
+  // memory-timeline exports); every trace has an Overview, so start there: its 202 polling also
+  // tells the server which file the user is waiting for.
+  const loading = run?.state === 'loading'
+  const listed = run?.views.length ? run.views : viewsState.status === 'ok' ? viewsState.data : []
+  const views = loading && !listed.includes('Overview') ? ['Overview', ...listed] : listed
   const view = pickOne(state.view, views)
 
   const workersState = useAsync(run && view ? `${runName}\u0000${view}\u0000${runFingerprint}` : null, (signal) => api.workers(runName, view, signal))
@@ -95,11 +98,11 @@ export function App() {
     if (!runsData) return
     const patch: Partial<typeof state> = {}
     if (runName && runName !== state.run) patch.run = runName
-    if (view && view !== state.view) patch.view = view
+    if (view && view !== state.view && !loading) patch.view = view // a link's view waits for the load
     if (worker && worker !== state.worker) patch.worker = worker
     if (span && span !== state.span) patch.span = span
     if (Object.keys(patch).length) update(patch)
-  }, [runsData, runName, view, worker, span, state, update])
+  }, [runsData, runName, view, worker, span, state, update, loading])
 
   const workerStatus: WorkerStatus | undefined = run?.workers.find((w) => w.name === worker)
   const spanStatus: SpanStatus | undefined = workerStatus?.spans.find((s) => s.span === span) ?? (workerStatus?.spans.length === 1 ? workerStatus.spans[0] : undefined)
