@@ -370,3 +370,47 @@ def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> Non
     assert download.status_code == 200  # raw bytes need no parse
     assert download.data == Path(base.ref.path).read_bytes()
     assert store.memory_exports("cnn_bs32") and base.memory_timeline is not None
+
+
+def test_viewed_files_are_warmed_once_in_the_background(tmp_path: Path) -> None:
+    from tb_plugin.cache import TraceCache
+    from tb_plugin.discovery import discover_runs
+    from tb_plugin.ingest import load_trace
+
+    cache = TraceCache(tmp_path / "cache")
+    store = RunStore(str(SAMPLES), cache=cache)
+    store._started = True  # no scan thread, no parser pool
+    store._apply_scan(discover_runs(str(SAMPLES)))
+    store._first_scan.set()
+    state = store.file("cnn_bs32", "vm_9710", "1")
+    load_trace(state.ref, cache=cache)  # what a parser child leaves in the cache
+    calls: list[Any] = []
+    gate = threading.Event()
+
+    def warmer(table: Any) -> None:
+        calls.append(table)
+        gate.wait(5)
+
+    store.add_warmer(warmer)
+    threading.Thread(target=store._warm_loop, daemon=True).start()
+    try:
+        store.warm(state)
+        store.warm(state)  # already queued: not twice
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        table = store.table(state)
+        assert calls == [table]
+        waiter = threading.Thread(target=store.prepare, args=(state, table, warmer))
+        waiter.start()  # a request needing it meanwhile waits for the same run
+        time.sleep(0.1)
+        gate.set()
+        waiter.join(5)
+        deadline = time.monotonic() + 5
+        while store._warm_pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        store.warm(state)  # done for this table: nothing queued
+        assert not store._warm_pending and len(calls) == 1
+    finally:
+        gate.set()
+        store.close()
