@@ -537,7 +537,8 @@ class RunStore:
 
 
 def _facts(run: RunEntry, usable_runs: int) -> RunFacts:
-    return RunFacts(usable_runs=usable_runs, memory_exports=len(run.memory_timelines))
+    return RunFacts(usable_runs=usable_runs, memory_exports=len(run.memory_timelines),
+                    trace_files=sum(1 for _ in run.files()))
 
 
 def _run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:

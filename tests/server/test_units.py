@@ -311,7 +311,9 @@ def test_view_predicates() -> None:
         "Overview", "Operator", "Trace", "Diff"]  # another run to compare with
     assert views_of_run([cpu, {**cpu, "comm_ops": 4}]) == [
         "Overview", "Operator", "Trace", "Distributed", "Diff"]
-    assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1)) == ["Memory"]
+    assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1, trace_files=0)) == [
+        "Memory"]
+    assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
     assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
         "Overview", "Operator", "Trace"]  # an export paired with no file of this run
 
@@ -349,6 +351,8 @@ def _queued_store(tmp_path: Path) -> tuple[RunStore, Client]:
 
 def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> None:
     store, client = _queued_store(tmp_path)
+    views = {run["name"]: run["views"] for run in store.listing()["runs"]}
+    assert views["cnn_bs32"] == []  # its exports do not make it a Memory-only run meanwhile
     reply = client.get("/diff?run=cnn_bs32&worker=vm_9710&span=1&exp_run=cnn_bs64"
                        "&exp_worker=vm_9710&exp_span=2")
     assert reply.status_code == 202 and reply.json["loading"] is True
