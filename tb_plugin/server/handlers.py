@@ -131,6 +131,7 @@ def memory_timeline(store: RunStore, request: wrappers.Request) -> wrappers.Resp
     if worker is None or span is None:
         return _run_export(store, request, run, fmt)
     state = store.usable_file(run, worker, span)
+    store.warm(state)
     export = state.memory_timeline
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "

@@ -57,8 +57,10 @@ def test_every_data_route_documents_its_options() -> None:
     for path, route in DATA_ROUTES.items():
         block = text.split(f"\n  {path}:\n", 1)[1].split("\n  /", 1)[0]
         for option in route.options:
-            ref = {"group_by": "GroupBy", "top_n": "topN"}.get(option.name, option.name)
-            assert f"name: {option.name}" in block or ref in block, (path, option.name)
+            ref = {"group_by": "GroupBy", "top_n": "topN", "start_us": "parameters/startUs",
+                   "end_us": "parameters/endUs"}.get(option.name)
+            inline = f"name: {option.name}\n" in block
+            assert inline or (ref is not None and ref in block), (path, option.name)
         has_csv = "#/components/parameters/format" in block
         assert has_csv == (route.table is not None), path
 
@@ -311,7 +313,9 @@ def test_view_predicates() -> None:
         "Overview", "Operator", "Trace", "Diff"]  # another run to compare with
     assert views_of_run([cpu, {**cpu, "comm_ops": 4}]) == [
         "Overview", "Operator", "Trace", "Distributed", "Diff"]
-    assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1)) == ["Memory"]
+    assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1, trace_files=0)) == [
+        "Memory"]
+    assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
     assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
         "Overview", "Operator", "Trace"]  # an export paired with no file of this run
 
@@ -349,6 +353,8 @@ def _queued_store(tmp_path: Path) -> tuple[RunStore, Client]:
 
 def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> None:
     store, client = _queued_store(tmp_path)
+    views = {run["name"]: run["views"] for run in store.listing()["runs"]}
+    assert views["cnn_bs32"] == []  # its exports do not make it a Memory-only run meanwhile
     reply = client.get("/diff?run=cnn_bs32&worker=vm_9710&span=1&exp_run=cnn_bs64"
                        "&exp_worker=vm_9710&exp_span=2")
     assert reply.status_code == 202 and reply.json["loading"] is True
@@ -370,3 +376,47 @@ def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> Non
     assert download.status_code == 200  # raw bytes need no parse
     assert download.data == Path(base.ref.path).read_bytes()
     assert store.memory_exports("cnn_bs32") and base.memory_timeline is not None
+
+
+def test_viewed_files_are_warmed_once_in_the_background(tmp_path: Path) -> None:
+    from tb_plugin.cache import TraceCache
+    from tb_plugin.discovery import discover_runs
+    from tb_plugin.ingest import load_trace
+
+    cache = TraceCache(tmp_path / "cache")
+    store = RunStore(str(SAMPLES), cache=cache)
+    store._started = True  # no scan thread, no parser pool
+    store._apply_scan(discover_runs(str(SAMPLES)))
+    store._first_scan.set()
+    state = store.file("cnn_bs32", "vm_9710", "1")
+    load_trace(state.ref, cache=cache)  # what a parser child leaves in the cache
+    calls: list[Any] = []
+    gate = threading.Event()
+
+    def warmer(table: Any) -> None:
+        calls.append(table)
+        gate.wait(5)
+
+    store.add_warmer(warmer)
+    threading.Thread(target=store._warm_loop, daemon=True).start()
+    try:
+        store.warm(state)
+        store.warm(state)  # already queued: not twice
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        table = store.table(state)
+        assert calls == [table]
+        waiter = threading.Thread(target=store.prepare, args=(state, table, warmer))
+        waiter.start()  # a request needing it meanwhile waits for the same run
+        time.sleep(0.1)
+        gate.set()
+        waiter.join(5)
+        deadline = time.monotonic() + 5
+        while store._warm_pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        store.warm(state)  # done for this table: nothing queued
+        assert not store._warm_pending and len(calls) == 1
+    finally:
+        gate.set()
+        store.close()
