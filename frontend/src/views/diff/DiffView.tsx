@@ -6,7 +6,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { ApiError, type Selection } from '../../api'
 import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
-import { chartColors, escapeHtml } from '../../charts/options'
+import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
 import { count, duration, us } from '../../format'
@@ -15,6 +15,7 @@ import type { Theme } from '../../theme'
 import type { UiState } from '../../urlState'
 import '../common/echarts'
 import { deltaPct, deltaPctValue, signedUs } from '../common/format'
+import { StatCard } from '../common/StatCard'
 import { useViewStyle } from '../common/style'
 import { diffCsvUrl, fetchDiff, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
 import css from './diff.css?inline'
@@ -190,18 +191,16 @@ function DiffContent({
         testId="diff-summary"
       >
         <div className="diff-stats">
-          <DiffStat label="Baseline" value={data.left.total_duration_us} testId="diff-base-total" color={BASE_COLOR} />
-          <DiffStat label="Experiment" value={data.right.total_duration_us} testId="diff-exp-total" color={EXP_COLOR} />
-          <div className="stat diff-stat">
-            <div className="stat-label">Delta</div>
-            <div className={`stat-value ${deltaClass(total)}`} data-testid="diff-delta-total">
-              {signedUs(total)} us
-            </div>
-            <div className="stat-sub">
-              {deltaPct(data.left.total_duration_us, data.right.total_duration_us)}
-              {total > 0 ? ' · experiment slower' : total < 0 ? ' · experiment faster' : ''}
-            </div>
-          </div>
+          <StatCard className="diff-stat" label={<SideLabel color={BASE_COLOR} text="Baseline" />} value={`${us(data.left.total_duration_us)} us`} sub={duration(data.left.total_duration_us)} testId="diff-base-total" />
+          <StatCard className="diff-stat" label={<SideLabel color={EXP_COLOR} text="Experiment" />} value={`${us(data.right.total_duration_us)} us`} sub={duration(data.right.total_duration_us)} testId="diff-exp-total" />
+          <StatCard
+            className="diff-stat"
+            label="Delta"
+            value={`${signedUs(total)} us`}
+            valueClassName={deltaClass(total)}
+            sub={`${deltaPct(data.left.total_duration_us, data.right.total_duration_us)}${total > 0 ? ' · experiment slower' : total < 0 ? ' · experiment faster' : ''}`}
+            testId="diff-delta-total"
+          />
         </div>
       </Card>
 
@@ -226,18 +225,12 @@ function DiffContent({
   )
 }
 
-function DiffStat({ label, value, testId, color }: { label: string; value: number; testId: string; color: string }) {
+function SideLabel({ color, text }: { color: string; text: string }) {
   return (
-    <div className="stat diff-stat">
-      <div className="stat-label">
-        <span className="diff-dot" style={{ background: color }} />
-        {label}
-      </div>
-      <div className="stat-value" data-testid={testId}>
-        {us(value)} us
-      </div>
-      <div className="stat-sub">{duration(value)}</div>
-    </div>
+    <>
+      <span className="diff-dot" style={{ background: color }} />
+      {text}
+    </>
   )
 }
 
@@ -249,16 +242,13 @@ function childrenOption(children: DiffChild[], theme: Theme): EChartsCoreOption 
   const many = children.length > 24
   return {
     animation: false,
-    textStyle: { fontFamily: 'Roboto, "Helvetica Neue", Arial, sans-serif' },
+    textStyle: { fontFamily: FONT },
     grid: { left: 8, right: 16, top: 40, bottom: many ? 40 : 8, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 12, itemHeight: 12, itemGap: 16, textStyle: { color: c.text } },
     tooltip: {
       trigger: 'axis',
       axisPointer: { type: 'shadow' },
-      backgroundColor: c.tooltipBg,
-      borderColor: c.tooltipBorder,
-      textStyle: { color: c.text, fontSize: 12 },
-      confine: true,
+      ...tooltipBase(c),
       formatter: (params: { dataIndex: number }[]) => {
         if (!params.length) return ''
         const i = params[0].dataIndex

@@ -1,6 +1,7 @@
 // API client of the Diff view: `diff?run&worker&span&exp_run&exp_worker&exp_span&path`
 // (build_diff: one node of the aligned operator trees, its children and operator deltas).
 import { getJson, routeUrl, type Selection } from '../../api'
+import { list } from '../common/payload'
 
 export interface DiffSide {
   name: string
@@ -48,10 +49,6 @@ export interface Experiment {
   exp_run: string
   exp_worker: string
   exp_span: string
-}
-
-function list<T>(value: unknown): T[] {
-  return Array.isArray(value) ? (value as T[]) : []
 }
 
 export async function fetchDiff(sel: Selection, exp: Experiment, path: string, signal?: AbortSignal): Promise<DiffPayload> {

@@ -4,7 +4,7 @@ import { useCallback, useMemo, useState } from 'react'
 import type { Selection } from '../../api'
 import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
-import { chartColors, escapeHtml } from '../../charts/options'
+import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
 import { count, duration, num2, pct, share, us } from '../../format'
@@ -242,16 +242,13 @@ function stackedOption(workers: string[], series: readonly SeriesSpec[], values:
   const many = workers.length > 12
   return {
     animation: false,
-    textStyle: { fontFamily: 'Roboto, "Helvetica Neue", Arial, sans-serif' },
+    textStyle: { fontFamily: FONT },
     grid: { left: 8, right: 16, top: 40, bottom: many ? 48 : 8, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 12, itemHeight: 12, itemGap: 16, icon: 'roundRect', textStyle: { color: c.text } },
     tooltip: {
       trigger: 'axis',
       axisPointer: { type: 'shadow' },
-      backgroundColor: c.tooltipBg,
-      borderColor: c.tooltipBorder,
-      textStyle: { color: c.text, fontSize: 12 },
-      confine: true,
+      ...tooltipBase(c),
       formatter: (params: { dataIndex: number; seriesName: string; value: number; marker: string }[]) => {
         if (!params.length) return ''
         const worker = workers[params[0].dataIndex]

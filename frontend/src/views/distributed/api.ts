@@ -1,6 +1,7 @@
 // API client of the Distributed view: `distributed?run&span` (build_distributed over all the
 // workers of a span). Times are us, sizes bytes.
 import { getJson, routeUrl } from '../../api'
+import { list } from '../common/payload'
 
 export interface DistributedGpu {
   id: number
@@ -51,10 +52,6 @@ export interface DistributedPayload {
   wait: Record<string, Record<string, WaitValues>>
   comm_ops: Record<string, { rows: CommOpRow[] }>
   messages: string[]
-}
-
-function list<T>(value: unknown): T[] {
-  return Array.isArray(value) ? (value as T[]) : []
 }
 
 export async function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<DistributedPayload> {

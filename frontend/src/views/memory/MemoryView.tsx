@@ -12,6 +12,7 @@ import type { Theme } from '../../theme'
 import type { UiState } from '../../urlState'
 import '../common/echarts'
 import { bytes, msText, parseBytes, signedBytes } from '../common/format'
+import { StatCard } from '../common/StatCard'
 import { useViewStyle } from '../common/style'
 import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
@@ -192,20 +193,22 @@ function MemoryContent({
   return (
     <>
       <div className="mem-stats" data-testid="mem-stats">
-        <MemStat
+        <StatCard
+          className="mem-stat"
           label="Peak allocated"
           value={bytes(peak?.bytes)}
           sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${msText(peak.t_us - origin)} ms` : ''}` : undefined}
           testId="mem-peak"
         />
-        <MemStat label="Peak reserved" value={bytes(peak?.reserved_bytes)} sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : 'not recorded'} testId="mem-peak-reserved" />
-        <MemStat
+        <StatCard className="mem-stat" label="Peak reserved" value={bytes(peak?.reserved_bytes)} sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : 'not recorded'} testId="mem-peak-reserved" />
+        <StatCard
+          className="mem-stat"
           label="Device capacity"
           value={peak?.capacity_bytes ? bytes(peak.capacity_bytes) : 'unknown'}
           sub={peak?.capacity_bytes ? `peak = ${pct((peak.fraction_of_capacity ?? 0) * 100)} of it` : 'not in the trace’s device properties'}
           testId="mem-capacity"
         />
-        <MemStat label="At trace end" value={bytes(endValue)} sub="still allocated when the trace ended" testId="mem-end" />
+        <StatCard className="mem-stat" label="At trace end" value={bytes(endValue)} sub="still allocated when the trace ended" testId="mem-end" />
       </div>
 
       {leaks.map((leak, i) => (
@@ -334,18 +337,6 @@ function BrushZoom({ onRange, children }: { onRange: (lo: number, hi: number) =>
     <div className="mem-brush" ref={boxRef} onMouseDown={onDown} data-testid="mem-brush">
       {children(onOption)}
       {drag && <div className="mem-brush-band" style={{ left: Math.min(drag.x0, drag.x1), width: Math.abs(drag.x1 - drag.x0), top: drag.top, height: drag.height }} />}
-    </div>
-  )
-}
-
-function MemStat({ label, value, sub, testId }: { label: string; value: string; sub?: string; testId: string }) {
-  return (
-    <div className="stat mem-stat">
-      <div className="stat-label">{label}</div>
-      <div className="stat-value" data-testid={testId}>
-        {value}
-      </div>
-      {sub && <div className="stat-sub" data-testid={`${testId}-sub`}>{sub}</div>}
     </div>
   )
 }

@@ -1,6 +1,7 @@
 // API client of the Memory view: `memory` (build_memory) and `memory/timeline` (the
 // export_memory_timeline categories). Times are trace us, sizes bytes.
 import { ApiError, getJson, routeUrl, type Selection } from '../../api'
+import { list } from '../common/payload'
 
 export interface MemoryCurve {
   t_us: (number | null)[]
@@ -91,10 +92,6 @@ export interface MemoryQuery {
   device?: string
   start_us?: number
   end_us?: number
-}
-
-function list<T>(value: unknown): T[] {
-  return Array.isArray(value) ? (value as T[]) : []
 }
 
 export function memoryCsvUrl(sel: Selection, query: MemoryQuery): string {

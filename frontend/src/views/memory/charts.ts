@@ -1,11 +1,9 @@
 // ECharts options of the Memory view: the allocated/reserved step curves (zoomable, peak and
 // capacity marks) and the stacked memory-timeline categories.
-import { PALETTE, chartColors, escapeHtml } from '../../charts/options'
+import { FONT, PALETTE, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import type { Theme } from '../../theme'
 import { bytes, bytesInterval, msText } from '../common/format'
-
-const FONT = 'Roboto, "Helvetica Neue", Arial, sans-serif'
 
 export interface CurvePoints {
   /** ms since the profile start */
@@ -22,17 +20,6 @@ export interface CurveMarks {
 
 /** [start, end] of the x axis in ms, or null for everything. */
 export type MsRange = [number, number] | null
-
-function tooltipBase(theme: Theme) {
-  const c = chartColors(theme)
-  return {
-    backgroundColor: c.tooltipBg,
-    borderColor: c.tooltipBorder,
-    textStyle: { color: c.text, fontFamily: FONT, fontSize: 12 },
-    extraCssText: 'box-shadow: 0 2px 8px rgba(0,0,0,.2); border-radius: 4px;',
-    confine: true,
-  }
-}
 
 function timeAxis(theme: Theme) {
   const c = chartColors(theme)
@@ -95,7 +82,7 @@ export function curveOption(points: CurvePoints, marks: CurveMarks, range: MsRan
     grid: { left: 8, right: 24, top: 40, bottom: 76, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 14, itemHeight: 8, textStyle: { color: c.text }, data: hasReserved ? ['Allocated', 'Reserved'] : ['Allocated'] },
     tooltip: {
-      ...tooltipBase(theme),
+      ...tooltipBase(c),
       trigger: 'axis',
       axisPointer: { type: 'line', lineStyle: { color: c.muted } },
       formatter: (params: { seriesName: string; value: [number, number | null]; marker: string }[]) => {
@@ -192,7 +179,7 @@ export function timelineOption(t: number[], series: { name: string; values: numb
     grid: { left: 8, right: 24, top: 48, bottom: 40, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 12, itemHeight: 12, icon: 'roundRect', textStyle: { color: c.text } },
     tooltip: {
-      ...tooltipBase(theme),
+      ...tooltipBase(c),
       trigger: 'axis',
       axisPointer: { type: 'line', lineStyle: { color: c.muted } },
       formatter: (params: { seriesName: string; value: [number, number]; marker: string }[]) => {

@@ -1,6 +1,7 @@
 // API client of the Module view: `modules?run&worker&span` (build_modules). Times are totals over
 // all calls of a row, in us.
 import { ApiError, getJson, routeUrl, type Selection } from '../../api'
+import { list } from '../common/payload'
 
 export interface ModuleRow {
   key: string
@@ -49,10 +50,6 @@ const UNAVAILABLE: ModulesPayload = {
   flamegraph: [],
   backward: null,
   warnings: [],
-}
-
-function list<T>(value: unknown): T[] {
-  return Array.isArray(value) ? (value as T[]) : []
 }
 
 export function modulesCsvUrl(sel: Selection): string {
