@@ -115,10 +115,28 @@ class Query:
         return value
 
     def positive_int(self, name: str, maximum: int) -> Optional[int]:
+        return self.integer(name, 1, maximum)
+
+    def integer(self, name: str, minimum: int, maximum: int, *, required: bool = False
+                ) -> Optional[int]:
+        """A decimal integer in [minimum, maximum] (minimum >= 0: no sign accepted)."""
+        value = self.text(name, required=required)
+        if value is None:
+            return None
+        if not (value.isascii() and value.isdigit()) or not minimum <= int(value) <= maximum:
+            raise BadRequest(f"parameter {name!r} must be an integer from {minimum} to "
+                             f"{maximum}; got {value[:60]!r}")
+        return int(value)
+
+    def number(self, name: str) -> Optional[float]:
+        """An optional finite decimal number (e.g. a time in us)."""
         value = self.text(name, required=False)
         if value is None:
             return None
-        if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= maximum:
-            raise BadRequest(f"parameter {name!r} must be an integer from 1 to {maximum}; "
-                             f"got {value[:60]!r}")
-        return int(value)
+        try:
+            number = float(value) if value.isascii() else math.nan
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise BadRequest(f"parameter {name!r} must be a finite number; got {value[:60]!r}")
+        return number

@@ -32,6 +32,12 @@ class MemoryLRU(Generic[V]):
             self._items.move_to_end(key)
             return item[0]
 
+    def peek(self, key: Hashable) -> Optional[V]:
+        """The value without making it the most recently used."""
+        with self._lock:
+            item = self._items.get(key)
+            return None if item is None else item[0]
+
     def put(self, key: Hashable, value: V, size: int) -> None:
         with self._lock:
             old = self._items.pop(key, None)

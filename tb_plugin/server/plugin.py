@@ -18,20 +18,11 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import static
-from .api import (
-    CSV,
-    JSON,
-    Query,
-    encode_json,
-    endpoint,
-    gzip_response,
-    gzipped,
-    json_response,
-)
+from .api import Query, endpoint, json_response
 from .errors import NotFound
-from .routes import DATA_ROUTES, DataRoute
+from .handlers import HANDLERS, Handler, output_format, send_payload
+from .routes import DATA_ROUTES, DISK, MEMORY, DataRoute, warm_timeline
 from .store import RunStore
-from .tabular import csv_filename, to_csv
 from .views import views_of_file
 
 log = logging.getLogger(__name__)
@@ -64,6 +55,8 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         }
         for route in DATA_ROUTES.values():
             apps[route.path] = endpoint(functools.partial(self._data, route=route))
+        for path, handler in HANDLERS.items():
+            apps[path] = endpoint(functools.partial(self._handle, handler=handler))
         apps[CATCH_ALL] = endpoint(_unknown_route)  # JSON 404 instead of TensorBoard's text
         return apps
 
@@ -81,6 +74,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             with self._store_lock:
                 if self._store is None:
                     store = RunStore(self._logdir)
+                    store.add_warmer(warm_timeline)
                     store.start()
                     _close_at_exit(store)
                     self._store = store
@@ -113,25 +107,31 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         query = Query(request)
         run, worker, span = query.text("run"), query.text("worker"), query.text("span")
         options = route.parse(query)
-        fmt = query.choice("format", ("json", "csv"), "json")
+        fmt = output_format(query, route.table)
         store = self.store
         file = store.usable_file(run, worker, span)
-        if route.view not in views_of_file(file.features):
+        if route.view not in views_of_file(file.predicate_features()):
             raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no "
                            f"{route.view} view")
         key = route.payload_key(options)
+        cache = route.cache(options)
+
+        def compute(table: Any) -> Any:
+            if route.prepare is not None:
+                store.prepare(file, table, route.prepare)
+            return route.compute(table, options)
 
         def payload() -> Any:
-            return store.payload(file, key, lambda table: route.compute(table, options))
+            if cache == DISK:
+                return store.payload(file, key, compute)
+            return compute(store.table(file))
 
-        if fmt == "csv":
-            body = store.body(file, key + "|csv",
-                              lambda: gzipped(to_csv(route.table(payload()))))
-            name = csv_filename(run, worker, span, route.path.strip("/"))
-            headers = [("Content-Disposition", f'attachment; filename="{name}"')]
-            return gzip_response(request, body, CSV, headers)
-        body = store.body(file, key + "|json", lambda: gzipped(encode_json(payload())))
-        return gzip_response(request, body, JSON)
+        memo = None if cache not in (DISK, MEMORY) else (file.identity, key)
+        return send_payload(request, store, payload, fmt=fmt, memo=memo, table=route.table,
+                            name=(run, worker, span, route.path.strip("/")))
+
+    def _handle(self, request: wrappers.Request, handler: Handler) -> wrappers.Response:
+        return handler(self.store, request)
 
 
 def _static(request: wrappers.Request, name: str) -> wrappers.Response:

@@ -5,7 +5,10 @@ picking up new runs, new files in known runs, and files whose identity (size, mt
 those are (re)parsed by the `LoadPool`. Only small per-file summaries live here. Parsed tables are
 read back from the on-disk cache on demand into a memory-bounded LRU, and view payloads are
 computed once per (file identity, route, options) through `TraceCache.payload`, then kept encoded
-in a second, smaller LRU.
+in a second, smaller LRU (payloads of several files, or of many small variants such as zoomed
+ranges, live only there). When a table is read into the server, registered warmers (the
+timeline index) run on it in a background thread, so the first Trace request does not pay for
+them.
 
 Run, worker and span names are only ever looked up among discovered names: no path is built from
 a request.
@@ -13,13 +16,15 @@ a request.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +43,7 @@ from .pool import (
     estimate_memory,
     peek_summary,
 )
-from .views import VIEWS, views_of_run
+from .views import VIEWS, RunFacts, views_of_run
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +56,10 @@ TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
 DERIVED_FACTOR = 2  # analyses memoise derived data on a table: count it twice
 BODY_MEMORY = 64 << 20
 WANTED_PRIORITY = 10
+WARM_ENV = "TORCH_PROF_WARM"  # "0" disables warming derived data of newly read tables
+WARM_QUEUE = 8
+
+Warmer = Callable[[Any], Any]
 
 QUEUED, LOADING = "queued", "loading"
 OK, PARTIAL, TRUNCATED, ERROR = "ok", "partial", "truncated", "error"
@@ -72,6 +81,11 @@ class FileState:
     features: dict[str, Any] = field(default_factory=dict)
     progress: float = 0.0
     parsed: bool = False  # the state comes from the parser (not from a crash or a bug)
+    memory_timeline: Optional[FileRef] = None  # the memory-timeline export of this span
+
+    def predicate_features(self) -> dict[str, Any]:
+        """The parser's features plus what the scan knows (a paired memory timeline)."""
+        return {**self.features, "memory_timeline": self.memory_timeline is not None}
 
     def report(self, now: float) -> tuple[str, list[str]]:
         """(state, messages) as shown to users: a cut-off file that was just modified is
@@ -114,6 +128,8 @@ class RunStore:
         self._tables: MemoryLRU[Any] = MemoryLRU(_table_budget())
         self._bodies: MemoryLRU[bytes] = MemoryLRU(BODY_MEMORY)
         self._flight = SingleFlight()
+        self._warmers: list[Warmer] = []
+        self._warm_queue: queue.Queue[tuple[FileState, Any]] = queue.Queue(WARM_QUEUE)
         self._first_scan = threading.Event()
         self._rescan = threading.Event()
         self._last_scan = 0.0
@@ -134,6 +150,7 @@ class RunStore:
             self._pool = LoadPool(self._cache.root, self._on_start, self._on_progress,
                                   self._on_done, **self._pool_options)
             threading.Thread(target=self._scan_loop, name="torch-prof-scan", daemon=True).start()
+            threading.Thread(target=self._warm_loop, name="torch-prof-warm", daemon=True).start()
 
     def close(self) -> None:
         self._closed = True
@@ -176,6 +193,8 @@ class RunStore:
         self._first_scan.set()
 
     def _apply_scan(self, runs: list[RunInfo]) -> None:
+        from ..analysis.memory_timeline import matching_timeline
+
         now, fresh = time.time(), []
         with self._lock:
             changed_at = now if self._first_scan.is_set() else None
@@ -187,6 +206,8 @@ class RunStore:
                     entries = []
                     for span_file in spans:
                         state = self._current_or_new(span_file.ref, changed_at, fresh)
+                        state.memory_timeline = matching_timeline(span_file.ref.name,
+                                                                  run.memory_timelines)
                         files[span_file.ref.url] = state
                         entries.append((span_file.span, state))
                     workers[worker] = entries
@@ -275,17 +296,23 @@ class RunStore:
         self.request_rescan()
         now = time.time()
         with self._lock:
-            runs = [_run_json(run, now) for _, run in sorted(self._runs.items())]
+            usable_runs = self._usable_runs(now)
+            runs = [_run_json(run, now, usable_runs) for _, run in sorted(self._runs.items())]
         return {"runs": runs, "loading": self.loading(), "logdir": self.logdir}
 
     def views(self, run_name: str) -> list[str]:
         run, now = self._run(run_name), time.time()
         with self._lock:
             reports = [(f, f.report(now)[0]) for f in run.files()]
-        usable = [f.features for f, state in reports if state in USABLE]
+            usable_runs = self._usable_runs(now)
+        usable = [f.predicate_features() for f, state in reports if state in USABLE]
         if not usable and any(state in PENDING for _, state in reports):
             raise StillLoading(_progress(run, now), LOADING)
-        return views_of_run(usable)
+        return views_of_run(usable, _facts(run, usable_runs))
+
+    def _usable_runs(self, now: float) -> int:
+        return sum(any(f.report(now)[0] in USABLE for f in run.files())
+                   for run in self._runs.values())
 
     def workers(self, run_name: str, view_name: str) -> list[str]:
         view = VIEWS.get(view_name)
@@ -298,7 +325,8 @@ class RunStore:
             for worker, spans in run.workers.items():
                 for _, f in spans:
                     state = f.report(now)[0]
-                    if state in PENDING or (state in USABLE and view.available(f.features)):
+                    if state in PENDING or (state in USABLE and
+                                            view.available(f.predicate_features())):
                         names.append(worker)
                         break
         return sorted(names)
@@ -316,7 +344,14 @@ class RunStore:
 
     def usable_file(self, run_name: str, worker: str, span: str) -> FileState:
         """The file behind (run, worker, span) once parsed; 202/422 otherwise."""
-        state = self._file(run_name, worker, span)
+        return self.usable(self.file(run_name, worker, span), worker, span)
+
+    def file(self, run_name: str, worker: str, span: str) -> FileState:
+        """The file behind (run, worker, span), whatever its state (404 if unknown)."""
+        return self._file(run_name, worker, span)
+
+    def usable(self, state: FileState, worker: str, span: str) -> FileState:
+        """`state` once parsed; 202 (and parse it first) while pending, 422 if broken."""
         with self._lock:
             reported, messages = state.report(time.time())
         if reported in PENDING:
@@ -326,6 +361,48 @@ class RunStore:
             raise Unprocessable(f"worker {_quote(worker)} span {_quote(span)} could not be "
                                 f"read: {messages[0] if messages else 'unknown error'}", messages)
         return state
+
+    def want(self, *states: FileState) -> None:
+        """Parse these files first if they are pending (several sides of one request)."""
+        now = time.time()
+        for state in states:
+            with self._lock:
+                pending = state.report(now)[0] in PENDING
+            if pending:
+                self._want(state.identity)
+
+    def span_files(self, run_name: str, span: str
+                   ) -> tuple[dict[str, FileState], dict[str, str]]:
+        """The usable files of span `span` of every worker of the run, and the workers left
+        out with why (no such span, or broken). 202 while any of them is still loading."""
+        run, now = self._run(run_name), time.time()
+        usable: dict[str, FileState] = {}
+        skipped: dict[str, str] = {}
+        pending: list[FileState] = []
+        with self._lock:
+            for worker, spans in sorted(run.workers.items()):
+                state = next((f for name, f in spans if name == span), None)
+                reported, messages = state.report(now) if state else (None, [])
+                if state is None:
+                    skipped[worker] = f"the worker has no span {_quote(span)}"
+                elif reported in PENDING:
+                    pending.append(state)
+                elif reported == ERROR:
+                    skipped[worker] = messages[0] if messages else "the file could not be read"
+                else:
+                    usable[worker] = state
+        if pending:
+            self.want(*pending)
+            raise StillLoading(_files_progress([*usable.values(), *pending], now), LOADING)
+        if not usable and all("has no span" in why for why in skipped.values()):
+            raise NotFound(f"no worker of run {_quote(run_name)} has span {_quote(span)}")
+        if not usable:
+            raise Unprocessable(f"no worker of span {_quote(span)} could be read",
+                                [f"{w}: {why}" for w, why in skipped.items()])
+        return usable, skipped
+
+    def memory_exports(self, run_name: str) -> list[FileRef]:
+        return list(self._run(run_name).memory_timelines)
 
     def _want(self, identity: str) -> None:
         """Someone is waiting for this file: parse it before the others."""
@@ -352,12 +429,48 @@ class RunStore:
 
     def body(self, state: FileState, key: str, make: Callable[[], bytes]) -> bytes:
         """An encoded response body, kept in memory (bounded) after the first request."""
-        memo_key = (state.identity, key)
+        return self.memo_body((state.identity, key), make)
+
+    def memo_body(self, memo_key: tuple, make: Callable[[], bytes]) -> bytes:
+        """An encoded body under any key (e.g. the identities of several files)."""
         body = self._bodies.get(memo_key)
         if body is None:
             body = self._flight.do(("body", *memo_key), make)
             self._bodies.put(memo_key, body, len(body))
         return body
+
+    # -- derived data warmed in the background -------------------------------------------------
+
+    def add_warmer(self, warm: Warmer) -> None:
+        """Run `warm(table)` in the background on every table read into the server. It must be
+        idempotent and cheap once done (memoised on the table); `prepare` shares its run."""
+        if os.environ.get(WARM_ENV, "").strip() != "0":
+            self._warmers.append(warm)
+
+    def prepare(self, state: FileState, table: Any, warm: Warmer) -> None:
+        """Run `warm(table)` now, or wait for the background run of it already under way."""
+        self._flight.do(("warm", state.identity, id(table), warm), lambda: warm(table))
+
+    def _warm_later(self, state: FileState, table: Any) -> None:
+        if not self._warmers:
+            return
+        with contextlib.suppress(queue.Full):  # only a head start: requests compute it too
+            self._warm_queue.put_nowait((state, table))
+
+    def _warm_loop(self) -> None:
+        while not self._closed:
+            try:
+                state, table = self._warm_queue.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            for warm in list(self._warmers):
+                if self._closed or self._tables.peek(state.identity) is not table:
+                    break  # evicted or replaced meanwhile: not worth it any more
+                try:
+                    self.prepare(state, table, warm)
+                except Exception:  # a bug in a warmer must not kill the thread
+                    log.exception("torch-prof: warming %s failed", state.ref.url)
+            del state, table
 
     def _read_table(self, state: FileState) -> Any:
         table = self._cache.load_table(state.ref)
@@ -368,6 +481,7 @@ class RunStore:
 
             table = load_trace(state.ref, cache=self._cache)
         self._tables.put(state.identity, table, _table_bytes(table))
+        self._warm_later(state, table)
         return table
 
     # -- lookups -------------------------------------------------------------------------------
@@ -400,7 +514,11 @@ class RunStore:
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _run_json(run: RunEntry, now: float) -> dict[str, Any]:
+def _facts(run: RunEntry, usable_runs: int) -> RunFacts:
+    return RunFacts(usable_runs=usable_runs, memory_exports=len(run.memory_timelines))
+
+
+def _run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:
     workers, states, usable = [], [], []
     for worker, spans in sorted(run.workers.items()):
         entries = []
@@ -408,12 +526,12 @@ def _run_json(run: RunEntry, now: float) -> dict[str, Any]:
             state, messages = f.report(now)
             states.append(state)
             if state in USABLE:
-                usable.append(f.features)
+                usable.append(f.predicate_features())
             entries.append({"span": span, "state": state, "messages": messages,
                             "events": f.events})
         workers.append({"name": worker, "spans": entries})
     return {"name": run.name, "state": _run_state(states), "progress": _progress(run, now),
-            "views": views_of_run(usable), "workers": workers}
+            "views": views_of_run(usable, _facts(run, usable_runs)), "workers": workers}
 
 
 def _run_state(states: list[str]) -> str:
@@ -428,8 +546,12 @@ def _run_state(states: list[str]) -> str:
 
 def _progress(run: RunEntry, now: float) -> float:
     """Fraction of the run's bytes parsed (files weighted by size)."""
+    return _files_progress(run.files(), now)
+
+
+def _files_progress(files: Iterable[FileState], now: float) -> float:
     done = total = 0.0
-    for f in run.files():
+    for f in files:
         weight = f.weight()
         total += weight
         done += weight * (f.progress if f.report(now)[0] in PENDING else 1.0)

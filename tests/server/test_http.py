@@ -39,6 +39,9 @@ GPU = {"run": "gen_gpu", "worker": "w0", "span": "1"}
 BIG = {"run": "gen_big", "worker": "big", "span": "default"}
 CPU = {"run": "gen_cpu", "worker": "cpu", "span": "default"}
 TABLE_ROUTES = ["overview", "operators", "operators/pies", "kernels", "kernels/pies"]
+#: Generated traces have no memory, communication or module events; Diff: the logdir has 2+ runs.
+GPU_VIEWS = ["Overview", "Operator", "Kernel", "Trace", "Diff"]
+CPU_VIEWS = ["Overview", "Operator", "Trace", "Diff"]
 TIMINGS: dict[str, Any] = {}
 HAS_PROC = Path("/proc/self/stat").exists()
 ERROR_KEYS = {"code", "message"}
@@ -232,9 +235,9 @@ def test_runs_listing(tb: TensorBoard, logdir: Path, shared_runs: list[str]) -> 
 
     gpu = find_run(listing, "gen_gpu")
     assert gpu["state"] == "ready"
-    assert gpu["views"] == ["Overview", "Operator", "Kernel"]
+    assert gpu["views"] == GPU_VIEWS
     assert [w["name"] for w in gpu["workers"]] == ["w0", "w1", "w2"]
-    assert find_run(listing, "gen_cpu")["views"] == ["Overview", "Operator"]
+    assert find_run(listing, "gen_cpu")["views"] == CPU_VIEWS
 
     mixed = find_run(listing, "mixed")
     states = span_states(mixed)
@@ -246,7 +249,7 @@ def test_runs_listing(tb: TensorBoard, logdir: Path, shared_runs: list[str]) -> 
     for broken in ("badjson/default", "empty/default"):
         assert states[broken]["state"] == "error", states[broken]
         assert states[broken]["messages"] and states[broken]["events"] is None
-    assert mixed["views"] == ["Overview", "Operator", "Kernel"]
+    assert mixed["views"] == GPU_VIEWS
 
     for name in shared_runs:  # every real trace loads (memory_timeline_raw has no worker)
         run = find_run(listing, name)
@@ -256,8 +259,8 @@ def test_runs_listing(tb: TensorBoard, logdir: Path, shared_runs: list[str]) -> 
 
 
 def test_views_workers_spans(tb: TensorBoard, shared_runs: list[str]) -> None:
-    assert tb.get("views", {"run": "gen_gpu"}).json() == ["Overview", "Operator", "Kernel"]
-    assert tb.get("views", {"run": "gen_cpu"}).json() == ["Overview", "Operator"]
+    assert tb.get("views", {"run": "gen_gpu"}).json() == GPU_VIEWS
+    assert tb.get("views", {"run": "gen_cpu"}).json() == CPU_VIEWS
     assert tb.get("workers", {"run": "gen_gpu", "view": "Kernel"}).json() == ["w0", "w1", "w2"]
     assert tb.get("workers", {"run": "gen_cpu", "view": "Kernel"}).json() == []
     assert tb.get("workers", {"run": "mixed", "view": "Overview"}).json() == ["good", "trunc"]

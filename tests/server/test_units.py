@@ -59,7 +59,8 @@ def test_every_data_route_documents_its_options() -> None:
         for option in route.options:
             ref = {"group_by": "GroupBy", "top_n": "topN"}.get(option.name, option.name)
             assert f"name: {option.name}" in block or ref in block, (path, option.name)
-        assert "#/components/parameters/format" in block, path
+        has_csv = "#/components/parameters/format" in block
+        assert has_csv == (route.table is not None), path
 
 
 def test_plugin_metadata() -> None:
@@ -254,8 +255,9 @@ def test_run_state_and_views() -> None:
     assert _run_state(["error", "error"]) == "error"
     assert _run_state(["ok", "error"]) == "partial"
     assert _run_state(["ok", "ok"]) == "ready" and _run_state([]) == "ready"
-    assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == ["Overview", "Operator", "Kernel"]
-    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator"]
+    assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == [
+        "Overview", "Operator", "Kernel", "Trace", "Diff"]  # two traces: Diff
+    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace"]
     assert views_of_run([]) == []
 
 
