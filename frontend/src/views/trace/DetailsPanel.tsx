@@ -115,7 +115,8 @@ export function DetailsPanel({ state, tracks, traceStart, onJump, onClose, onZoo
   const track = d.track !== null && d.track !== undefined ? tracks[d.track] : undefined
   const start = d.ts !== null && d.ts !== undefined ? d.ts - traceStart : null
   const fields: [string, ReactNode][] = [
-    ['Start', start === null ? '–' : `${fmtTime(start)} (ts ${text(d.ts)})`],
+    ['Start', start === null ? '–' : fmtTime(start)],
+    ['Timestamp', `${text(d.ts)} us`],
     ['Duration', fmtDuration(d.dur)],
     ['Category', text(d.cat)],
     ['Process', track?.process ?? text(d.pid)],

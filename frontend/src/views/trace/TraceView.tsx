@@ -180,14 +180,15 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
       engineRef.current?.setSearchNames(null)
       return
     }
+    engineRef.current?.setSearchNames(null)
     const controller = new AbortController()
     const timer = window.setTimeout(() => {
-      setSearch((s) => ({ ...s, status: 'pending' }))
       traceApi.search(selection, query, SEARCH_LIMIT, undefined, controller.signal).then(
         (result) => {
           if (controller.signal.aborted) return
           setSearch((s) => ({ ...s, status: 'ok', result, matches: result.matches, index: -1 }))
-          engineRef.current?.setSearchNames(result.names)
+          // Dim what does not match, when the server listed every matching name.
+          engineRef.current?.setSearchNames(result.name_count <= result.names.length ? result.names : null)
         },
         (error: Error) => {
           if (!controller.signal.aborted && error.name !== 'AbortError') setSearch((s) => ({ ...s, status: 'error', error }))
@@ -310,7 +311,11 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
               value={search.query}
               placeholder="Search events (Enter: next)"
               aria-label="Search events in the whole trace"
-              onChange={(e) => setSearch((s) => ({ ...s, query: e.target.value }))}
+              onChange={(e) => {
+                const next = e.target.value
+                // A new query: the old matches no longer apply.
+                setSearch(next.trim() === search.query.trim() ? { ...search, query: next } : { ...NO_SEARCH, query: next, status: next.trim() ? 'pending' : 'idle' })
+              }}
               onKeyDown={onSearchKey}
               disabled={!ready}
               spellCheck={false}

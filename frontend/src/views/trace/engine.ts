@@ -128,6 +128,8 @@ export class TraceEngine {
   private lastRequestKey = ''
   private requests = 0
   private draws = 0
+  /** Recent draw() durations (ms), exposed as data-draw-ms="avg/max" for tests and profiling. */
+  private drawMs: number[] = []
   private destroyed = false
   private textWidth = new Map<string, number>()
   private resizeObserver: ResizeObserver | null = null
@@ -288,6 +290,7 @@ export class TraceEngine {
           this.root.dataset.requests = String(this.requests)
           this.root.dataset.state = 'ready'
           this.root.dataset.traceStart = String(frame.traceStart)
+          this.root.dataset.traceEnd = String(this.traceEnd)
           this.setFrameAttrs(frame)
           this.cb.onFirstFrame({ status: 'ok', frame })
         },
@@ -397,7 +400,7 @@ export class TraceEngine {
     const dur = Math.max(0, ref.end - ref.start)
     let newSpan = span
     if (dur > span * 0.8 || zoom) newSpan = Math.max(dur / 0.6, MIN_SPAN_US * 20)
-    else if ((dur / span) * this.trackW < 3) newSpan = Math.min(span, Math.max(dur * 12, 20))
+    else if ((dur / span) * this.trackW < 24) newSpan = Math.min(span, Math.max(dur * 8, 20)) // wide enough for its label
     const inView = ref.start >= this.viewStart && ref.end <= this.viewEnd
     if (newSpan !== span || !inView) {
       const mid = (ref.start + ref.end) / 2
@@ -852,6 +855,26 @@ export class TraceEngine {
 
   draw(): void {
     if (this.destroyed) return
+    const t0 = performance.now()
+    this.paint()
+    const ms = performance.now() - t0
+    this.drawMs.push(ms)
+    if (this.drawMs.length > 120) this.drawMs.shift()
+  }
+
+  private drawStats(): string {
+    const list = this.drawMs
+    if (!list.length) return ''
+    let sum = 0
+    let max = 0
+    for (const v of list) {
+      sum += v
+      if (v > max) max = v
+    }
+    return `${(sum / list.length).toFixed(2)}/${max.toFixed(2)}`
+  }
+
+  private paint(): void {
     const ctx = this.ctx
     const c = this.colors
     const W = this.cssW
@@ -1122,21 +1145,25 @@ export class TraceEngine {
     return top + pos.y + depth * ROW_H + (ROW_H - 1) / 2
   }
 
-  private arrow(x0: number, y0: number, x1: number, y1: number, color: string, width: number): void {
+  private arrow(x0: number, y0: number, x1: number, y1: number, color: string, width: number, halo: boolean): void {
     const ctx = this.ctx
+    const dx = Math.max(12, Math.abs(x1 - x0) * 0.4)
+    ctx.beginPath()
+    ctx.moveTo(x0, y0)
+    if (Math.abs(y1 - y0) < 1) ctx.lineTo(x1, y1)
+    else ctx.bezierCurveTo(x0 + dx, y0, x1 - dx, y1, x1, y1)
+    if (halo) {
+      // A halo in the background color keeps the line readable over colored slices.
+      ctx.strokeStyle = this.colors.bg
+      ctx.lineWidth = width + 2
+      ctx.stroke()
+      return
+    }
     ctx.strokeStyle = color
     ctx.fillStyle = color
     ctx.lineWidth = width
-    ctx.beginPath()
-    ctx.moveTo(x0, y0)
-    const dx = Math.max(12, Math.abs(x1 - x0) * 0.4)
-    if (Math.abs(y1 - y0) < 1) {
-      ctx.lineTo(x1, y1)
-    } else {
-      ctx.bezierCurveTo(x0 + dx, y0, x1 - dx, y1, x1, y1)
-    }
     ctx.stroke()
-    // Arrow head pointing right-ish along the curve end.
+    // Arrow head along the curve's end (horizontal for a curve, the line's angle otherwise).
     const angle = Math.abs(y1 - y0) < 1 ? Math.atan2(y1 - y0, x1 - x0) : 0
     const s = 3 + width * 1.5
     ctx.beginPath()
@@ -1153,7 +1180,7 @@ export class TraceEngine {
   private drawFlows(frame: Frame, top: number): void {
     const f = frame.flows
     const ctx = this.ctx
-    ctx.globalAlpha = 0.75
+    const shown: number[] = []
     for (let i = 0; i < f.count; i++) {
       const cat = f.cats[f.cat[i]] ?? ''
       if (this.flowCatsOff.has(cat)) continue
@@ -1164,7 +1191,14 @@ export class TraceEngine {
       const x0 = this.x(f.fromT[i])
       const x1 = this.x(f.toT[i])
       if (Math.max(x0, x1) < GUTTER_W || Math.min(x0, x1) > this.cssW) continue
-      this.arrow(x0, y0, x1, y1, FLOW_COLORS[cat] ?? '#757575', 1)
+      shown.push(i, x0, y0, x1, y1)
+    }
+    for (const halo of [true, false]) {
+      ctx.globalAlpha = halo ? 0.6 : 0.85
+      for (let k = 0; k < shown.length; k += 5) {
+        const cat = f.cats[f.cat[shown[k]]] ?? ''
+        this.arrow(shown[k + 1], shown[k + 2], shown[k + 3], shown[k + 4], FLOW_COLORS[cat] ?? '#757575', 1, halo)
+      }
     }
     ctx.globalAlpha = 1
   }
@@ -1180,7 +1214,7 @@ export class TraceEngine {
       const [a, b] = sel.start <= r.start ? [sel, r] : [r, sel]
       const ya = a === sel ? ys : yr
       const yb = a === sel ? yr : ys
-      this.arrow(this.x(a.start), ya, this.x(b.start), yb, this.colors.accent, 1.5)
+      for (const halo of [true, false]) this.arrow(this.x(a.start), ya, this.x(b.start), yb, this.colors.accent, 1.5, halo)
       this.outline(r, top, this.colors.accent, 1.5)
     }
   }
@@ -1392,6 +1426,7 @@ export class TraceEngine {
     const text = `${s.events.toLocaleString('en-US')} events loaded${merged}`
     if (el.textContent !== text) el.textContent = text
     this.root.dataset.draws = String(this.draws)
+    this.root.dataset.drawMs = this.drawStats()
   }
 }
 
