@@ -509,6 +509,61 @@ def test_dark_theme(dark_page, tensorboard, artifacts):
     shot(dark_page, artifacts, "trace_dark")
 
 
+def hover_scan(page: Any, x: float, ys: list[float], want: str) -> tuple[float, float] | None:
+    """Moves the pointer over (x, y) for each y until the tooltip contains `want`."""
+    box = canvas_box(page)
+    tip = page.locator("[data-testid=trace-tooltip]")
+    for y in ys:
+        page.mouse.move(box["x"] + x, box["y"] + y)
+        page.wait_for_timeout(40)
+        if tip.is_visible() and want in tip.inner_text():
+            return box["x"] + x, box["y"] + y
+    return None
+
+
+def test_process_header_collapses_and_expands(page, tensorboard, artifacts):
+    sel = selection_of(tensorboard, sample_run(tensorboard))
+    open_trace(page, tensorboard, sel)
+    box = canvas_box(page)
+    spot = hover_scan(page, 100, [HEADER_H + 4 + 6 * i for i in range(int((box["height"] - HEADER_H) / 6))],
+                      "click to collapse")
+    assert spot, "no process header found"
+    label = page.inner_text("[data-testid=trace-tooltip] .trace-tip-title")
+    before = pixels(page)
+    height = int(root_attr(page, "content-height"))
+    page.mouse.click(*spot)
+    page.wait_for_selector("[data-testid=trace-canvas-root][data-collapsed='1']")
+    page.wait_for_timeout(100)
+    assert page.locator("[data-testid=trace-tooltip]").inner_text().endswith("click to expand")
+    assert page.inner_text("[data-testid=trace-tooltip] .trace-tip-title") == label
+    assert int(root_attr(page, "content-height")) < height
+    assert pixels(page)["other"] != before["other"]
+    shot(page, artifacts, "trace_collapsed")
+    page.mouse.click(*spot)
+    page.wait_for_selector("[data-testid=trace-canvas-root][data-collapsed='0']")
+    page.wait_for_timeout(100)
+    assert int(root_attr(page, "content-height")) == height
+    assert pixels(page)["other"] == before["other"]
+
+
+def test_device_pixel_ratio(browser, tensorboard, requests_log):
+    """On a 2x screen the canvas has twice the pixels of its CSS size (sharp text and lines)."""
+    sel = selection_of(tensorboard, sample_run(tensorboard))
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=2)
+    try:
+        page = context.new_page()
+        page.on("request", requests_log.record)
+        open_trace(page, tensorboard, sel)
+        size = page.evaluate(
+            "() => { const c = document.querySelector('[data-testid=trace-canvas]');"
+            " return [c.width, c.height, c.clientWidth, c.clientHeight] }")
+        assert size[0] == 2 * size[2] and size[1] == 2 * size[3]
+        assert pixels(page)["colored"] > 1000
+    finally:
+        context.close()
+    assert not requests_log.outside()
+
+
 # -- a large generated trace -------------------------------------------------------------------
 
 
@@ -594,6 +649,14 @@ def test_large_trace_draws_zooms_and_pans(page, big_tensorboard, artifacts, requ
     counts = pixels(page)
     assert counts["other"] > 0.02 * counts["total"], counts
     shot(page, artifacts, "trace_large_fit")
+    # Merged blocks say how many events they hold.
+    box = canvas_box(page)
+    spot = hover_scan(page, GUTTER_W + 0.37 * (box["width"] - GUTTER_W),
+                      [HEADER_H + 4 + 5 * i for i in range(int((box["height"] - HEADER_H) / 5))],
+                      "Too small to draw")
+    assert spot, "no merged block found at the whole-trace zoom"
+    assert re.fullmatch(r"[\d,]+ events",
+                        page.inner_text("[data-testid=trace-tooltip] .trace-tip-title"))
 
     box = canvas_box(page)
     x = box["x"] + GUTTER_W + 0.5 * (box["width"] - GUTTER_W)
@@ -615,22 +678,38 @@ def test_large_trace_draws_zooms_and_pans(page, big_tensorboard, artifacts, requ
     assert float(root_attr(page, "frame-end")) >= e - 1e-3
     shot(page, artifacts, "trace_large_zoomed")
 
-    # Pan by dragging: every pointer move redraws from the loaded frame (no request per move).
+    # Pan by dragging, one pointer move per animation frame (60/s): each move redraws from the
+    # loaded frame; no request until the pointer rests (debounced).
     n_before = len(timeline_requests(requests_log.urls))
     draws_before = int(root_attr(page, "draws"))
-    page.mouse.down()
-    for i in range(1, 61):
-        page.mouse.move(x - i * 6, y)
-    page.mouse.up()
+    fps = page.evaluate(
+        """([x, y]) => new Promise((resolve) => {
+          const c = document.querySelector('[data-testid=trace-canvas]');
+          const fire = (type, cx) => c.dispatchEvent(new PointerEvent(type, {bubbles: true,
+            clientX: cx, clientY: y, pointerId: 7, button: 0, buttons: 1, isPrimary: true}));
+          fire('pointerdown', x);
+          let i = 0; const stamps = [];
+          const step = (t) => {
+            stamps.push(t);
+            if (++i > 90) { fire('pointerup', x - i * 5); resolve(
+              (stamps.length - 1) * 1000 / (stamps[stamps.length - 1] - stamps[0])); return; }
+            fire('pointermove', x - i * 5);
+            requestAnimationFrame(step);
+          };
+          requestAnimationFrame(step);
+        })""",
+        [x, y],
+    )
     wait_idle(page)
     draws = int(root_attr(page, "draws")) - draws_before
-    assert draws >= 30
+    assert draws >= 80
     n_after = len(timeline_requests(requests_log.urls))
-    assert n_after - n_before <= 4, "requests were not debounced during the drag"
+    assert n_after - n_before <= 2, "requests were not debounced during the drag"
     avg_ms, max_ms = (float(v) for v in root_attr(page, "draw-ms").split("/"))
     # 60 fps needs < 16.7 ms per frame; drawing from the loaded frame takes a fraction of it.
     assert avg_ms < 16.7, f"draw() takes {avg_ms:.1f} ms on average (max {max_ms:.1f})"
     print(f"\nlarge trace: {whole['stats']['events']:,} events, first frame {first_frame_s:.1f} s,"
           f" zoom settle p50 {sorted(latencies)[len(latencies) // 2] * 1000:.0f} ms,"
-          f" max {max(latencies) * 1000:.0f} ms; draw avg {avg_ms:.2f} ms, max {max_ms:.2f} ms")
+          f" max {max(latencies) * 1000:.0f} ms; drag at {fps:.0f} fps, draw avg {avg_ms:.2f} ms,"
+          f" max {max_ms:.2f} ms")
     shot(page, artifacts, "trace_large_panned")

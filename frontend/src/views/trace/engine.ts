@@ -117,6 +117,7 @@ export class TraceEngine {
   private matchCache = new WeakMap<Frame, Uint8Array>()
 
   private mouse: { x: number; y: number } | null = null
+  private tipKey = ''
   private drag: { x: number; y: number; viewStart: number; viewEnd: number; scrollTop: number; moved: boolean; id: number } | null = null
   private keys = new Set<string>()
   private keyAnim = 0
@@ -380,6 +381,7 @@ export class TraceEngine {
   private relayout(): void {
     const tracks = (this.base?.tracks ?? []).filter(Boolean)
     this.layout = computeLayout(tracks, this.counterMeta, this.collapsed)
+    this.root.dataset.contentHeight = String(this.layout.height)
     this.updateSpacer()
   }
 
@@ -391,6 +393,7 @@ export class TraceEngine {
   toggleGroup(key: string): void {
     if (this.collapsed.has(key)) this.collapsed.delete(key)
     else this.collapsed.add(key)
+    this.root.dataset.collapsed = String(this.collapsed.size)
     this.relayout()
     this.requestDraw()
   }
@@ -408,10 +411,7 @@ export class TraceEngine {
     }
     // Vertically: expand its process and scroll its row into view.
     const group = this.layout.groupOf.get(ref.track)
-    if (group && this.collapsed.has(group)) {
-      this.collapsed.delete(group)
-      this.relayout()
-    }
+    if (group && this.collapsed.has(group)) this.toggleGroup(group)
     const pos = this.layout.trackY.get(ref.track)
     if (pos) {
       const rowTop = pos.y + ref.depth * ROW_H
@@ -511,7 +511,11 @@ export class TraceEngine {
     if (e.button !== 0) return
     const p = this.pos(e)
     this.drag = { x: p.x, y: p.y, viewStart: this.viewStart, viewEnd: this.viewEnd, scrollTop: this.scroller.scrollTop, moved: false, id: e.pointerId }
-    this.canvas.setPointerCapture?.(e.pointerId)
+    try {
+      this.canvas.setPointerCapture(e.pointerId)
+    } catch {
+      // synthetic or already released pointer: dragging still works while over the canvas
+    }
   }
 
   private onPointerMove(e: PointerEvent): void {
@@ -533,15 +537,14 @@ export class TraceEngine {
         return
       }
     }
-    this.updateHover()
-    this.requestDraw()
+    this.requestDraw() // the hover (outline, tooltip) follows in the frame drawn next
   }
 
   private onPointerUp(e: PointerEvent): void {
     const d = this.drag
     this.drag = null
     this.root.classList.remove('is-dragging')
-    this.canvas.releasePointerCapture?.(e.pointerId)
+    if (this.canvas.hasPointerCapture?.(e.pointerId)) this.canvas.releasePointerCapture(e.pointerId)
     if (!d || d.moved) return
     this.root.focus({ preventScroll: true })
     const p = this.pos(e)
@@ -719,6 +722,9 @@ export class TraceEngine {
     }
     if (!title) return this.hideTooltip()
     const tip = this.tooltip
+    const key = `${title}\u0000${lines.join('\u0000')}`
+    if (key === this.tipKey && !tip.hidden) return this.placeTooltip()
+    this.tipKey = key
     tip.replaceChildren()
     const head = document.createElement('div')
     head.className = 'trace-tip-title'
@@ -739,6 +745,13 @@ export class TraceEngine {
       tip.appendChild(row)
     }
     tip.hidden = false
+    this.placeTooltip()
+  }
+
+  private placeTooltip(): void {
+    const m = this.mouse
+    const tip = this.tooltip
+    if (!m) return
     const tw = tip.offsetWidth
     const th = tip.offsetHeight
     let left = m.x + 14
@@ -750,6 +763,7 @@ export class TraceEngine {
 
   private hideTooltip(): void {
     if (!this.tooltip.hidden) this.tooltip.hidden = true
+    this.tipKey = ''
   }
 
   private counterAt(name: string, t: number): number | null {
@@ -939,6 +953,8 @@ export class TraceEngine {
     this.drawHeader()
     this.drawCrosshair()
     this.updateInfo()
+    // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).
+    if (this.mouse && !this.drag?.moved) this.updateHover()
   }
 
   private drawStepShading(y0: number, y1: number): void {
