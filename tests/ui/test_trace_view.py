@@ -264,6 +264,20 @@ def test_wheel_and_w_zoom_drag_and_d_pan(page, tensorboard, artifacts, requests_
     assert s4 > s3 + 0.05 * (e3 - s3)
     assert e4 - s4 == pytest.approx(e3 - s3, rel=1e-6)
 
+    # The wheel over the track names (or with Shift) scrolls the tracks, the time window stays.
+    scroll_top = "() => document.querySelector('.trace-scroll').scrollTop"
+    if int(root_attr(page, "content-height")) + HEADER_H > box["height"] + 40:
+        page.mouse.move(box["x"] + 100, y)
+        page.mouse.wheel(0, 120)
+        page.wait_for_function(f"() => ({scroll_top})() > 0")
+        assert view(page) == (s4, e4)
+        page.keyboard.down("Shift")
+        page.mouse.move(x, y)
+        page.mouse.wheel(0, -120)
+        page.keyboard.up("Shift")
+        page.wait_for_function(f"() => ({scroll_top})() === 0")
+        assert view(page) == (s4, e4)
+
     # S: zoom out; double-click: fit.
     page.keyboard.press("s")
     wait_idle(page)

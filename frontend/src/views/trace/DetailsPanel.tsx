@@ -79,7 +79,7 @@ export function DetailsPanel({ state, tracks, traceStart, onJump, onClose, onZoo
               <kbd>D</kbd> pan left / right
             </li>
             <li>
-              <kbd>Shift</kbd>+<kbd>Wheel</kbd> scroll tracks
+              <kbd>Shift</kbd>+<kbd>Wheel</kbd> scroll tracks (or the wheel over their names)
             </li>
             <li>
               <kbd>Double-click</kbd> fit the whole trace

@@ -379,7 +379,7 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
         </div>
         <div className="trace-status">
           <span className="trace-info" ref={infoRef} data-testid="trace-info" />
-          <span className="trace-hint">Wheel/W S: zoom · Drag/A D: pan · Shift+wheel: scroll · Double-click: fit</span>
+          <span className="trace-hint">Wheel/W S: zoom · Drag/A D: pan · Shift+wheel or wheel over names: scroll · Double-click: fit</span>
         </div>
         <DetailsPanel
           state={details}

@@ -487,11 +487,12 @@ export class TraceEngine {
     const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? this.cssH : 1
     const dx = e.deltaX * unit
     const dy = e.deltaY * unit
-    if (e.shiftKey) {
+    const { x } = this.pos(e)
+    if (e.shiftKey || (x < GUTTER_W && !e.ctrlKey)) {
+      // Shift+wheel, or the wheel over the track names: scroll the tracks.
       this.scroller.scrollTop += dy || dx
       return
     }
-    const { x } = this.pos(e)
     const span = this.viewEnd - this.viewStart
     if (Math.abs(dx) > Math.abs(dy)) {
       const shift = (dx / this.trackW) * span
