@@ -4,13 +4,15 @@ torch is deliberately not a dependency: the plugin only reads trace JSON. The re
 (`tb_plugin.recorder`) imports torch lazily, from the user's own training environment.
 """
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 setup(
     name="torch-prof",
     version="0.1.0",
     description="TensorBoard plugin for PyTorch profiler traces: fast, offline, any trace size",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["tb_plugin", "tb_plugin.*"]),
     package_data={"tb_plugin": ["static/*", "static/**/*", "openapi.yaml"]},

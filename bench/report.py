@@ -156,7 +156,8 @@ def render_markdown(rows: list[Row], machine: dict[str, Any], old_version: str |
         f"(`load_trace(use_cache=False)` + `build_view` for overview/operators/kernels)",
         "- traces: real CPU training-loop recordings (torch.profiler, record_shapes=True); "
         "times are in-process parse+analysis, each in a fresh child process; MB = MiB",
-        "- command: `.venv/bin/python bench/run.py` (see bench/README.md)",
+        f"- command: `{machine.get('command', '.venv/bin/python bench/run.py')}` "
+        "(see bench/README.md)",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|"

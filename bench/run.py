@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the whole benchmark; exit status is 0 whatever the numbers (no timing is asserted)."""
     args = parse_args(argv)
     machine = report.machine_info()
+    machine["command"] = " ".join([".venv/bin/python", "bench/run.py", *sys.argv[1:]])
     log(f"machine: {machine['summary']}, load {machine['loadavg_1m_at_start']}")
     traces = prepare_traces(args)
     old_info = old_plugin_info(args)

@@ -1,14 +1,25 @@
 """Command line: `python -m tb_plugin summary LOGDIR` and `python -m tb_plugin report LOGDIR ...`.
 
-`report` prints exactly the payloads the server returns, so every view can be checked (and
-scripted) without a browser.
+`report` prints exactly the payloads the server returns (the same `analysis.report` builders, and
+the same CSV tables), so every view can be checked (and scripted) without a browser:
+
+    report LOGDIR --run R [--worker W] [--span S] --view overview|operators|kernels [--group-by G]
+    report ... --view timeline [--start-us A --end-us B --width W]
+    report ... --view timeline_search --query Q [--limit N --start-us A]
+    report ... --view timeline_event --event-id ID
+    report ... --view memory [--device D --start-us A --end-us B]
+    report ... --view memory_timeline          (the export paired with the span)
+    report ... --view modules
+    report LOGDIR --run R --view distributed [--span S]    (all workers of span S)
+    report ... --view diff --exp-run R2 [--exp-worker W2 --exp-span S2] [--path P]
+
+`--worker`/`--span` (and `--exp-worker`/`--exp-span`) default to the first worker and span of the
+run. Usage errors (unknown names, options a view does not take, a bad window) exit with 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 import time
@@ -41,11 +52,39 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--run", required=True)
     report.add_argument("--worker", help="default: the first worker of the run")
     report.add_argument("--span", help="default: the first span of the worker")
-    report.add_argument("--view", required=True, help="overview, operators, kernels, ...")
+    report.add_argument("--view", required=True, help="overview, operators, kernels, timeline, "
+                        "timeline_search, timeline_event, memory, memory_timeline, modules, "
+                        "distributed, diff")
     report.add_argument("--group-by", help="operator | operator_input_shape | kernel | "
                         "kernel_op_launch")
+    report.add_argument("--start-us", type=float, help="range start, trace us (timeline, "
+                        "timeline_search, memory)")
+    report.add_argument("--end-us", type=float, help="range end, trace us (timeline, memory)")
+    report.add_argument("--width", type=int, help="timeline width in pixels (default 2000)")
+    report.add_argument("--device", help="memory: one device, e.g. CPU or GPU0")
+    report.add_argument("--query", help="timeline_search: text in event names")
+    report.add_argument("--limit", type=int, help="timeline_search: matches shown (default 200)")
+    report.add_argument("--event-id", type=int, help="timeline_event: the event id")
+    report.add_argument("--exp-run", help="diff: the run to compare with (required)")
+    report.add_argument("--exp-worker", help="diff: its worker (default: its first)")
+    report.add_argument("--exp-span", help="diff: its span (default: its first)")
+    report.add_argument("--path", help="diff: node path, e.g. 0-1 (default 0, the root)")
     report.add_argument("--format", choices=("json", "csv"), default="json")
     return parser
+
+
+#: report flags (argparse dest) -> builder option, per view that takes them.
+VIEW_OPTIONS: dict[str, dict[str, str]] = {
+    "operators": {"group_by": "group_by"},
+    "kernels": {"group_by": "group_by"},
+    "timeline": {"start_us": "start_us", "end_us": "end_us", "width": "width"},
+    "timeline_search": {"query": "query", "limit": "limit", "start_us": "start_us"},
+    "timeline_event": {"event_id": "event_id"},
+    "memory": {"device": "device", "start_us": "start_us", "end_us": "end_us"},
+    "diff": {"exp_run": "", "exp_worker": "", "exp_span": "", "path": ""},
+}
+_ALL_OPTIONS = ("group_by", "start_us", "end_us", "width", "device", "query", "limit",
+                "event_id", "exp_run", "exp_worker", "exp_span", "path")
 
 
 def _cache(args: argparse.Namespace) -> TraceCache:
@@ -152,59 +191,155 @@ class UsageError(Exception):
     pass
 
 
+class LoadError(Exception):
+    """A trace the view needs could not be read (exit 1)."""
+
+
 def _report(args: argparse.Namespace, cache: TraceCache) -> int:
     try:
-        span = _select(discover_runs(args.logdir), args)
-    except UsageError as exc:
+        _check_options(args)
+        payload = _build_report(discover_runs(args.logdir), args, cache)
+        text = payload_to_csv(payload, args.view) if args.format == "csv" else None
+    except LoadError as exc:
         sys.stderr.write(f"error: {exc}\n")
-        return 2
-    table = load_trace(span.ref, cache=cache)
-    if table.status.state == "error":
-        sys.stderr.write(f"error: {span.ref.url}: {'; '.join(table.status.messages)}\n")
         return 1
-    from .analysis.report import build_view
-
-    options = {"group_by": args.group_by} if args.group_by else {}
-    try:
-        payload = build_view(table, args.view, **options)
-    except (KeyError, ValueError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
+    except (UsageError, KeyError, ValueError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        sys.stderr.write(f"error: {message}\n")
         return 2
-    if args.format == "csv":
-        sys.stdout.write(payload_to_csv(payload))
-    else:
-        json.dump(payload, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    sys.stdout.write(text if text is not None else payload_to_json(payload))
     return 0
 
 
-def _select(runs: list[RunInfo], args: argparse.Namespace) -> SpanFile:
-    run = next((r for r in runs if r.name == args.run), None)
+def payload_to_json(payload: Any) -> str:
+    """Indented JSON, encoded as the server encodes it (numpy values, NaN as null)."""
+    import msgspec
+
+    from .server.encoding import encode_json
+
+    return msgspec.json.format(encode_json(payload), indent=2).decode("utf-8") + "\n"
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    allowed = VIEW_OPTIONS.get(args.view, {})
+    given = [name for name in _ALL_OPTIONS if getattr(args, name) is not None]
+    extra = [name for name in given if name not in allowed]
+    if extra:
+        flags = ", ".join("--" + name.replace("_", "-") for name in extra)
+        raise UsageError(f"{flags} not taken by --view {args.view}")
+    if args.view == "diff" and args.exp_run is None:
+        raise UsageError("--view diff needs --exp-run (the run to compare with)")
+    if args.view == "timeline_search" and args.query is None:
+        raise UsageError("--view timeline_search needs --query")
+    if args.view == "timeline_event" and args.event_id is None:
+        raise UsageError("--view timeline_event needs --event-id")
+
+
+def _build_report(runs: list[RunInfo], args: argparse.Namespace, cache: TraceCache
+                  ) -> dict[str, Any]:
+    from .analysis import report
+
+    run = _find_run(runs, args.run)
+    if args.view == "distributed":
+        return _distributed(run, args.span, cache)
+    if args.view == "memory_timeline" and not run.workers:
+        return report.build_view(None, "memory_timeline", source=_only_export(run))
+    span = _select_span(run, args.worker, args.span)
+    table = _load(span, cache)
+    if args.view == "diff":
+        exp_run = _find_run(runs, args.exp_run)
+        exp = _load(_select_span(exp_run, args.exp_worker, args.exp_span), cache)
+        return report.build_diff_view(table, exp, args.path or "0")
+    if args.view == "memory_timeline":
+        return report.build_view(table, "memory_timeline", source=_export_of(run, span))
+    options = {option: getattr(args, flag) for flag, option in
+               VIEW_OPTIONS.get(args.view, {}).items() if getattr(args, flag) is not None}
+    from .analysis.memory import UnknownDeviceError
+
+    try:
+        return report.build_view(table, args.view, **options)
+    except UnknownDeviceError:
+        raise UsageError(f"no memory records of device {args.device!r} in {span.ref.name}"
+                         ) from None
+
+
+def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> dict[str, Any]:
+    """All workers of one span (default: the first worker's first span), like the server."""
+    from .analysis.report import build_distributed_view
+
+    if not run.workers:
+        raise UsageError(f"run {run.name} has no trace files")
+    span_name = span_name or next(iter(run.workers.values()))[0].span
+    tables, skipped = {}, {}
+    for worker in run.workers:
+        span = run.span_file(worker, span_name)
+        if span is None:
+            skipped[worker] = f"the worker has no span {span_name!r}"
+            continue
+        table = load_trace(span.ref, cache=cache)
+        if table.status.state == "error":
+            skipped[worker] = table.status.messages[0] if table.status.messages else "error"
+        else:
+            tables[worker] = table
+    if not tables and all("has no span" in why for why in skipped.values()):
+        raise UsageError(f"no worker of {run.name} has span {span_name!r}")
+    if not tables:
+        raise LoadError(f"no worker of span {span_name!r} could be read: {skipped}")
+    return build_distributed_view(tables, skipped)
+
+
+def _load(span: SpanFile, cache: TraceCache) -> TraceTable:
+    table = load_trace(span.ref, cache=cache)
+    if table.status.state == "error":
+        raise LoadError(f"{span.ref.url}: {'; '.join(table.status.messages)}")
+    return table
+
+
+def _export_of(run: RunInfo, span: SpanFile) -> Any:
+    from .analysis.memory_timeline import matching_timeline
+
+    export = matching_timeline(span.ref.name, run.memory_timelines)
+    if export is None:
+        raise UsageError(f"no memory-timeline export (*.raw.json.gz) for {span.ref.name}")
+    return export
+
+
+def _only_export(run: RunInfo) -> Any:
+    if len(run.memory_timelines) != 1:
+        raise UsageError(f"run {run.name} has {len(run.memory_timelines)} memory-timeline "
+                         "exports and no trace; expected exactly one")
+    return run.memory_timelines[0]
+
+
+def _find_run(runs: list[RunInfo], name: str) -> RunInfo:
+    run = next((r for r in runs if r.name == name), None)
     if run is None:
-        raise UsageError(f"no run {args.run!r}; runs: {', '.join(r.name for r in runs) or '-'}")
-    worker = args.worker or next(iter(run.workers), None)
+        raise UsageError(f"no run {name!r}; runs: {', '.join(r.name for r in runs) or '-'}")
+    return run
+
+
+def _select_span(run: RunInfo, worker: Optional[str], span_name: Optional[str]) -> SpanFile:
+    worker = worker or next(iter(run.workers), None)
     if worker not in run.workers:
-        raise UsageError(f"no worker {worker!r} in {run.name}; workers: {', '.join(run.workers)}")
+        raise UsageError(f"no worker {worker!r} in {run.name}; workers: "
+                         f"{', '.join(run.workers) or '-'}")
     spans = run.workers[worker]
-    span = spans[0] if args.span is None else run.span_file(worker, args.span)
+    span = spans[0] if span_name is None else run.span_file(worker, span_name)
     if span is None:
-        raise UsageError(f"no span {args.span!r}; spans: {', '.join(s.span for s in spans)}")
+        raise UsageError(f"no span {span_name!r}; spans: {', '.join(s.span for s in spans)}")
     return span
 
 
-def payload_to_csv(payload: dict[str, Any]) -> str:
-    """The payload's main table as CSV: `rows`, or the per-step breakdown for the overview."""
-    rows = payload.get("rows")
-    if rows is None and "steps" in payload:
-        rows = [{"step": s["name"], "total_us": s["total_us"], **s["breakdown_us"]}
-                for s in payload["steps"]]
-    rows = rows or []
-    out = io.StringIO()
-    fields = list(dict.fromkeys(key for row in rows for key in row))
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
+def payload_to_csv(payload: dict[str, Any], view: str = "overview") -> str:
+    """The payload's table as CSV, exactly as the server's `format=csv` answer for that view
+    (nested fields as dotted columns, formula-like cells prefixed with `'`)."""
+    from .analysis.report import view_rows
+    from .server.tabular import tabulate, to_csv
+
+    rows = view_rows(view, payload)
+    if rows is None:
+        raise UsageError(f"the {view} view has no table; use --format json")
+    return to_csv(tabulate(rows)).decode("utf-8")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 Aggregates the operator nodes of every thread's tree (`optree`) with one pandas groupby; the
 rows are reference-faithful (the golden 76 rows of resnet50_gpu_pt19), with ties sorted by name.
+Call stacks are the recorded `Call stack` args of PyTorch 1.x traces, or, for PyTorch 2.x traces
+(which have none), derived from their `python_function` events (`callstacks`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
+from .callstacks import python_call_stacks
 from .optree import build_op_tree
 
 GROUP_BY_OPERATOR = "operator"
@@ -60,7 +63,21 @@ def _operator_frame(table: TraceTable) -> pd.DataFrame:
 def _op_args(table: TraceTable, rows: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
     """Input shape ("[]" when absent, as the reference) and call stack ("" when absent)."""
     args = table.op_args.drop_duplicates("event").set_index("event").reindex(rows)
-    return _filled(args["input_dims"], "[]"), _filled(args["call_stack"], "")
+    return _filled(args["input_dims"], "[]"), _call_stacks(table, rows, args["call_stack"])
+
+
+def has_recorded_call_stacks(table: TraceTable) -> bool:
+    """Whether the trace carries PyTorch 1.x `Call stack` arguments (then they are used)."""
+    return bool(table.op_args["call_stack"].notna().any())
+
+
+def _call_stacks(table: TraceTable, rows: np.ndarray, recorded: pd.Series) -> pd.Categorical:
+    """Per op: the recorded 1.x `Call stack` when the trace has any, else the stack derived
+    from the PyTorch 2.x `python_function` events around it (`callstacks`); "" when none.
+    Both are `file(line): func;...` strings, innermost frame first."""
+    if has_recorded_call_stacks(table):
+        return _filled(recorded, "")
+    return python_call_stacks(table).of_rows(rows, "")
 
 
 def _filled(column: pd.Series, value: str) -> pd.Categorical:

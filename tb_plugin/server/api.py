@@ -9,10 +9,10 @@ import logging
 import math
 from typing import Any, Callable, Optional
 
-import msgspec
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
+from .encoding import encode_json
 from .errors import ApiError, BadRequest, MethodNotAllowed, StillLoading
 
 log = logging.getLogger(__name__)
@@ -22,27 +22,7 @@ CSV = "text/csv; charset=utf-8"
 MAX_PARAM_LENGTH = 4096
 
 Handler = Callable[[wrappers.Request], wrappers.Response]
-
-
-def _encode_extra(value: Any) -> Any:
-    """numpy/pandas scalars and arrays in analysis payloads -> plain JSON values."""
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "ndim", 0) == 0:
-        return item()
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
-
-
-_encoder = msgspec.json.Encoder(enc_hook=_encode_extra)
-
-
-def encode_json(payload: Any) -> bytes:
-    """UTF-8 JSON; NaN and infinities become null (browsers reject bare NaN)."""
-    return _encoder.encode(payload)
+__all__ = ["encode_json"]  # re-exported: routes and tests use it from here
 
 
 def gzipped(body: bytes) -> bytes:

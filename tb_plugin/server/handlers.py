@@ -110,7 +110,8 @@ def diff(store: RunStore, request: wrappers.Request) -> wrappers.Response:
         try:
             return build_diff_view(store.table(base), store.table(exp), path)
         except UnknownDiffPathError as exc:
-            raise NotFound(f"no diff node at path {path[:120]!r}") from exc
+            raise NotFound(str(exc.args[0] if exc.args else "no such diff node")[:300]
+                           ) from exc
 
     memo = ("diff", base.identity, exp.identity, path)
     return send_payload(request, store, payload, fmt=fmt, memo=memo, table=table,
@@ -130,6 +131,7 @@ def memory_timeline(store: RunStore, request: wrappers.Request) -> wrappers.Resp
     if worker is None or span is None:
         return _run_export(store, request, run, fmt)
     state = store.usable_file(run, worker, span)
+    store.warm(state)
     export = state.memory_timeline
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "

@@ -113,6 +113,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         if route.view not in views_of_file(file.predicate_features()):
             raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no "
                            f"{route.view} view")
+        store.warm(file)  # the user looks at this worker span: index its timeline meanwhile
         key = route.payload_key(options)
         cache = route.cache(options)
 

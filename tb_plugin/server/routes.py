@@ -230,11 +230,6 @@ def _modules(table: Any, _options: dict[str, Any]) -> Any:
     return payload
 
 
-def _steps_table(payload: Any) -> Table:
-    steps = payload.get("steps") if isinstance(payload, dict) else None
-    return tabulate(steps if isinstance(steps, list) else payload)
-
-
 def rows_table(view: str) -> TableOf:
     """The CSV table of a payload of `view`, as the CLI writes it (`report.view_rows`)."""
 
@@ -258,7 +253,7 @@ _WINDOW = (Number("start_us"), Number("end_us"))
 DATA_ROUTES: dict[str, DataRoute] = {
     route.path: route
     for route in (
-        DataRoute("/overview", "Overview", _overview, table=_steps_table),
+        DataRoute("/overview", "Overview", _overview, table=rows_table("overview")),
         DataRoute("/operators", "Operator", _operators, (_OPERATOR_GROUP,)),
         DataRoute("/operators/pies", "Operator", _operator_pies, (_OPERATOR_GROUP, TopN())),
         DataRoute("/operators/stack", "Operator", _operator_stack,

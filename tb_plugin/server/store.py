@@ -6,9 +6,9 @@ those are (re)parsed by the `LoadPool`. Only small per-file summaries live here.
 read back from the on-disk cache on demand into a memory-bounded LRU, and view payloads are
 computed once per (file identity, route, options) through `TraceCache.payload`, then kept encoded
 in a second, smaller LRU (payloads of several files, or of many small variants such as zoomed
-ranges, live only there). When a table is read into the server, registered warmers (the
-timeline index) run on it in a background thread, so the first Trace request does not pay for
-them.
+ranges, live only there). When a worker span is viewed, its table is read and registered
+warmers (the timeline index) run on it in a background thread, so the first Trace request does
+not pay for them.
 
 Run, worker and span names are only ever looked up among discovered names: no path is built from
 a request.
@@ -16,7 +16,6 @@ a request.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
@@ -58,6 +57,7 @@ BODY_MEMORY = 64 << 20
 WANTED_PRIORITY = 10
 WARM_ENV = "TORCH_PROF_WARM"  # "0" disables warming derived data of newly read tables
 WARM_QUEUE = 8
+WARMED_KEY = "torch-prof-server/warmed"  # in `table.derived`: the warmers have run
 
 Warmer = Callable[[Any], Any]
 
@@ -129,7 +129,8 @@ class RunStore:
         self._bodies: MemoryLRU[bytes] = MemoryLRU(BODY_MEMORY)
         self._flight = SingleFlight()
         self._warmers: list[Warmer] = []
-        self._warm_queue: queue.Queue[tuple[FileState, Any]] = queue.Queue(WARM_QUEUE)
+        self._warm_queue: queue.Queue[FileState] = queue.Queue(WARM_QUEUE)
+        self._warm_pending: set[str] = set()  # identities queued for warming
         self._first_scan = threading.Event()
         self._rescan = threading.Event()
         self._last_scan = 0.0
@@ -416,6 +417,7 @@ class RunStore:
     # -- tables and payloads (request threads) -------------------------------------------------
 
     def table(self, state: FileState) -> Any:
+        """The parsed table: from the LRU, else from the disk cache (once for all callers)."""
         table = self._tables.get(state.identity)
         if table is not None:
             return table
@@ -442,8 +444,9 @@ class RunStore:
     # -- derived data warmed in the background -------------------------------------------------
 
     def add_warmer(self, warm: Warmer) -> None:
-        """Run `warm(table)` in the background on every table read into the server. It must be
-        idempotent and cheap once done (memoised on the table); `prepare` shares its run."""
+        """Run `warm(table)` in the background on the tables of viewed files (see `warm`). It
+        must be idempotent and cheap once done (memoised on the table); `prepare` shares its
+        run with requests that need it meanwhile."""
         if os.environ.get(WARM_ENV, "").strip() != "0":
             self._warmers.append(warm)
 
@@ -451,26 +454,46 @@ class RunStore:
         """Run `warm(table)` now, or wait for the background run of it already under way."""
         self._flight.do(("warm", state.identity, id(table), warm), lambda: warm(table))
 
-    def _warm_later(self, state: FileState, table: Any) -> None:
-        if not self._warmers:
+    def warm(self, state: FileState) -> None:
+        """Someone looks at this file: read its table and run the warmers on it in the
+        background (once per table), so that e.g. its first timeline needs no index build.
+        Views of several files (Distributed, Diff) do not call this."""
+        table = self._tables.peek(state.identity)
+        if not self._warmers or (table is not None and table.derived.get(WARMED_KEY)):
             return
-        with contextlib.suppress(queue.Full):  # only a head start: requests compute it too
-            self._warm_queue.put_nowait((state, table))
+        with self._lock:
+            if state.identity in self._warm_pending:
+                return
+            self._warm_pending.add(state.identity)
+        try:
+            self._warm_queue.put_nowait(state)
+        except queue.Full:  # only a head start: requests compute it themselves
+            with self._lock:
+                self._warm_pending.discard(state.identity)
 
     def _warm_loop(self) -> None:
         while not self._closed:
             try:
-                state, table = self._warm_queue.get(timeout=1.0)
+                state = self._warm_queue.get(timeout=1.0)
             except queue.Empty:
                 continue
-            for warm in list(self._warmers):
-                if self._closed or self._tables.peek(state.identity) is not table:
-                    break  # evicted or replaced meanwhile: not worth it any more
-                try:
-                    self.prepare(state, table, warm)
-                except Exception:  # a bug in a warmer must not kill the thread
-                    log.exception("torch-prof: warming %s failed", state.ref.url)
-            del state, table
+            try:
+                self._warm_now(state)
+            except Exception:  # a missing cache entry, a bug in a warmer: not fatal
+                log.exception("torch-prof: warming %s failed", state.ref.url)
+            finally:
+                with self._lock:
+                    self._warm_pending.discard(state.identity)
+
+    def _warm_now(self, state: FileState) -> None:
+        with self._lock:
+            current = self._by_identity.get(state.identity) is state
+        if self._closed or not current:  # the file changed or vanished meanwhile
+            return
+        table = self.table(state)
+        for warm in list(self._warmers):
+            self.prepare(state, table, warm)
+        table.derived[WARMED_KEY] = True
 
     def _read_table(self, state: FileState) -> Any:
         table = self._cache.load_table(state.ref)
@@ -481,7 +504,6 @@ class RunStore:
 
             table = load_trace(state.ref, cache=self._cache)
         self._tables.put(state.identity, table, _table_bytes(table))
-        self._warm_later(state, table)
         return table
 
     # -- lookups -------------------------------------------------------------------------------
@@ -515,7 +537,8 @@ class RunStore:
 
 
 def _facts(run: RunEntry, usable_runs: int) -> RunFacts:
-    return RunFacts(usable_runs=usable_runs, memory_exports=len(run.memory_timelines))
+    return RunFacts(usable_runs=usable_runs, memory_exports=len(run.memory_timelines),
+                    trace_files=sum(1 for _ in run.files()))
 
 
 def _run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:

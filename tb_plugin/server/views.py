@@ -11,7 +11,8 @@ Predicates:
 - Overview, Operator, Trace: every parsed file.
 - Kernel: the file ran GPU kernels.
 - Memory: the file has `[memory]` events or a memory-timeline export (`*.raw.json.gz`) pairs with
-  it (see `memory_timeline.matching_timeline`); also a run with exports but no trace file.
+  it (see `memory_timeline.matching_timeline`); also a run with exports and no trace file at
+  all (not one whose traces are still loading).
 - Distributed: run-level; at least one worker has communication ops (`breakdown.comm_op_mask`).
 - Module: the file has module events (`nn.Module` python_function events with a module id, or
   Lightning `[pl][module]` ops); `build_modules()["available"]` decides at request time.
@@ -40,6 +41,7 @@ class RunFacts:
 
     usable_runs: int = 1  # runs of the logdir with at least one usable file (this one included)
     memory_exports: int = 0  # memory-timeline exports in the run's folder
+    trace_files: int = 1  # the run's trace files, whatever their state (0: exports only)
 
 
 RunPredicate = Callable[[Sequence[Features], RunFacts], bool]
@@ -80,7 +82,8 @@ def _has_memory(features: Features) -> bool:
 
 
 def _run_has_memory(files: Sequence[Features], facts: RunFacts) -> bool:
-    return any(_has_memory(f) for f in files) or (not files and facts.memory_exports > 0)
+    exports_only = facts.trace_files == 0 and facts.memory_exports > 0
+    return exports_only or any(_has_memory(f) for f in files)
 
 
 def _run_has_comm(files: Sequence[Features], _facts: RunFacts) -> bool:

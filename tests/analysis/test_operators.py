@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 
 import pytest
@@ -172,6 +174,35 @@ def test_resnet50_golden_operator_table():
     pies = build_operator_pies(table, top_n=None)
     assert len(pies["device_self"]) == 23 and len(pies["host_total"]) == 76
 
+
+def _digest(lines):
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+
+
+@needs_traces
+def test_resnet50_recorded_call_stacks_unchanged():
+    """PyTorch 1.x `Call stack` args are used as recorded: the flags and every stack row (both
+    groupings) are those computed before 2.x stacks were derived (digests of that output)."""
+    table = load_trace(RESNET, use_cache=False)
+    ops = build_operators(table)["rows"]
+    flagged = [r["name"] for r in ops if r["has_call_stack"]]
+    assert (len(flagged), _digest(flagged)) == (52, "018f252887447acc")
+    shaped = build_operators(table, "operator_input_shape")["rows"]
+    flagged = [f"{r['name']} {r['input_shape']}" for r in shaped if r["has_call_stack"]]
+    assert (len(shaped), len(flagged), _digest(flagged)) == (577, 385, "e2139887ed5b0157")
+    for rows, group_by, want in ((ops, "operator", (338, "0903d35a47043f3c")),
+                                 (shaped, "operator_input_shape", (556, "0495d092c9ee4d62"))):
+        lines = [json.dumps([s.get("name"), s.get("input_shape"), s["call_stack"], s["calls"],
+                             round(s["host_total_us"], 3), round(s["device_total_us"], 3)])
+                 for r in rows
+                 for s in build_call_stacks(table, r["name"], r.get("input_shape"),
+                                            group_by)["rows"]]
+        assert (len(lines), _digest(lines)) == want, group_by
+    conv = build_call_stacks(table, "aten::cudnn_convolution")["rows"]
+    assert (len(conv), conv[0]["calls"], sum(r["calls"] for r in conv)) == (17, 36, 318)
+    assert conv[0]["call_stack"].startswith("/home/yangu/anaconda3/envs/kineto/lib/python3.7/"
+                                            "site-packages/torch/nn/modules/conv.py(440): "
+                                            "_conv_forward;")
 
 # --- cross-check with torch.profiler -------------------------------------------------------
 

@@ -27,7 +27,10 @@ from typing import Any, Callable, Optional
 import pytest
 
 SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PLUGIN = "torch_prof"
+#: Measurements printed at the end of the session (see conftest.py).
+TIMINGS: dict[str, Any] = {}
 OLD = time.time() - 3600  # mtime of "broken forever" files (not being written)
 
 

@@ -23,11 +23,11 @@ from tb_plugin.server.api import Query, encode_json, endpoint
 from tb_plugin.server.errors import BadRequest
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
-from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadPool, estimate_memory
+from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadOutcome, LoadPool, estimate_memory
 from tb_plugin.server.routes import DATA_ROUTES
-from tb_plugin.server.store import FileState, _modified_at, _run_state
+from tb_plugin.server.store import FileState, RunStore, _modified_at, _run_state
 from tb_plugin.server.tabular import csv_filename, tabulate, to_csv
-from tb_plugin.server.views import views_of_run
+from tb_plugin.server.views import RunFacts, views_of_file, views_of_run
 from tb_plugin.storage import FileRef
 
 OPENAPI = Path(__file__).resolve().parents[2] / "tb_plugin" / "openapi.yaml"
@@ -57,8 +57,10 @@ def test_every_data_route_documents_its_options() -> None:
     for path, route in DATA_ROUTES.items():
         block = text.split(f"\n  {path}:\n", 1)[1].split("\n  /", 1)[0]
         for option in route.options:
-            ref = {"group_by": "GroupBy", "top_n": "topN"}.get(option.name, option.name)
-            assert f"name: {option.name}" in block or ref in block, (path, option.name)
+            ref = {"group_by": "GroupBy", "top_n": "topN", "start_us": "parameters/startUs",
+                   "end_us": "parameters/endUs"}.get(option.name)
+            inline = f"name: {option.name}\n" in block
+            assert inline or (ref is not None and ref in block), (path, option.name)
         has_csv = "#/components/parameters/format" in block
         assert has_csv == (route.table is not None), path
 
@@ -294,3 +296,127 @@ def test_pool_queue_order_requested_then_smaller_first(tmp_path: Path) -> None:
         order.append(job.key)
         del pool._pending[job.key]
     assert order == ["big", "small", "mid"]
+
+
+# -- views and loading of the run-level routes ----------------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+def test_view_predicates() -> None:
+    cpu = {"kernels": 0}
+    assert views_of_file({**cpu, "memory_events": 3, "module_events": 2, "comm_ops": 1}) == [
+        "Overview", "Operator", "Trace", "Memory", "Module"]  # run-level views are not per file
+    assert views_of_file({**cpu, "memory_timeline": True}) == [
+        "Overview", "Operator", "Trace", "Memory"]
+    assert views_of_run([cpu], RunFacts(usable_runs=2)) == [
+        "Overview", "Operator", "Trace", "Diff"]  # another run to compare with
+    assert views_of_run([cpu, {**cpu, "comm_ops": 4}]) == [
+        "Overview", "Operator", "Trace", "Distributed", "Diff"]
+    assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1, trace_files=0)) == [
+        "Memory"]
+    assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
+    assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
+        "Overview", "Operator", "Trace"]  # an export paired with no file of this run
+
+
+def test_features_count_comm_ops_and_module_events() -> None:
+    from tb_plugin.ingest import load_trace
+    from tb_plugin.server.views import features
+
+    ddp = load_trace(str(sorted((SAMPLES / "ddp_gloo").glob("*rank0*.pt.trace.json.gz"))[0]))
+    found = features(ddp)
+    assert found["comm_ops"] > 0 and found["module_events"] > 0 and found["memory_events"] > 0
+    cnn = load_trace(str(sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))[0]))
+    assert features(cnn)["comm_ops"] == 0
+
+
+def _queued_store(tmp_path: Path) -> tuple[RunStore, Client]:
+    """A store that scanned samples/ but parses nothing (no pool): every file stays queued."""
+    from tb_plugin.cache import TraceCache
+    from tb_plugin.discovery import discover_runs
+
+    store = RunStore(str(SAMPLES), cache=TraceCache(tmp_path / "cache"))
+    store._started = True  # no scan thread, no parser pool
+    store._apply_scan(discover_runs(str(SAMPLES)))
+    store._first_scan.set()
+    plugin = TorchProfPlugin(_context(str(SAMPLES)))
+    plugin._store = store
+    apps = plugin.get_plugin_apps()
+
+    def app(environ: Any, start_response: Any) -> Any:
+        route = environ["PATH_INFO"]
+        return apps[route](environ, start_response)
+
+    return store, Client(app, Response)
+
+
+def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> None:
+    store, client = _queued_store(tmp_path)
+    views = {run["name"]: run["views"] for run in store.listing()["runs"]}
+    assert views["cnn_bs32"] == []  # its exports do not make it a Memory-only run meanwhile
+    reply = client.get("/diff?run=cnn_bs32&worker=vm_9710&span=1&exp_run=cnn_bs64"
+                       "&exp_worker=vm_9710&exp_span=2")
+    assert reply.status_code == 202 and reply.json["loading"] is True
+    assert reply.headers["Retry-After"] == "1"
+    base = store.file("cnn_bs32", "vm_9710", "1")
+    exp = store.file("cnn_bs64", "vm_9710", "2")
+    assert {base.identity, exp.identity} <= store._wanted  # both sides parsed first
+    for span in ("1", "2"):
+        store._on_done(LoadOutcome(store.file("ddp_gloo", "vm_9852_rank0", span).identity,
+                                   summary={"state": "ok", "messages": [], "events": 1,
+                                            "features": {"comm_ops": 2}}))
+    assert "Distributed" in store.views("ddp_gloo")
+    reply = client.get("/distributed?run=ddp_gloo&span=1")  # rank 1 is still queued
+    assert reply.status_code == 202 and 0 < reply.json["progress"] < 1
+    for route in ("/timeline", "/memory", "/modules", "/memory/timeline"):
+        reply = client.get(f"{route}?run=cnn_bs32&worker=vm_9710&span=1")
+        assert reply.status_code == 202, route
+    download = client.get("/trace/download?run=cnn_bs32&worker=vm_9710&span=1")
+    assert download.status_code == 200  # raw bytes need no parse
+    assert download.data == Path(base.ref.path).read_bytes()
+    assert store.memory_exports("cnn_bs32") and base.memory_timeline is not None
+
+
+def test_viewed_files_are_warmed_once_in_the_background(tmp_path: Path) -> None:
+    from tb_plugin.cache import TraceCache
+    from tb_plugin.discovery import discover_runs
+    from tb_plugin.ingest import load_trace
+
+    cache = TraceCache(tmp_path / "cache")
+    store = RunStore(str(SAMPLES), cache=cache)
+    store._started = True  # no scan thread, no parser pool
+    store._apply_scan(discover_runs(str(SAMPLES)))
+    store._first_scan.set()
+    state = store.file("cnn_bs32", "vm_9710", "1")
+    load_trace(state.ref, cache=cache)  # what a parser child leaves in the cache
+    calls: list[Any] = []
+    gate = threading.Event()
+
+    def warmer(table: Any) -> None:
+        calls.append(table)
+        gate.wait(5)
+
+    store.add_warmer(warmer)
+    threading.Thread(target=store._warm_loop, daemon=True).start()
+    try:
+        store.warm(state)
+        store.warm(state)  # already queued: not twice
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        table = store.table(state)
+        assert calls == [table]
+        waiter = threading.Thread(target=store.prepare, args=(state, table, warmer))
+        waiter.start()  # a request needing it meanwhile waits for the same run
+        time.sleep(0.1)
+        gate.set()
+        waiter.join(5)
+        deadline = time.monotonic() + 5
+        while store._warm_pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        store.warm(state)  # done for this table: nothing queued
+        assert not store._warm_pending and len(calls) == 1
+    finally:
+        gate.set()
+        store.close()

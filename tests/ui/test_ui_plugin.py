@@ -458,6 +458,10 @@ def test_worker_and_span_selection(page, tensorboard):
     assert len(workers) == 2
     frame = open_entry(page, tensorboard, "run=ddp_gloo&view=Overview")
     options = frame.locator("[data-testid=worker-select] option")
+    # The selector fills in once the worker list arrives: wait for it instead of racing it.
+    deadline = time.time() + TIMEOUT_MS / 1000
+    while options.count() < len(workers) and time.time() < deadline:
+        time.sleep(0.1)
     assert [options.nth(i).get_attribute("value") for i in range(options.count())] == workers
     for worker in workers:
         spans = tensorboard.api("spans", run="ddp_gloo", worker=worker)
