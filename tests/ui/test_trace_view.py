@@ -420,6 +420,21 @@ def test_correlated_link_jumps_to_the_kernel(page, tensorboard, artifacts):
     t = launch["ts"] - float(root_attr(page, "trace-start"))
     assert start <= t <= end
 
+    # More matches than one page (200): "next" past the last loaded match fetches the next page.
+    every = tensorboard.api("timeline/search", **sel, q="sgemm", limit=1000)
+    if every["total"] <= 200:
+        return
+    page.fill("[data-testid=trace-search]", "sgem")
+    wait_search_count(page)
+    page.fill("[data-testid=trace-search]", "sgemm")
+    assert wait_search_count(page) == f"– / {every['total']:,}"
+    page.click("[data-testid=trace-search-prev]")  # from nothing: the last loaded match
+    wait_selected(page, every["matches"][199]["id"])
+    page.click("[data-testid=trace-search-next]")
+    wait_selected(page, every["matches"][200]["id"])
+    assert page.inner_text("[data-testid=trace-search-count]").strip() == (
+        f"201 / {every['total']:,}")
+
 
 def test_flows_toggle_draws_arrows(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, sample_run(tensorboard))
