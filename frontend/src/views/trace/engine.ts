@@ -15,7 +15,7 @@ import { LoadingError } from '../../api'
 import type { Theme } from '../../theme'
 import { traceApi, type TrackInfo } from './api'
 import { decodeFrame, firstAtOrAfter, lastAtOrBefore, type CounterData, type Frame, type RowData } from './frame'
-import { COUNTERS_GROUP, COUNTER_H, GROUP_H, GUTTER_W, HEADER_H, ROW_H, RULER_H, TRACK_PAD, computeLayout, firstVisible, itemAt, type GroupItem, type Layout, type LayoutItem } from './layout'
+import { COUNTERS_GROUP, GROUP_H, GUTTER_W, HEADER_H, ROW_H, RULER_H, TRACK_PAD, computeLayout, firstVisible, itemAt, type GroupItem, type Layout, type LayoutItem } from './layout'
 import { palette, type Palette } from './palette'
 import { fmtCounter, fmtDuration, fmtTick, fmtTime, niceStep } from './timefmt'
 
@@ -1447,4 +1447,3 @@ export class TraceEngine {
   }
 }
 
-export const ENGINE_CONSTANTS = { COUNTER_H, GROUP_H, ROW_H, HEADER_H, GUTTER_W }
