@@ -2,7 +2,10 @@
 //  - tb_plugin/static holds exactly one file, index.js, an ES module exporting render();
 //  - no eval / new Function / blob: workers / importScripts;
 //  - no absolute http(s) URL other than XML namespaces and React's error-decoder link
-//    (text only, never fetched), so nothing can be loaded from the internet at run time.
+//    (text only, never fetched), so nothing can be loaded from the internet at run time;
+//    the one exception is the origin of ui.perfetto.dev: the Trace view's "Open in Perfetto"
+//    button (src/views/trace/perfetto.ts) opens it in a new tab with window.open and posts the
+//    trace to it with that exact target origin. It is only ever used on a click, never fetched.
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -23,7 +26,7 @@ for (const [what, re] of [
 ]) {
   if (re.test(code)) problems.push(`index.js contains ${what}`)
 }
-const allowed = [/^http:\/\/www\.w3\.org\//, /^https:\/\/react\.dev\/errors\//]
+const allowed = [/^http:\/\/www\.w3\.org\//, /^https:\/\/react\.dev\/errors\//, /^https:\/\/ui\.perfetto\.dev(\/#!\/)?$/]
 const urls = new Set(code.match(/https?:\/\/[^\s"'`)<>\\]+/g) ?? [])
 for (const url of urls) if (!allowed.some((re) => re.test(url))) problems.push(`absolute URL in bundle: ${url}`)
 

@@ -14,9 +14,10 @@ import { ModuleView } from './views/modules/ModuleView'
 import { NoRuns } from './views/NoRuns'
 import { OperatorView } from './views/OperatorView'
 import { OverviewView } from './views/Overview'
+import { TraceView } from './views/trace/TraceView'
 
 const VIEW_LABELS: Record<string, string> = { Kernel: 'GPU Kernel' }
-const SUPPORTED_VIEWS = new Set(['Overview', 'Operator', 'Kernel', 'Memory', 'Distributed', 'Module', 'Diff'])
+const SUPPORTED_VIEWS = new Set(['Overview', 'Operator', 'Kernel', 'Trace', 'Memory', 'Distributed', 'Module', 'Diff'])
 /** Run-level views: one payload over all workers, so no worker selector. */
 const RUN_LEVEL_VIEWS = new Set(['Distributed'])
 
@@ -268,6 +269,7 @@ function ViewContent(props: {
     return <OverviewView selection={selection} workerCount={props.workerCount} theme={theme} onNavigate={props.onNavigate} views={props.views} />
   if (view === 'Operator') return <OperatorView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Kernel') return <KernelView selection={selection} state={props.state} update={props.update} theme={theme} />
+  if (view === 'Trace') return <TraceView selection={selection} theme={theme} />
   return (
     <Banner kind="info" title={`The ${view} view is not available in this version of the plugin`} testId="unsupported-view">
       {SUPPORTED_VIEWS.size ? `Available here: ${[...SUPPORTED_VIEWS].join(', ')}.` : null}
