@@ -5,14 +5,21 @@ import { count } from './format'
 import { useAsync } from './hooks'
 import { useTheme } from './theme'
 import { useUrlState } from './urlState'
+import { DiffExperimentSelectors } from './views/diff/DiffSelectors'
+import { DiffView } from './views/diff/DiffView'
+import { DistributedView } from './views/distributed/DistributedView'
 import { KernelView } from './views/KernelView'
+import { MemoryExportView, MemoryView } from './views/memory/MemoryView'
+import { ModuleView } from './views/modules/ModuleView'
 import { NoRuns } from './views/NoRuns'
 import { OperatorView } from './views/OperatorView'
 import { OverviewView } from './views/Overview'
 import { TraceView } from './views/trace/TraceView'
 
 const VIEW_LABELS: Record<string, string> = { Kernel: 'GPU Kernel' }
-const SUPPORTED_VIEWS = new Set(['Overview', 'Operator', 'Kernel'])
+const SUPPORTED_VIEWS = new Set(['Overview', 'Operator', 'Kernel', 'Trace', 'Memory', 'Distributed', 'Module', 'Diff'])
+/** Run-level views: one payload over all workers, so no worker selector. */
+const RUN_LEVEL_VIEWS = new Set(['Distributed'])
 
 function useRuns(): { data: RunsResponse | null; error: Error | null } {
   const [data, setData] = useState<RunsResponse | null>(null)
@@ -64,9 +71,12 @@ export function App() {
 
   // Views: from the runs payload when it lists them, otherwise from /views.
   const viewsState = useAsync(run && run.views.length === 0 && run.state !== 'loading' ? `${runName}\u0000${runFingerprint}` : null, (signal) => api.views(runName, signal))
-  // While a run loads, nothing is known about its views yet; every trace has an Overview, so
-  // start there: its 202 polling also tells the server which file the user is waiting for.
-  const views = run?.views.length ? run.views : viewsState.status === 'ok' ? viewsState.data : run?.state === 'loading' ? ['Overview'] : []
+  // While a run loads, only the views known from its file names are listed (Memory, from the
+  // memory-timeline exports); every trace has an Overview, so start there: its 202 polling also
+  // tells the server which file the user is waiting for.
+  const loading = run?.state === 'loading'
+  const listed = run?.views.length ? run.views : viewsState.status === 'ok' ? viewsState.data : []
+  const views = loading && !listed.includes('Overview') ? ['Overview', ...listed] : listed
   const view = pickOne(state.view, views)
 
   const workersState = useAsync(run && view ? `${runName}\u0000${view}\u0000${runFingerprint}` : null, (signal) => api.workers(runName, view, signal))
@@ -89,11 +99,11 @@ export function App() {
     if (!runsData) return
     const patch: Partial<typeof state> = {}
     if (runName && runName !== state.run) patch.run = runName
-    if (view && view !== state.view) patch.view = view
+    if (view && view !== state.view && !loading) patch.view = view // a link's view waits for the load
     if (worker && worker !== state.worker) patch.worker = worker
     if (span && span !== state.span) patch.span = span
     if (Object.keys(patch).length) update(patch)
-  }, [runsData, runName, view, worker, span, state, update])
+  }, [runsData, runName, view, worker, span, state, update, loading])
 
   const workerStatus: WorkerStatus | undefined = run?.workers.find((w) => w.name === worker)
   const spanStatus: SpanStatus | undefined = workerStatus?.spans.find((s) => s.span === span) ?? (workerStatus?.spans.length === 1 ? workerStatus.spans[0] : undefined)
@@ -143,6 +153,7 @@ export function App() {
             <ProgressBar value={run.progress} label={`Loading ${run.name}`} />
           </div>
         )}
+        {!RUN_LEVEL_VIEWS.has(view) && (
         <Field label="Worker">
           {(id) => (
             <Select
@@ -155,6 +166,7 @@ export function App() {
             />
           )}
         </Field>
+        )}
         {spans.length > 1 && (
           <Field label="Span">
             {(id) => (
@@ -162,6 +174,7 @@ export function App() {
             )}
           </Field>
         )}
+        {view === 'Diff' && <DiffExperimentSelectors runs={runs} state={state} update={update} />}
         <LoadingRuns runs={runs} />
         {run && <WorkerStatusList run={run} selectedWorker={worker} selectedSpan={span} onSelect={(w, s) => update({ worker: w, span: s })} />}
         <SidebarFooter logdir={runsData.logdir} />
@@ -194,6 +207,8 @@ export function App() {
             <ErrorBanner error={spansState.error} what="the spans" />
           ) : run?.state === 'loading' || workersState.status === 'pending' || spansState.status === 'pending' ? (
             <Loading progress={run?.state === 'loading' ? run.progress : null} label={`Loading ${runName}`} />
+          ) : view === 'Memory' && run?.workers.length === 0 ? (
+            <MemoryExportView run={runName} theme={theme} />
           ) : (
             <Banner kind="info" title="Nothing to show yet">This run has no worker with the {view} view.</Banner>
           )
@@ -246,6 +261,10 @@ function ViewContent(props: {
   onNavigate: (view: string) => void
 }) {
   const { view, selection, theme } = props
+  if (view === 'Memory') return <MemoryView selection={selection} state={props.state} update={props.update} theme={theme} />
+  if (view === 'Distributed') return <DistributedView selection={selection} theme={theme} />
+  if (view === 'Module') return <ModuleView selection={selection} />
+  if (view === 'Diff') return <DiffView selection={selection} state={props.state} update={props.update} theme={theme} />
   if (view === 'Overview')
     return <OverviewView selection={selection} workerCount={props.workerCount} theme={theme} onNavigate={props.onNavigate} views={props.views} />
   if (view === 'Operator') return <OperatorView selection={selection} state={props.state} update={props.update} theme={theme} />

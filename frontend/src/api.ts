@@ -231,7 +231,7 @@ function asStrings(value: unknown): string[] {
   return []
 }
 
-async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
+export async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
   const url = routeUrl(route, params)
   let response: Response
   try {

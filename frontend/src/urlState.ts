@@ -10,6 +10,13 @@ export interface UiState {
   view: string
   worker: string
   span: string
+  /** Memory view: the device shown ('' = the default device) */
+  memDevice: string
+  /** Diff view: the experiment side (the baseline is run/worker/span) and the drill-down path */
+  expRun: string
+  expWorker: string
+  expSpan: string
+  diffPath: string
   /** Operator view */
   opGroup: 'operator' | 'operator_input_shape'
   opSearch: string
@@ -28,6 +35,11 @@ export const DEFAULT_STATE: UiState = {
   view: '',
   worker: '',
   span: '',
+  memDevice: '',
+  expRun: '',
+  expWorker: '',
+  expSpan: '',
+  diffPath: '',
   opGroup: 'operator',
   opSearch: '',
   opTopN: '10',
@@ -44,6 +56,11 @@ const KEYS: Record<keyof UiState, string> = {
   view: 'view',
   worker: 'worker',
   span: 'span',
+  memDevice: 'mem_device',
+  expRun: 'exp_run',
+  expWorker: 'exp_worker',
+  expSpan: 'exp_span',
+  diffPath: 'diff_path',
   opGroup: 'op_group',
   opSearch: 'op_q',
   opTopN: 'op_top',

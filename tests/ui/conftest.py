@@ -97,3 +97,65 @@ def dark_page(browser: Any, requests_log: RequestLog) -> Iterator[Any]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+# -- Memory, Distributed, Module and Diff views (test_views_*.py) -----------------------------
+# Their own TensorBoard: the samples plus the shared traces those views need (NCCL ranks, an
+# export-only memory timeline, a GPU trace with device capacity), without the 100k-op run, and
+# with this checkout's tb_plugin first on the path (whatever the venv's editable install names).
+
+VIEWS_SHARED_RUNS = ("ddp_2ranks_sampled", "nccl_collectives", "memory_timeline_raw",
+                     "resnet50_gpu_pt19")
+
+
+def build_views_logdir(root: Path) -> dict[str, Any]:
+    import shutil
+
+    from .harness import SAMPLE_RUNS, SAMPLES, SHARED_TRACES
+
+    runs: dict[str, Any] = {"samples": [], "shared": []}
+    for name in SAMPLE_RUNS:
+        src = SAMPLES / name
+        if src.is_dir() and any(src.glob("*.pt.trace.json*")):
+            shutil.copytree(src, root / name)
+            runs["samples"].append(name)
+    for name in VIEWS_SHARED_RUNS:
+        src = SHARED_TRACES / name
+        if src.is_dir():
+            shutil.copytree(src, root / name)
+            runs["shared"].append(name)
+    return runs
+
+
+@pytest.fixture(scope="session")
+def views_tensorboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
+    from .harness import REPO
+
+    root = tmp_path_factory.mktemp("ui_views")
+    logdir = root / "logs"
+    logdir.mkdir()
+    runs = build_views_logdir(logdir)
+    cache = root / "cache"
+    cache.mkdir()
+    port = free_port()
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1",
+               PYTHONPATH=path)
+    log_path = root / "tensorboard.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
+             str(port), "--host", "127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root),
+        )
+    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, runs, log_path)
+    try:
+        wait_ready(tb, proc)
+        yield tb
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

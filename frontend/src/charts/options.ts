@@ -46,7 +46,7 @@ export function chartColors(theme: Theme): Colors {
     : { text: '#202124', muted: '#5f6368', grid: '#e0e0e0', tooltipBg: '#ffffff', tooltipBorder: '#dadce0', surface: '#ffffff' }
 }
 
-function tooltipBase(c: Colors) {
+export function tooltipBase(c: Colors) {
   return {
     backgroundColor: c.tooltipBg,
     borderColor: c.tooltipBorder,
@@ -56,7 +56,7 @@ function tooltipBase(c: Colors) {
   }
 }
 
-const FONT = 'Roboto, "Helvetica Neue", Arial, sans-serif'
+export const FONT = 'Roboto, "Helvetica Neue", Arial, sans-serif'
 
 /** A donut with a scrollable legend on the right. */
 export function donutOption(

@@ -1,0 +1,689 @@
+// Memory view: per-device allocated/reserved curves with zoom-to-filter, peaks against the
+// device capacity, leak callouts, the alloc/free events and per-operator statistics of the
+// zoomed range, and the memory-timeline categories when the span has that export.
+import { useCallback, useEffect, useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from 'react'
+import { ApiError, type Selection } from '../../api'
+import { Chart, type EChartsInstance } from '../../charts/Chart'
+import { DataTable, type Column, type SortState } from '../../components/DataTable'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, SearchBox, Segmented, Select } from '../../components/ui'
+import { count, pct } from '../../format'
+import { useAsync, useDebounced } from '../../hooks'
+import type { Theme } from '../../theme'
+import type { UiState } from '../../urlState'
+import '../common/echarts'
+import { bytes, msText, parseBytes, signedBytes } from '../common/format'
+import { StatCard } from '../common/StatCard'
+import { useViewStyle } from '../common/style'
+import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
+import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
+import css from './memory.css?inline'
+
+interface Props {
+  selection: Selection
+  state: UiState
+  update: (patch: Partial<UiState>) => void
+  theme: Theme
+}
+
+export function MemoryView({ selection, state, update, theme }: Props) {
+  useViewStyle('memory', css)
+  const device = state.memDevice
+  const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
+  const base = useAsync(`${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
+  const timeline = useAsync(selKey, (signal) => fetchMemoryTimeline(selection, signal))
+
+  // A device from an old link that this span does not have: fall back to the default device.
+  const unknownDevice = base.status === 'error' && base.error instanceof ApiError && base.error.status === 404 && device !== ''
+  useEffect(() => {
+    if (unknownDevice) update({ memDevice: '' })
+  }, [unknownDevice, update])
+
+  if (base.status === 'error') return unknownDevice ? null : <ErrorBanner error={base.error} what="the memory view" />
+  if (base.status !== 'ok') return <Loading progress={base.status === 'pending' ? base.progress : null} label="Loading memory" />
+  const data = base.data
+  const shown = device && data.devices.includes(device) ? device : (data.default_device ?? data.devices[0] ?? '')
+  const timelineData = timeline.status === 'ok' ? timeline.data : null
+
+  return (
+    <div className="view memory" data-testid="memory-view">
+      {data.devices.length > 0 && (
+        <div className="toolbar">
+          <div className="mem-device">
+            <Field label="Device">
+              {(id) => (
+                <Select
+                  id={id}
+                  value={shown}
+                  onChange={(v) => update({ memDevice: v === data.default_device ? '' : v })}
+                  options={data.devices.map((d) => ({ value: d, label: d }))}
+                  testId="mem-device"
+                />
+              )}
+            </Field>
+          </div>
+          <div className="spacer" />
+          <DownloadLink href={memoryCsvUrl(selection, { device: shown || undefined })} testId="mem-csv" label="CSV" />
+        </div>
+      )}
+      {data.devices.length === 0 ? (
+        <Card title="Memory" testId="mem-empty">
+          <Empty title="No memory records in this trace">
+            Record with <code className="inline-code">torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True)</code> to see
+            allocations, frees and per-operator memory.
+          </Empty>
+        </Card>
+      ) : (
+        <MemoryContent key={`${selKey}\u0000${shown}`} selection={selection} data={data} device={shown} theme={theme} timeline={timelineData} />
+      )}
+      {data.devices.length === 0 && timelineData && <TimelineCard timeline={timelineData} origin={null} range={null} theme={theme} />}
+      {timeline.status === 'error' && <ErrorBanner error={timeline.error} what="the memory timeline" />}
+    </div>
+  )
+}
+
+/** A run that holds memory-timeline exports but no trace: the categories on their own clock. */
+export function MemoryExportView({ run, theme }: { run: string; theme: Theme }) {
+  useViewStyle('memory', css)
+  const timeline = useAsync(`export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
+  if (timeline.status === 'error') return <ErrorBanner error={timeline.error} what="the memory timeline" />
+  if (timeline.status !== 'ok') return <Loading progress={timeline.status === 'pending' ? timeline.progress : null} label="Loading the memory timeline" />
+  return (
+    <div className="view memory" data-testid="memory-view">
+      <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
+        Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
+      </Banner>
+      {timeline.data ? <TimelineCard timeline={timeline.data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
+    </div>
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function MemoryContent({
+  selection,
+  data,
+  device,
+  theme,
+  timeline,
+}: {
+  selection: Selection
+  data: MemoryPayload
+  device: string
+  theme: Theme
+  timeline: MemoryTimeline | null
+}) {
+  const origin = data.time_origin_us ?? 0
+  /** The zoomed range in trace us, or null for the whole trace. */
+  const [range, setRange] = useState<[number, number] | null>(null)
+  const zoomKey = range ? `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${device}\u0000${range[0]}\u0000${range[1]}` : null
+  const zoomed = useAsync(zoomKey, (signal) => fetchMemory(selection, { device, start_us: range![0], end_us: range![1] }, signal))
+  const rangeData: MemoryPayload | null = !range ? data : zoomed.status === 'ok' ? zoomed.data : zoomed.status === 'pending' ? (zoomed.previous ?? null) : null
+
+  const peak = data.peaks[device] ?? null
+  const [showCapacity, setShowCapacity] = useState(false)
+  const msRange: MsRange = useMemo(() => (range ? [(range[0] - origin) / 1000, (range[1] - origin) / 1000] : null), [range, origin])
+
+  // The whole-trace curve, with the zoomed request's finer points inside the range.
+  const points = useMemo(() => {
+    const full = toPoints(data.curves[device], origin)
+    const detail = range && zoomed.status === 'ok' ? toPoints(zoomed.data.curves[device], origin) : null
+    if (!detail || !msRange) return full
+    const before = full.t.findIndex((t) => t >= msRange[0])
+    const after = full.t.findIndex((t) => t > msRange[1])
+    const cut = (p: CurvePoints, lo: number, hi: number): CurvePoints => ({ t: p.t.slice(lo, hi), allocated: p.allocated.slice(lo, hi), reserved: p.reserved.slice(lo, hi) })
+    const head = cut(full, 0, before < 0 ? full.t.length : before)
+    const tail = cut(full, after < 0 ? full.t.length : after, full.t.length)
+    return {
+      t: [...head.t, ...detail.t, ...tail.t],
+      allocated: [...head.allocated, ...detail.allocated, ...tail.allocated],
+      reserved: [...head.reserved, ...detail.reserved, ...tail.reserved],
+    }
+  }, [data, device, origin, range, msRange, zoomed])
+
+  const option = useMemo(
+    () =>
+      curveOption(
+        points,
+        { peak: peak && peak.t_us !== null ? { t: (peak.t_us - origin) / 1000, bytes: peak.bytes } : null, capacity: peak?.capacity_bytes ?? null, showCapacity },
+        msRange,
+        theme,
+      ),
+    [points, peak, origin, showCapacity, msRange, theme],
+  )
+
+  // Zoom (slider, brush or wheel) -> debounced re-query of the range; the full window clears it.
+  const timer = useRef<number | undefined>(undefined)
+  useEffect(() => () => window.clearTimeout(timer.current), [])
+  const onZoom = useCallback(
+    (_params: unknown, chart: EChartsInstance) => {
+      const zoom = ((chart.getOption() as { dataZoom?: { start?: number; end?: number; startValue?: number; endValue?: number }[] }).dataZoom ?? [])[0]
+      if (!zoom) return
+      window.clearTimeout(timer.current)
+      timer.current = window.setTimeout(() => {
+        const full = (zoom.start ?? 0) <= 0.001 && (zoom.end ?? 100) >= 99.999
+        if (full || zoom.startValue === undefined || zoom.endValue === undefined) {
+          setRange(null)
+          return
+        }
+        const lo = Math.round((origin + zoom.startValue * 1000) * 1000) / 1000
+        const hi = Math.round((origin + zoom.endValue * 1000) * 1000) / 1000
+        setRange((prev) => (prev && prev[0] === lo && prev[1] === hi ? prev : [lo, hi]))
+      }, 250)
+    },
+    [origin],
+  )
+  const onEvents = useMemo(() => ({ datazoom: onZoom }), [onZoom])
+  const onBrush = useCallback((lo: number, hi: number) => setRange([Math.round((origin + lo * 1000) * 1000) / 1000, Math.round((origin + hi * 1000) * 1000) / 1000]), [origin])
+
+  const selectionPeak = useMemo(() => {
+    if (!range || zoomed.status !== 'ok') return null
+    let max: number | null = null
+    for (const v of zoomed.data.curves[device]?.allocated ?? []) if (v !== null && (max === null || v > max)) max = v
+    return max
+  }, [range, zoomed, device])
+
+  const endValue = useMemo(() => {
+    const values = data.curves[device]?.allocated ?? []
+    for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i]
+    return null
+  }, [data, device])
+  const leaks = data.leaks.filter((l) => !l.device || l.device === device)
+  const curve = data.curves[device]
+
+  return (
+    <>
+      <div className="mem-stats" data-testid="mem-stats">
+        <StatCard
+          className="mem-stat"
+          label="Peak allocated"
+          value={bytes(peak?.bytes)}
+          sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${msText(peak.t_us - origin)} ms` : ''}` : undefined}
+          testId="mem-peak"
+        />
+        <StatCard className="mem-stat" label="Peak reserved" value={bytes(peak?.reserved_bytes)} sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : 'not recorded'} testId="mem-peak-reserved" />
+        <StatCard
+          className="mem-stat"
+          label="Device capacity"
+          value={peak?.capacity_bytes ? bytes(peak.capacity_bytes) : 'unknown'}
+          sub={peak?.capacity_bytes ? `peak = ${pct((peak.fraction_of_capacity ?? 0) * 100)} of it` : 'not in the trace’s device properties'}
+          testId="mem-capacity"
+        />
+        <StatCard className="mem-stat" label="At trace end" value={bytes(endValue)} sub="still allocated when the trace ended" testId="mem-end" />
+      </div>
+
+      {leaks.map((leak, i) => (
+        <LeakCallout key={i} leak={leak} />
+      ))}
+
+      <Card
+        title="Memory usage"
+        subtitle={
+          <>
+            {device}
+            {curve?.approximate ? ' · rebuilt from allocation sizes (the trace has no totals), starts at 0' : ''} · drag on the chart or the slider to zoom; the
+            tables below follow the zoomed range
+          </>
+        }
+        actions={
+          <div className="mem-chart-actions">
+            {peak?.capacity_bytes ? (
+              <label className="mem-check" title="Scale the y axis to the device's total memory">
+                <input type="checkbox" checked={showCapacity} onChange={(e) => setShowCapacity(e.target.checked)} data-testid="mem-show-capacity" />
+                Show capacity
+              </label>
+            ) : null}
+            {range && (
+              <span className="mem-range" data-testid="mem-range">
+                {msText(range[0] - origin)} – {msText(range[1] - origin)} ms
+                {selectionPeak !== null && <span className="muted"> · peak {bytes(selectionPeak)}</span>}
+              </span>
+            )}
+            <button type="button" className="button" onClick={() => setRange(null)} disabled={!range} data-testid="mem-reset">
+              Reset zoom
+            </button>
+          </div>
+        }
+        testId="mem-curve-card"
+      >
+        {points.t.length === 0 ? (
+          <Empty title="No curve">This device has no memory totals to plot.</Empty>
+        ) : (
+          <BrushZoom onRange={onBrush}>
+            {(onOption) => <Chart option={option} height={340} label={`Memory usage of ${device}`} testId="mem-curve" onEvents={onEvents} onOption={onOption} />}
+          </BrushZoom>
+        )}
+      </Card>
+
+      {timeline && <TimelineCard timeline={timeline} origin={origin} range={msRange} theme={theme} />}
+
+      {range && zoomed.status === 'error' && <ErrorBanner error={zoomed.error} what="the zoomed range" />}
+      <div className="mem-tables">
+        <EventsCard data={rangeData} device={device} origin={origin} pending={Boolean(range) && zoomed.status === 'pending'} />
+        <OperatorsCard data={rangeData} device={device} pending={Boolean(range) && zoomed.status === 'pending'} />
+      </div>
+      {data.messages.length > 0 && (
+        <ul className="notes" data-testid="mem-messages">
+          {data.messages.map((m, i) => (
+            <li key={i}>{m}</li>
+          ))}
+        </ul>
+      )}
+    </>
+  )
+}
+
+/**
+ * Drag across the plot to zoom to that time range: the chart reports its instance through
+ * `onOption`, pixels become axis values with convertFromPixel, and a band shows the selection.
+ */
+const PLOT_TOP = 40 // grid.top of curveOption
+
+interface Drag {
+  x0: number
+  x1: number
+  top: number
+  height: number
+}
+
+function BrushZoom({ onRange, children }: { onRange: (lo: number, hi: number) => void; children: (onOption: (chart: EChartsInstance) => void) => ReactNode }) {
+  const chartRef = useRef<EChartsInstance | null>(null)
+  const boxRef = useRef<HTMLDivElement>(null)
+  const [drag, setDrag] = useState<Drag | null>(null)
+  const stopRef = useRef<(() => void) | null>(null)
+  useEffect(() => () => stopRef.current?.(), [])
+  const onOption = useCallback((chart: EChartsInstance) => {
+    chartRef.current = chart
+  }, [])
+
+  // Window listeners in the capture phase: the chart's own handlers stop mousemove while a
+  // button is down, so listeners on the element would miss the drag.
+  const onDown = (event: ReactMouseEvent<HTMLDivElement>) => {
+    const chart = chartRef.current
+    const box = boxRef.current
+    if (!chart || !box || event.button !== 0) return
+    const left = box.getBoundingClientRect().left
+    const top = box.getBoundingClientRect().top
+    const x0 = event.clientX - left
+    if (!chart.containPixel({ gridIndex: 0 }, [x0, event.clientY - top])) return
+    event.preventDefault()
+    // the plot's vertical extent: from the top margin to the y = 0 line (sizes are never negative)
+    const bottom = chart.convertToPixel({ yAxisIndex: 0 }, 0) as number
+    let current: Drag = { x0, x1: x0, top: PLOT_TOP, height: Math.max(0, bottom - PLOT_TOP) }
+    setDrag(current)
+    const move = (e: MouseEvent) => {
+      current = { ...current, x1: Math.min(Math.max(e.clientX - left, 0), box.clientWidth) }
+      setDrag(current)
+    }
+    const up = () => {
+      stop()
+      if (Math.abs(current.x1 - current.x0) <= 4) return
+      const a = chart.convertFromPixel({ xAxisIndex: 0 }, Math.min(current.x0, current.x1)) as number
+      const b = chart.convertFromPixel({ xAxisIndex: 0 }, Math.max(current.x0, current.x1)) as number
+      if (Number.isFinite(a) && Number.isFinite(b) && b > a) onRange(a, b)
+    }
+    const stop = () => {
+      window.removeEventListener('mousemove', move, true)
+      window.removeEventListener('mouseup', up, true)
+      stopRef.current = null
+      setDrag(null)
+    }
+    stopRef.current?.()
+    stopRef.current = stop
+    window.addEventListener('mousemove', move, true)
+    window.addEventListener('mouseup', up, true)
+  }
+
+  return (
+    <div className="mem-brush" ref={boxRef} onMouseDown={onDown} data-testid="mem-brush">
+      {children(onOption)}
+      {drag && <div className="mem-brush-band" style={{ left: Math.min(drag.x0, drag.x1), width: Math.abs(drag.x1 - drag.x0), top: drag.top, height: drag.height }} />}
+    </div>
+  )
+}
+
+function toPoints(curve: MemoryPayload['curves'][string] | undefined, origin: number): CurvePoints {
+  const t: number[] = []
+  const allocated: number[] = []
+  const reserved: (number | null)[] = []
+  if (!curve) return { t, allocated, reserved }
+  for (let i = 0; i < curve.t_us.length; i++) {
+    const x = curve.t_us[i]
+    const y = curve.allocated[i]
+    if (x === null || y === null) continue
+    t.push((x - origin) / 1000)
+    allocated.push(y)
+    reserved.push(curve.reserved[i] ?? null)
+  }
+  return { t, allocated, reserved }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Unfreed memory below this is reported as information, above it as a warning. */
+const NOTABLE_UNFREED_BYTES = 1 << 20
+
+function LeakCallout({ leak }: { leak: Leak }) {
+  if (leak.kind === 'growth') {
+    const basis = leak.basis === 'windows' ? 'equal slices of the timeline' : 'steps'
+    return (
+      <Banner kind="warning" title={`Possible leak: allocated memory grows at every one of ${leak.steps.length} ${basis}`} testId="mem-leak">
+        <div>
+          +{bytes(leak.growth_bytes)} in all, about {signedBytes(leak.per_step_bytes)} per step
+          {leak.device ? ` on ${leak.device}` : ''}
+          {leak.approximate ? ' (approximate: rebuilt from allocation sizes)' : ''}.
+        </div>
+        <div className="leak-steps">
+          {leak.steps.map((s, i) => (
+            <span key={i} className="leak-step">
+              {leak.basis === 'windows' ? s : `step ${s}`}: {bytes(leak.allocated_at_step_end[i])}
+            </span>
+          ))}
+        </div>
+      </Banner>
+    )
+  }
+  const parts = leak.top_ops?.length
+    ? leak.top_ops.map((o) => `${o.name}: ${bytes(o.bytes)} in ${count(o.count)}`)
+    : (leak.by_category ?? []).map((c) => `${categoryLabel(c.category)} ${bytes(c.bytes)}`)
+  const title = leak.by_category
+    ? `${bytes(leak.bytes)} created while profiling was never freed before the trace ended`
+    : `${count(leak.count)} allocation${leak.count === 1 ? '' : 's'} (${bytes(leak.bytes)}) ${leak.count === 1 ? 'was' : 'were'} never freed before the trace ended`
+  return (
+    <Banner
+      kind={leak.bytes >= NOTABLE_UNFREED_BYTES ? 'warning' : 'info'}
+      title={title}
+      testId="mem-leak"
+    >
+      <div>
+        Expected for outputs kept across steps; a leak if it repeats every step.{' '}
+        {parts.length > 0 && (
+          <>
+            {leak.top_ops ? 'Largest by operator: ' : 'By category: '}
+            <span className="leak-ops">{parts.join(', ')}</span>
+          </>
+        )}
+      </div>
+    </Banner>
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function TimelineCard({ timeline, origin, range, theme }: { timeline: MemoryTimeline; origin: number | null; range: MsRange; theme: Theme }) {
+  // On the trace clock when the export could be aligned (baseTimeNanoseconds), else from its start.
+  const aligned = origin !== null && Boolean(timeline.base_time_ns)
+  const zero = aligned ? origin : (timeline.t_us[0] ?? 0)
+  const series = useMemo(
+    () => timeline.categories.map((name) => ({ name, values: timeline.series[name] ?? [] })).filter((s) => s.values.some((v) => v !== 0)),
+    [timeline],
+  )
+  const option = useMemo(
+    () => timelineOption(timeline.t_us.map((t) => (t - zero) / 1000), series, aligned ? range : null, theme),
+    [timeline, zero, series, aligned, range, theme],
+  )
+  const atPeak = useMemo(() => {
+    if (!timeline.total.length) return null
+    let at = 0
+    timeline.total.forEach((v, i) => {
+      if (v > timeline.total[at]) at = i
+    })
+    const parts = series.map((s) => ({ name: s.name, bytes: s.values[at] ?? 0 })).filter((p) => p.bytes > 0)
+    return { t: timeline.t_us[at] - zero, parts: parts.sort((a, b) => b.bytes - a.bytes) }
+  }, [timeline, series, zero])
+  const growth = timeline.leaks.filter((l) => l.kind === 'growth' || (l.kind === 'unfreed' && l.bytes > 0))
+  return (
+    <Card
+      title="Memory by category"
+      subtitle={
+        <>
+          From the memory-timeline export ({count(timeline.records)} records{timeline.skipped ? `, ${count(timeline.skipped)} skipped` : ''}) · peak{' '}
+          <span data-testid="mem-timeline-peak">{bytes(timeline.peak?.bytes)}</span>
+          {aligned ? '' : ' · time since the first record'}
+        </>
+      }
+      testId="mem-timeline-card"
+    >
+      {series.length === 0 ? (
+        <Empty title="Empty timeline">The export holds no memory changes.</Empty>
+      ) : (
+        <>
+          <Chart option={option} height={300} label="Memory by category" testId="mem-timeline" />
+          {atPeak && (
+            <div className="mem-categories" data-testid="mem-timeline-categories">
+              <span className="muted">At the peak ({msText(atPeak.t)} ms):</span>
+              {atPeak.parts.map((p) => (
+                <span key={p.name} className="mem-category" data-category={p.name}>
+                  <span className="swatch" style={{ background: CATEGORY_COLORS[p.name] }} />
+                  {categoryLabel(p.name)} <b>{bytes(p.bytes)}</b>
+                </span>
+              ))}
+            </div>
+          )}
+        </>
+      )}
+      {growth.map((leak, i) => (
+        <LeakCallout key={i} leak={leak} />
+      ))}
+      {timeline.messages.length > 0 && (
+        <ul className="notes">
+          {timeline.messages.map((m, i) => (
+            <li key={i}>{m}</li>
+          ))}
+        </ul>
+      )}
+    </Card>
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function SizeInput({ value, onChange, placeholder, label, testId }: { value: string; onChange: (v: string) => void; placeholder: string; label: string; testId: string }) {
+  const parsed = parseBytes(value)
+  const invalid = parsed !== null && !Number.isFinite(parsed)
+  return (
+    <input
+      className={`input size-input${invalid ? ' invalid' : ''}`}
+      value={value}
+      placeholder={placeholder}
+      aria-label={label}
+      aria-invalid={invalid}
+      title="A size in bytes, or with a unit: 512, 4 KiB, 1.5 MiB (K, M, G are powers of 1024)"
+      onChange={(e) => onChange(e.target.value)}
+      data-testid={testId}
+      spellCheck={false}
+    />
+  )
+}
+
+const EVENT_SORT: SortState = { key: 'bytes', desc: true }
+
+function EventsCard({ data, device, origin, pending }: { data: MemoryPayload | null; device: string; origin: number; pending: boolean }) {
+  const [search, setSearch] = useState('')
+  const [minText, setMinText] = useState('')
+  const [maxText, setMaxText] = useState('')
+  const [sort, setSort] = useState<SortState>(EVENT_SORT)
+  const query = useDebounced(search, 200).trim().toLowerCase()
+  const min = parseBytes(useDebounced(minText, 300))
+  const max = parseBytes(useDebounced(maxText, 300))
+
+  const all = useMemo(() => (data ? data.events.rows.filter((r) => r.device === device) : []), [data, device])
+  const rows = useMemo(
+    () =>
+      all.filter(
+        (r) =>
+          (!query || r.op.toLowerCase().includes(query)) &&
+          (min === null || !Number.isFinite(min) || r.bytes >= min) &&
+          (max === null || !Number.isFinite(max) || r.bytes <= max),
+      ),
+    [all, query, min, max],
+  )
+  const columns = useMemo(() => eventColumns(origin), [origin])
+  const rowKey = useCallback((r: MemoryEvent, i: number) => `${r.alloc_t_us}\u0000${r.free_t_us}\u0000${r.bytes}\u0000${i}`, [])
+  const filtered = query || (min !== null && Number.isFinite(min)) || (max !== null && Number.isFinite(max))
+
+  return (
+    <Card
+      title="Allocations and frees"
+      subtitle={
+        data ? (
+          <span data-testid="mem-events-count">
+            {count(rows.length)} of {count(all.length)} events{filtered ? ' match the filters' : ''}
+            {data.events.truncated ? ` · the ${count(data.events.rows.length)} largest of ${count(data.events.total)} are listed` : ''}
+            {pending ? ' · updating…' : ''}
+          </span>
+        ) : undefined
+      }
+      testId="mem-events-card"
+    >
+      <div className="toolbar table-toolbar">
+        <SearchBox value={search} onChange={setSearch} placeholder="Search operators" label="Search memory events by operator" testId="mem-events-search" />
+        <div className="size-filter">
+          <span className="muted">Size</span>
+          <SizeInput value={minText} onChange={setMinText} placeholder="min" label="Minimum size" testId="mem-min-size" />
+          <span className="muted">–</span>
+          <SizeInput value={maxText} onChange={setMaxText} placeholder="max" label="Maximum size" testId="mem-max-size" />
+        </div>
+      </div>
+      {!data ? (
+        <Loading label="Loading the range" />
+      ) : (
+        <DataTable
+          columns={columns}
+          rows={rows}
+          rowKey={rowKey}
+          sort={sort}
+          onSort={setSort}
+          maxHeight={440}
+          label="Memory allocation and free events"
+          testId="mem-events"
+          emptyText={all.length ? 'No event matches the filters.' : data.events.total === 0 && !data.range_us[0] && !data.range_us[1] ? 'No allocation could be paired with its free in this trace (see the notes at the bottom).' : 'No allocation or free in this range.'}
+        />
+      )}
+    </Card>
+  )
+}
+
+function eventColumns(origin: number): Column<MemoryEvent>[] {
+  const rel = (t: number | null) => (t === null ? null : t - origin)
+  return [
+    { key: 'op', header: 'Operator', width: 'minmax(200px, 3fr)', render: (r) => <span className="cell-name">{r.op}</span>, cellTitle: (r) => r.op, sortValue: (r) => r.op },
+    { key: 'bytes', header: 'Size', width: '104px', align: 'right', render: (r) => bytes(r.bytes), sortValue: (r) => r.bytes, cellTitle: (r) => `${count(r.bytes)} bytes` },
+    {
+      key: 'alloc_t_us',
+      header: 'Allocated at (ms)',
+      width: '132px',
+      align: 'right',
+      render: (r) => (r.alloc_t_us === null ? <span className="muted" title="Allocated before the profile started">before</span> : msText(rel(r.alloc_t_us))),
+      sortValue: (r) => r.alloc_t_us,
+      descFirst: false,
+    },
+    {
+      key: 'free_t_us',
+      header: 'Freed at (ms)',
+      width: '120px',
+      align: 'right',
+      render: (r) => (r.free_t_us === null ? <span className="muted" title="Still allocated when the trace ended">not freed</span> : msText(rel(r.free_t_us))),
+      sortValue: (r) => r.free_t_us,
+      descFirst: false,
+    },
+    { key: 'duration_us', header: 'Lifetime (ms)', width: '116px', align: 'right', render: (r) => msText(r.duration_us), sortValue: (r) => r.duration_us },
+  ]
+}
+
+type StatColumns = 'both' | 'inclusive' | 'self'
+const STAT_COLUMNS: { value: StatColumns; label: string }[] = [
+  { value: 'both', label: 'Both' },
+  { value: 'inclusive', label: 'Inclusive' },
+  { value: 'self', label: 'Self' },
+]
+const OP_SORT: SortState = { key: 'increase_bytes', desc: true }
+
+function OperatorsCard({ data, device, pending }: { data: MemoryPayload | null; device: string; pending: boolean }) {
+  const [search, setSearch] = useState('')
+  const [which, setWhich] = useState<StatColumns>('both')
+  const [sort, setSort] = useState<SortState>(OP_SORT)
+  const query = useDebounced(search, 200).trim().toLowerCase()
+  const all = useMemo(() => (data ? data.operators.rows.filter((r) => r.device === device) : []), [data, device])
+  const rows = useMemo(() => (query ? all.filter((r) => r.name.toLowerCase().includes(query)) : all), [all, query])
+  const columns = useMemo(() => operatorColumns(which), [which])
+  const shownSort = columns.some((c) => c.key === sort.key) ? sort : { key: which === 'self' ? 'self_increase_bytes' : 'increase_bytes', desc: true }
+  const rowKey = useCallback((r: MemoryOperator) => r.name, [])
+  return (
+    <Card
+      title="Memory by operator"
+      subtitle={
+        data ? (
+          <span data-testid="mem-ops-count">
+            {count(rows.length)} of {count(all.length)} operators · self = the operator's own allocations, inclusive = with the operators it called
+            {pending ? ' · updating…' : ''}
+          </span>
+        ) : undefined
+      }
+      testId="mem-ops-card"
+    >
+      <div className="toolbar table-toolbar">
+        <SearchBox value={search} onChange={setSearch} placeholder="Search operators" label="Search memory statistics by operator" testId="mem-ops-search" />
+        <Segmented label="Columns" value={which} options={STAT_COLUMNS} onChange={setWhich} testId="mem-ops-columns" />
+      </div>
+      {!data ? (
+        <Loading label="Loading the range" />
+      ) : (
+        <DataTable
+          columns={columns}
+          rows={rows}
+          rowKey={rowKey}
+          sort={shownSort}
+          onSort={setSort}
+          maxHeight={440}
+          label="Memory statistics by operator"
+          testId="mem-ops"
+          emptyText={all.length ? 'No operator matches the search.' : 'No operator allocated memory in this range.'}
+        />
+      )}
+    </Card>
+  )
+}
+
+function operatorColumns(which: StatColumns): Column<MemoryOperator>[] {
+  const name: Column<MemoryOperator> = {
+    key: 'name',
+    header: 'Operator',
+    width: 'minmax(200px, 3fr)',
+    render: (r) => <span className="cell-name">{r.name}</span>,
+    cellTitle: (r) => r.name,
+    sortValue: (r) => r.name,
+  }
+  const calls: Column<MemoryOperator> = { key: 'calls', header: 'Calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls }
+  const sizeCol = (key: keyof MemoryOperator, header: string, title: string, signed = false): Column<MemoryOperator> => ({
+    key,
+    header,
+    title,
+    width: '132px',
+    align: 'right',
+    render: (r) => (signed ? signedBytes(r[key] as number) : bytes(r[key] as number)),
+    cellTitle: (r) => `${count(r[key] as number)} bytes`,
+    sortValue: (r) => r[key] as number,
+  })
+  const countCol = (key: keyof MemoryOperator, header: string, title: string): Column<MemoryOperator> => ({
+    key,
+    header,
+    title,
+    width: '112px',
+    align: 'right',
+    render: (r) => count(r[key] as number),
+    sortValue: (r) => r[key] as number,
+  })
+  const inclusive = [
+    sizeCol('increase_bytes', 'Size increase', 'Allocated minus freed, including the operators it called', true),
+    countCol('alloc_count', 'Allocations', 'Number of allocations, including the operators it called'),
+    sizeCol('alloc_bytes', 'Allocated', 'Bytes allocated, including the operators it called'),
+  ]
+  const self = [
+    sizeCol('self_increase_bytes', 'Self increase', 'Allocated minus freed by the operator itself', true),
+    countCol('self_alloc_count', 'Self allocations', 'Allocations made by the operator itself'),
+    sizeCol('self_alloc_bytes', 'Self allocated', 'Bytes allocated by the operator itself'),
+  ]
+  if (which === 'inclusive') return [name, calls, ...inclusive]
+  if (which === 'self') return [name, calls, ...self]
+  return [name, calls, inclusive[0], self[0], inclusive[1], self[1], inclusive[2], self[2]]
+}
