@@ -98,14 +98,15 @@ def pixels(page: Any) -> dict[str, int]:
     """Pixels of the track area (right of the labels, below the ruler) that are not the
     background, and how many of them are saturated (event colors)."""
     return page.evaluate(
-        """() => {
+        """([gutter, header]) => {
           const c = document.querySelector('[data-testid=trace-canvas]');
           const ctx = c.getContext('2d');
           const dpr = c.width / c.clientWidth;
-          const x0 = Math.ceil(%d * dpr), y0 = Math.ceil(%d * dpr);
+          const x0 = Math.ceil(gutter * dpr), y0 = Math.ceil(header * dpr);
           const w = c.width - x0, h = c.height - y0;
           const d = ctx.getImageData(x0, y0, w, h).data;
-          const bg = getComputedStyle(document.documentElement).getPropertyValue('--surface').trim();
+          const bg = getComputedStyle(document.documentElement)
+            .getPropertyValue('--surface').trim();
           const probe = document.createElement('canvas').getContext('2d');
           probe.fillStyle = bg; probe.fillRect(0, 0, 1, 1);
           const b = probe.getImageData(0, 0, 1, 1).data;
@@ -116,8 +117,8 @@ def pixels(page: Any) -> dict[str, int]:
             if (Math.max(r, g, bl) - Math.min(r, g, bl) > 40) colored++;
           }
           return {total: w * h, other, colored};
-        }"""
-        % (GUTTER_W, HEADER_H)
+        }""",
+        [GUTTER_W, HEADER_H],
     )
 
 
@@ -331,24 +332,26 @@ def find_event_point(page: Any) -> tuple[float, float, str]:
     """A point on a drawn event wide enough to aim at (found on the canvas' pixels, confirmed
     by the hover tooltip), and the event's name."""
     candidates = page.evaluate(
-        """() => {
+        """([gutter, header]) => {
           const c = document.querySelector('[data-testid=trace-canvas]');
           const ctx = c.getContext('2d');
           const dpr = c.width / c.clientWidth;
           const d = ctx.getImageData(0, 0, c.width, c.height).data;
-          const at = (x, y) => { const i = (Math.round(y * dpr) * c.width + Math.round(x * dpr)) * 4;
-                                 return [d[i], d[i + 1], d[i + 2]] };
+          const at = (x, y) => {
+            const i = (Math.round(y * dpr) * c.width + Math.round(x * dpr)) * 4;
+            return [d[i], d[i + 1], d[i + 2]];
+          };
           const out = [];
-          for (let y = %d + 160; y < c.clientHeight - 6 && out.length < 60; y += 9) {
-            for (let x = %d + 12; x < c.clientWidth - 40 && out.length < 60; x += 23) {
+          for (let y = header + 160; y < c.clientHeight - 6 && out.length < 60; y += 9) {
+            for (let x = gutter + 12; x < c.clientWidth - 40 && out.length < 60; x += 23) {
               const [r, g, b] = at(x, y), [r2, g2, b2] = at(x + 30, y);
               if (Math.max(r, g, b) - Math.min(r, g, b) > 40 && r === r2 && g === g2 && b === b2)
                 out.push([x, y]);
             }
           }
           return out;
-        }"""
-        % (HEADER_H, GUTTER_W)
+        }""",
+        [GUTTER_W, HEADER_H],
     )
     box = canvas_box(page)
     for x, y in candidates:
@@ -356,7 +359,8 @@ def find_event_point(page: Any) -> tuple[float, float, str]:
         tip = page.locator("[data-testid=trace-tooltip]")
         page.wait_for_timeout(30)
         if tip.is_visible() and "Duration" in tip.inner_text():
-            return box["x"] + x, box["y"] + y, page.inner_text("[data-testid=trace-tooltip] .trace-tip-title")
+            title = page.inner_text("[data-testid=trace-tooltip] .trace-tip-title")
+            return box["x"] + x, box["y"] + y, title
     raise AssertionError("no event found on the canvas to click")
 
 
@@ -554,8 +558,8 @@ def test_process_header_collapses_and_expands(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, sample_run(tensorboard))
     open_trace(page, tensorboard, sel)
     box = canvas_box(page)
-    spot = hover_scan(page, 100, [HEADER_H + 4 + 6 * i for i in range(int((box["height"] - HEADER_H) / 6))],
-                      "click to collapse")
+    rows = [HEADER_H + 4 + 6 * i for i in range(int((box["height"] - HEADER_H) / 6))]
+    spot = hover_scan(page, 100, rows, "click to collapse")
     assert spot, "no process header found"
     label = page.inner_text("[data-testid=trace-tooltip] .trace-tip-title")
     before = pixels(page)
