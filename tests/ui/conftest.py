@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +17,8 @@ from .harness import (
     RequestLog,
     TensorBoard,
     build_logdir,
-    free_port,
     new_page,
-    wait_ready,
+    running_tensorboard,
 )
 
 
@@ -31,28 +28,8 @@ def tensorboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoar
     logdir = root / "logs"
     logdir.mkdir()
     runs = build_logdir(logdir)
-    cache = root / "cache"
-    cache.mkdir()
-    port = free_port()
-    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1")
-    log_path = root / "tensorboard.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
-             str(port), "--host", "127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root),
-        )
-    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, runs, log_path)
-    try:
-        wait_ready(tb, proc)
+    with running_tensorboard(root, logdir, runs) as tb:
         yield tb
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # -- browser -------------------------------------------------------------------------------
@@ -129,33 +106,9 @@ def build_views_logdir(root: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def views_tensorboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
-    from .harness import REPO
-
     root = tmp_path_factory.mktemp("ui_views")
     logdir = root / "logs"
     logdir.mkdir()
     runs = build_views_logdir(logdir)
-    cache = root / "cache"
-    cache.mkdir()
-    port = free_port()
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1",
-               PYTHONPATH=path)
-    log_path = root / "tensorboard.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
-             str(port), "--host", "127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root),
-        )
-    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, runs, log_path)
-    try:
-        wait_ready(tb, proc)
+    with running_tensorboard(root, logdir, runs, repo_first=True) as tb:
         yield tb
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

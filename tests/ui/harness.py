@@ -15,14 +15,18 @@ Screenshots go to tests/_artifacts/ (gitignored).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlparse
@@ -206,3 +210,38 @@ def new_page(browser: Any, scheme: str, requests: RequestLog, width: int = 1440,
     page.on("request", requests.record)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     return context, page, errors
+
+
+@contextlib.contextmanager
+def running_tensorboard(root: Path, logdir: Path, runs: dict[str, Any],
+                        repo_first: bool = False) -> Iterator[TensorBoard]:
+    """A real `tensorboard --logdir` on a free port with its own cache, stopped afterwards.
+
+    `repo_first` puts this checkout first on PYTHONPATH, so a git worktree's plugin (not the
+    one the venv's editable install points at) is what TensorBoard loads.
+    """
+    cache = root / "cache"
+    cache.mkdir(exist_ok=True)
+    port = free_port()
+    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1")
+    if repo_first:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    log_path = root / "tensorboard.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
+             str(port), "--host", "127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root),
+        )
+    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, runs, log_path)
+    try:
+        wait_ready(tb, proc)
+        yield tb
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from .harness import CHROMIUM, REPO, SAMPLES, TensorBoard, free_port, wait_ready
+from .harness import CHROMIUM, REPO, SAMPLES, TensorBoard, running_tensorboard
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
@@ -647,28 +644,9 @@ def big_tensorboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tensor
     (logdir / "big").mkdir(parents=True)
     count = write_big_trace(logdir / "big" / "big_worker.1700000000000.pt.trace.json.gz",
                             BIG_EVENTS)
-    cache = root / "cache"
-    cache.mkdir()
-    port = free_port()
-    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1")
-    log_path = root / "tensorboard.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
-             str(port), "--host", "127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root))
-    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, {"samples": ["big"], "shared": [],
-                                                            "events": count}, log_path)
-    try:
-        wait_ready(tb, proc)
+    runs = {"samples": ["big"], "shared": [], "events": count}
+    with running_tensorboard(root, logdir, runs) as tb:
         yield tb
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_large_trace_draws_zooms_and_pans(page, big_tensorboard, artifacts, requests_log):
