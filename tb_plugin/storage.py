@@ -76,10 +76,24 @@ def iter_decompressed(handle: BinaryIO, *, on_truncated_gzip: Any = None) -> Ite
     stream = decompressor()
     chunk = first
     while chunk:
-        yield from stream.feed(chunk)
+        for out in stream.feed(chunk):
+            yield from _pieces(out)
         chunk = handle.read(CHUNK_SIZE)
     if not stream.finished and on_truncated_gzip is not None:
         on_truncated_gzip(stream.error or "the gzip stream ends early")
+
+
+def _pieces(data: bytes) -> Iterator[bytes]:
+    """`data` in chunks of at most CHUNK_SIZE.
+
+    2 MB of gzip inflates to ~20 MB of trace JSON: passed on whole, that made 20 MB batches
+    and +150 MB of transient peak memory over the same file uncompressed.
+    """
+    if len(data) <= CHUNK_SIZE:
+        yield data
+        return
+    for start in range(0, len(data), CHUNK_SIZE):
+        yield data[start : start + CHUNK_SIZE]
 
 
 def makedirs(fs: Any, path: str) -> None:

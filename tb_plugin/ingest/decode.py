@@ -26,6 +26,7 @@ from .schema import (
     MEMORY_COLUMNS,
     OP_ARG_COLUMNS,
     PYTHON_ARG_COLUMNS,
+    TABLE_COLUMNS,
     Kind,
 )
 
@@ -150,7 +151,13 @@ def _decode_loose(piece: bytes) -> tuple[Optional[Event], Optional[str]]:
 
 
 class Interner:
-    """Maps values to dense integer codes; `categories[code]` is the string."""
+    """Maps values to dense integer codes; `categories[code]` is the string.
+
+    Codes are handed out in order of first appearance, the missing value included (interned
+    before the first values when it has a name), so the category order depends only on the
+    sequence of values, never on how it was cut into batches: a parse split across two
+    processes and merged gets exactly the categories of the sequential parse.
+    """
 
     def __init__(self, normalize: Callable[[Any], str] = str, missing_as: Optional[str] = None):
         self.categories: list[str] = []
@@ -159,7 +166,10 @@ class Interner:
         self._missing_as = missing_as
 
     def code(self, value: Any) -> int:
-        key = self._normalize(value)
+        return self.code_of_key(self._normalize(value))
+
+    def code_of_key(self, key: str) -> int:
+        """The code of an already normalised string (merging another interner's categories)."""
         code = self._codes.get(key)
         if code is None:
             code = self._codes[key] = len(self.categories)
@@ -167,14 +177,27 @@ class Interner:
         return code
 
     def codes(self, values: list[Any]) -> np.ndarray:
+        missing = -1 if self._missing_as is None else self.code_of_key(self._missing_as)
+        if not values:
+            return np.empty(0, dtype=np.int32)
         column = np.empty(len(values), dtype=object)
         column[:] = values
-        local, uniques = pd.factorize(column, use_na_sentinel=True)
-        lut = np.fromiter((self.code(u) for u in uniques), dtype=np.int32, count=len(uniques))
-        missing = -1 if self._missing_as is None else self.code(self._missing_as)
-        if not len(lut):
-            return np.full(len(values), missing, dtype=np.int32)
-        return np.where(local >= 0, lut[np.maximum(local, 0)], missing).astype(np.int32)
+        # None and NaN come back as one NaN unique, at its place in the order of appearance.
+        local, uniques = pd.factorize(column, use_na_sentinel=False)
+        lut = np.fromiter((missing if _is_missing(u) else self.code(u) for u in uniques),
+                          dtype=np.int32, count=len(uniques))
+        return lut[local]
+
+    def merge(self, categories: list[str]) -> np.ndarray:
+        """Codes in this interner of another one's categories, appending the new ones in their
+        order; index the result with the other's codes (-1, "missing", maps to -1)."""
+        lut = np.fromiter((self.code_of_key(c) for c in categories), dtype=np.int32,
+                          count=len(categories))
+        return np.append(lut, np.int32(-1))
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def _json_repr(raw: bytes) -> str:
@@ -253,17 +276,36 @@ class ColumnBuilder:
         if "[memory]" in self.interners["name"]._codes:
             is_memory_name[self.interners["name"]._codes["[memory]"]] = True
         memory = (ph_kind == _INSTANT) & is_memory_name[name]
-        groups = {
-            "meta": np.flatnonzero(ph_kind == _META),
-            "flow": np.flatnonzero(ph_kind == _FLOW),
-            "memory": np.flatnonzero(memory),
-            "event": np.flatnonzero((ph_kind != _META) & (ph_kind != _FLOW) & ~memory),
-        }
-        self._add_metadata([events[i] for i in groups["meta"]])
-        self._add_flows([events[i] for i in groups["flow"]], ph[groups["flow"]])
-        self._add_memory([events[i] for i in groups["memory"]])
-        self._add_events([events[i] for i in groups["event"]], ph[groups["event"]],
-                         name[groups["event"]])
+        flows = np.flatnonzero(ph_kind == _FLOW)
+        memories = np.flatnonzero(memory)
+        rows = np.flatnonzero((ph_kind != _META) & (ph_kind != _FLOW) & ~memory)
+        self._add_metadata([events[i] for i in np.flatnonzero(ph_kind == _META)])
+        ts = floats([events[i].ts for i in rows])
+        timed = ~np.isnan(ts)
+        if not timed.all():  # an event with no time cannot be placed anywhere
+            self.missing_timestamps += int((~timed).sum())
+            rows, ts = rows[timed], ts[timed]
+        shared = self._shared_codes(events, flows, memories, rows)
+        self._add_flows(events, flows, ph[flows], shared)
+        self._add_memory(events, memories, shared)
+        self._add_events(events, rows, ts, ph[rows], name[rows], shared)
+
+    def _shared_codes(self, events: list[Event], flows: np.ndarray, memories: np.ndarray,
+                      rows: np.ndarray) -> dict[str, np.ndarray]:
+        """cat/pid/tid codes (by batch position) of the events that land in a table.
+
+        Interned in one call per batch in file order rather than table by table, so that a new
+        value's code never depends on where the batch boundaries fall (see `Interner`).
+        """
+        with_cat = np.union1d(flows, rows)
+        with_ids = np.union1d(with_cat, memories)
+        codes = {}
+        for key, positions in (("cat", with_cat), ("pid", with_ids), ("tid", with_ids)):
+            full = np.full(len(events), -1, dtype=np.int32)
+            full[positions] = self.interners[key].codes([getattr(events[i], key)
+                                                         for i in positions])
+            codes[key] = full
+        return codes
 
     def _append(self, table: str, columns: dict[str, np.ndarray]) -> None:
         for column, values in columns.items():
@@ -279,27 +321,31 @@ class ColumnBuilder:
                  "value": value}
             )
 
-    def _add_flows(self, events: list[Event], ph: np.ndarray) -> None:
-        if not events:
+    def _add_flows(self, batch: list[Event], rows: np.ndarray, ph: np.ndarray,
+                   shared: dict[str, np.ndarray]) -> None:
+        if not rows.size:
             return
+        events = [batch[i] for i in rows]
         self._append("flows", {
             "ts": floats([e.ts for e in events]),
             "ph": ph,
-            "cat": self.interners["cat"].codes([e.cat for e in events]),
-            "pid": self.interners["pid"].codes([e.pid for e in events]),
-            "tid": self.interners["tid"].codes([e.tid for e in events]),
+            "cat": shared["cat"][rows],
+            "pid": shared["pid"][rows],
+            "tid": shared["tid"][rows],
             "id": floats([e.id for e in events]),
             "binding": self.interners["binding"].codes([e.bp for e in events]),
         })
 
-    def _add_memory(self, events: list[Event]) -> None:
-        if not events:
+    def _add_memory(self, batch: list[Event], rows: np.ndarray,
+                    shared: dict[str, np.ndarray]) -> None:
+        if not rows.size:
             return
+        events = [batch[i] for i in rows]
         args = [e.args or _EMPTY_ARGS for e in events]
         self._append("memory", {
             "ts": floats([e.ts for e in events]),
-            "pid": self.interners["pid"].codes([e.pid for e in events]),
-            "tid": self.interners["tid"].codes([e.tid for e in events]),
+            "pid": shared["pid"][rows],
+            "tid": shared["tid"][rows],
             "device_type": floats([a.mem_device_type for a in args]),
             "device_id": floats([a.mem_device_id for a in args]),
             "addr": floats([a.addr for a in args]),
@@ -308,23 +354,17 @@ class ColumnBuilder:
             "total_reserved": floats([a.total_reserved for a in args]),
         })
 
-    def _add_events(self, events: list[Event], ph: np.ndarray, name: np.ndarray) -> None:
-        if not events:
+    def _add_events(self, batch: list[Event], rows: np.ndarray, ts: np.ndarray, ph: np.ndarray,
+                    name: np.ndarray, shared: dict[str, np.ndarray]) -> None:
+        if not rows.size:
             return
-        ts = floats([e.ts for e in events])
-        keep = ~np.isnan(ts)
-        if not keep.all():  # an event with no time cannot be placed anywhere
-            self.missing_timestamps += int((~keep).sum())
-            idx = np.flatnonzero(keep)
-            events, ph, name, ts = [events[i] for i in idx], ph[idx], name[idx], ts[idx]
-            if not events:
-                return
+        events = [batch[i] for i in rows]
         dur = floats([e.dur for e in events])
         negative = dur < 0
         if negative.any():
             self.negative_durations += int(negative.sum())
             dur[negative] = 0.0
-        cat = self.interners["cat"].codes([e.cat for e in events])
+        cat = shared["cat"][rows]
         kind = self._kinds(cat)
         args = [e.args or _EMPTY_ARGS for e in events]
         external = floats([a.external_id for a in args])
@@ -334,8 +374,8 @@ class ColumnBuilder:
         base = self.event_rows
         self._append("events", {
             "ts": ts, "dur": dur, "ph": ph, "cat": cat, "kind": kind, "name": name,
-            "pid": self.interners["pid"].codes([e.pid for e in events]),
-            "tid": self.interners["tid"].codes([e.tid for e in events]),
+            "pid": shared["pid"][rows],
+            "tid": shared["tid"][rows],
             "external_id": external,
             "correlation": floats([a.correlation for a in args]),
         })
@@ -404,6 +444,32 @@ class ColumnBuilder:
             "python_parent_id": floats([a.python_parent_id for a in sub]),
             "python_module_id": floats([a.python_module_id for a in sub]),
         })
+
+    # -- a trace parsed in two parts by two processes (see parallel.py) ------------------------
+
+    def pop_column(self, table: str, column: str) -> np.ndarray:
+        """One column concatenated, its chunks released (to ship it to another process)."""
+        parts = self.chunks[table][column]
+        if parts:
+            values = np.concatenate(parts)
+        else:
+            values = np.empty(0, dtype=_np_dtype(TABLE_COLUMNS[table][column]))
+        parts.clear()
+        return values
+
+    def category_luts(self, categories: dict[str, list[str]]) -> dict[str, np.ndarray]:
+        """For each interner, its codes of the next part's categories (new ones appended)."""
+        return {key: self.interners[key].merge(values) for key, values in categories.items()}
+
+    def append_part_column(self, table: str, column: str, values: np.ndarray,
+                           luts: dict[str, np.ndarray], event_base: int) -> None:
+        """Append a column of the next part of the trace, parsed by another builder: its codes
+        translated through `luts`, its `event` row numbers shifted past this part's events."""
+        if TABLE_COLUMNS[table][column] == "category":
+            values = luts[_INTERNER_OF.get(column, column)][values]
+        elif column == "event":
+            values = values + event_base
+        self.chunks[table][column].append(values)
 
     def build(self, table: str, columns: dict[str, str]) -> pd.DataFrame:
         """Concatenate one table's chunks, freeing them column by column to bound peak memory."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any, Callable, Optional, Union
 
 import msgspec
@@ -31,8 +32,13 @@ def load_trace(
     use_cache: bool = True,
     cache: Any = None,
     progress: Optional[ProgressCallback] = None,
+    processes: Optional[int] = None,
 ) -> TraceTable:
-    """Parse one trace file (path or URL), from the on-disk cache when it is valid."""
+    """Parse one trace file (path or URL), from the on-disk cache when it is valid.
+
+    `processes`: 1 parses in this process only; 2 lets a big local file be parsed in two
+    halves by two processes; None follows $TORCH_PROF_PARSE_PROCESSES (see parallel.py).
+    """
     ref = open_ref(source) if isinstance(source, str) else source
     if use_cache:
         from ..cache import default_cache
@@ -41,59 +47,131 @@ def load_trace(
         cached = store.load_table(ref)
         if cached is not None:
             return cached
-        table = parse_trace(ref, progress=progress)
+        table = parse_trace(ref, progress=progress, processes=processes)
         if table.status.state != LoadState.ERROR:
             store.save_table(ref, table)
         return table
-    return parse_trace(ref, progress=progress)
+    return parse_trace(ref, progress=progress, processes=processes)
 
 
-def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None) -> TraceTable:
-    status = ParseStatus()
-    builder = ColumnBuilder()
-    scanner = EventStreamScanner(try_decode=try_decode_batch)
+def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
+                processes: Optional[int] = None, min_split_bytes: Optional[int] = None
+                ) -> TraceTable:
+    """Parse one file; never raises. `min_split_bytes` overrides the size from which a file is
+    split across two processes (tests use tiny values)."""
+    from .parallel import SplitJob  # here: parallel.py imports this module
+
+    parse = TraceParse()
+    job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes)
     try:
         with ref.open() as handle:
-            chunks = iter_decompressed(
-                handle,
-                on_truncated_gzip=lambda why: status.warn(
-                    LoadState.TRUNCATED, f"{why}: the file was cut off (still being written, or "
-                    "the job was killed); the complete events before the cut are shown"),
-            )
-            for chunk in chunks:
-                status.bytes_read += len(chunk)
-                for batch, decoded in scanner.feed(chunk):
-                    _add_batch(builder, batch, decoded, status)
-                if progress is not None:
-                    progress(status.bytes_read)
-            for batch, decoded in scanner.close():
-                _add_batch(builder, batch, decoded, status)
+            chunks = iter_decompressed(handle, on_truncated_gzip=parse.truncated_gzip)
+            if job is None or not job.parse_first_half(parse, chunks, progress):
+                parse.consume(chunks, progress)
     except TraceFormatError as exc:
-        status.warn(LoadState.ERROR, f"not a readable trace: {exc}")
+        parse.warn(LoadState.ERROR, f"not a readable trace: {exc}")
     except OSError as exc:
-        status.warn(LoadState.ERROR, f"cannot read the file: {exc}")
+        parse.warn(LoadState.ERROR, f"cannot read the file: {exc}")
     except Exception as exc:  # a parser bug must cost one worker, never the run or the server
         log.exception("parsing %s failed", ref.url)
-        status.warn(LoadState.ERROR, f"internal error while parsing ({type(exc).__name__}: "
-                    f"{exc}); please report it with the trace")
-    scan = scanner.result
-    metadata = _metadata(scan, status)
-    _judge(scan, builder, status)
-    metadata.process_metadata = builder.process_metadata
-    return _build_table(builder, metadata, status)
+        parse.warn(LoadState.ERROR, f"internal error while parsing ({type(exc).__name__}: "
+                   f"{exc}); please report it with the trace")
+    finally:
+        if job is not None:
+            job.stop()
+    return parse.table()
 
 
-def _add_batch(builder: ColumnBuilder, batch: bytes, decoded: Optional[list[Event]],
-               status: ParseStatus) -> None:
-    if decoded is not None:
-        builder.add(decoded)
-        return
-    events, skipped, problems = recover_batch(batch)
-    builder.add(events)
-    if skipped:
-        status.skipped_events += skipped
-    for problem in problems[:5]:
-        status.warn(LoadState.PARTIAL, problem)
+#: Problems (malformed events...) listed by message; later ones only count. A cap per file, not
+#: per batch, so that the messages never depend on where the batches were cut.
+MAX_PROBLEM_MESSAGES = 5
+PROBLEM = "problem"  # a recorded `TraceParse.problem`, as opposed to a `LoadState`
+
+
+class TraceParse:
+    """The state of one parse: scanner, growing columns and status.
+
+    `record=True` (the second-half process of a split parse) also keeps every status change in
+    order, so that the first half can replay them after its own and end with exactly the
+    status a sequential parse would have.
+    """
+
+    def __init__(self, scanner: Optional[EventStreamScanner] = None, record: bool = False
+                 ) -> None:
+        self.status = ParseStatus()
+        self.builder = ColumnBuilder()
+        self.scanner = scanner or EventStreamScanner(try_decode=try_decode_batch)
+        self.problems = 0  # problems seen, listed or not
+        self.record: Optional[list[tuple[str, str]]] = [] if record else None
+
+    def feed(self, chunk: bytes) -> None:
+        self.status.bytes_read += len(chunk)
+        for batch, decoded in self.scanner.feed(chunk):
+            self._add_batch(batch, decoded)
+
+    def consume(self, chunks: Iterable[bytes], progress: Optional[ProgressCallback]) -> None:
+        """Feed the rest of the stream and close it."""
+        for chunk in chunks:
+            self.feed(chunk)
+            if progress is not None:
+                progress(self.status.bytes_read)
+        for batch, decoded in self.scanner.close():
+            self._add_batch(batch, decoded)
+
+    def cut_at_boundary(self) -> bool:
+        """The stream pauses here: cut what is buffered; True if that is between two events."""
+        for batch, decoded in self.scanner.cut_at_boundary():
+            self._add_batch(batch, decoded)
+        return self.scanner.at_event_boundary
+
+    def warn(self, state: str, message: str) -> None:
+        self.status.warn(state, message)
+        if self.record is not None:
+            self.record.append((state, message))
+
+    def problem(self, message: str) -> None:
+        """One malformed event: listed while under the cap, counted (state PARTIAL) always."""
+        self.problems += 1
+        if self.problems > MAX_PROBLEM_MESSAGES:
+            self.status.raise_to(LoadState.PARTIAL)
+            return
+        self.status.warn(LoadState.PARTIAL, message)
+        if self.record is not None:
+            self.record.append((PROBLEM, message))
+
+    def replay(self, record: list[tuple[str, str]], problems: int) -> None:
+        """Apply another parse's recorded status changes (the next part of the same stream)."""
+        for state, message in record:
+            if state == PROBLEM:
+                self.problem(message)
+            else:
+                self.warn(state, message)
+        unlisted = problems - sum(1 for state, _ in record if state == PROBLEM)
+        if unlisted > 0:
+            self.problems += unlisted
+            self.status.raise_to(LoadState.PARTIAL)
+
+    def truncated_gzip(self, why: str) -> None:
+        self.warn(LoadState.TRUNCATED, f"{why}: the file was cut off (still being written, or "
+                  "the job was killed); the complete events before the cut are shown")
+
+    def _add_batch(self, batch: bytes, decoded: Optional[list[Event]]) -> None:
+        if decoded is not None:
+            self.builder.add(decoded)
+            return
+        events, skipped, problems = recover_batch(batch)
+        self.builder.add(events)
+        self.status.skipped_events += skipped
+        for problem in problems:
+            self.problem(problem)
+
+    def table(self) -> TraceTable:
+        """The finished table: metadata, the final state and messages, the built columns."""
+        scan = self.scanner.result
+        metadata = _metadata(scan, self.status)
+        _judge(scan, self.builder, self.status)
+        metadata.process_metadata = self.builder.process_metadata
+        return _build_table(self.builder, metadata, self.status)
 
 
 def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> None:

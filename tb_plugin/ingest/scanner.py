@@ -129,6 +129,44 @@ class EventStreamScanner:
             self.result.leftover = bytes(self._buf).strip().lstrip(b",").strip()
         self._buf.clear()
 
+    # -- splitting one file across two processes (see parallel.py) ----------------------------
+
+    @classmethod
+    def resume(cls, try_decode: Callable[[bytes], Any], array_depth: int) -> EventStreamScanner:
+        """A scanner for a stream that starts at an event inside the events array (the second
+        half of a split file); `array_depth` is the header's: 1 bare array, 2 object form."""
+        scanner = cls(try_decode)
+        scanner._mode = "events"
+        scanner._array_depth = array_depth
+        scanner.result.found_events = True
+        return scanner
+
+    def feed_header(self, chunk: bytes) -> bool:
+        """Look for the events array only, cutting no batch: True once it is found."""
+        if self._mode == "header":
+            self._buf += chunk
+            self._find_events_array()
+        return self._mode != "header"
+
+    @property
+    def array_depth(self) -> int:
+        return self._array_depth
+
+    def cut_at_boundary(self) -> Iterator[tuple[bytes, Any]]:
+        """The stream pauses at a candidate event boundary: cut exactly what is buffered.
+
+        Afterwards `at_event_boundary` tells whether the pause point really was between two
+        events of the array. Either way feeding on yields the same events as an uninterrupted
+        scan: an exact cut only ever falls between complete events, like any other cut.
+        """
+        if self._mode == "events":
+            yield from self._cut_exact()
+
+    @property
+    def at_event_boundary(self) -> bool:
+        """In the events array, with only the separator of the next event buffered."""
+        return self._mode == "events" and not self._buf.strip(b" \t\r\n,")
+
     def _drain_trailer(self) -> None:
         if self._mode == "trailer":
             self.result.trailer += bytes(self._buf)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pandas as pd
 
 #: Bumped whenever the parser's output changes; part of every cache key.
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: categories in order of first appearance, batch-independent
 
 
 class Kind(IntEnum):
@@ -82,6 +82,9 @@ class LoadState:
     ERROR = "error"  # nothing usable
 
 
+_STATE_ORDER = [LoadState.OK, LoadState.PARTIAL, LoadState.TRUNCATED, LoadState.ERROR]
+
+
 @dataclass
 class ParseStatus:
     state: str = LoadState.OK
@@ -91,11 +94,14 @@ class ParseStatus:
 
     def warn(self, state: str, message: str) -> None:
         """Record a problem; the worst state wins (error > truncated > partial > ok)."""
-        order = [LoadState.OK, LoadState.PARTIAL, LoadState.TRUNCATED, LoadState.ERROR]
-        if order.index(state) > order.index(self.state):
-            self.state = state
+        self.raise_to(state)
         if message not in self.messages:
             self.messages.append(message)
+
+    def raise_to(self, state: str) -> None:
+        """Make the state at least `state`, without a message."""
+        if _STATE_ORDER.index(state) > _STATE_ORDER.index(self.state):
+            self.state = state
 
     def to_json(self) -> dict[str, Any]:
         return {
