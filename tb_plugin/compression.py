@@ -24,12 +24,20 @@ class GzipStream:
         self._obj = _zlib.decompressobj(_GZIP_WBITS)
         self.finished = False
         self.error: str | None = None
+        self._between_members = b""  # start of a next member's header cut by a read boundary
+        self._trailing_garbage = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
-        while data and self.error is None:
-            if self.finished:  # another gzip member follows the previous one
+        while data and self.error is None and not self._trailing_garbage:
+            if self.finished:  # another gzip member may follow the previous one
+                data = self._between_members + data
+                self._between_members = b""
+                if len(data) < len(GZIP_MAGIC) and GZIP_MAGIC.startswith(data):
+                    self._between_members = data  # wait for the rest of the magic
+                    return
                 if not data.startswith(GZIP_MAGIC):
-                    return  # trailing garbage after a complete stream is ignored
+                    self._trailing_garbage = True  # ignored after a complete stream
+                    return
                 self._obj = _zlib.decompressobj(_GZIP_WBITS)
                 self.finished = False
             try:
