@@ -432,12 +432,17 @@ class _ProgressReporter:
     def __init__(self, key: str, ref: _ProgressRef) -> None:
         self.key, self.ref, self.last = key, ref, 0.0
 
-    def __call__(self, _decompressed_bytes: int) -> None:
+    def __call__(self, decompressed_bytes: int) -> None:
         now = time.monotonic()
         if _progress_queue is None or not self.ref.readers or now - self.last < 0.2:
             return
         self.last = now
-        fraction = min(0.99, self.ref.readers[-1].position / max(1, self.ref.size))
+        read = self.ref.readers[-1].position
+        if not self.ref.path.endswith(".gz"):
+            # Plain JSON: the parser's byte count includes a split parse's child process,
+            # whereas this reader only sees the parent's half.
+            read = max(read, decompressed_bytes)
+        fraction = min(0.99, read / max(1, self.ref.size))
         with contextlib.suppress(OSError, ValueError, queue.Full):
             _progress_queue.put_nowait((self.key, fraction))
 
