@@ -182,13 +182,13 @@ def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
     """
     n = len(start)
     end = end.copy()
-    values, inverse = np.unique(np.concatenate((start, end)), return_inverse=True)
-    width = np.int64(len(values) + 1)  # exact integer keys: group-major, then time rank
+    inverse, distinct = dense_ranks(np.concatenate((start, end)))
+    width = np.int64(distinct + 1)  # exact integer keys: group-major, then time rank
     s_key = group.astype(np.int64) * width + inverse[:n]
     e_key = group.astype(np.int64) * width + inverse[n:]
     # The stack visits nodes in this order; clamping never reorders them (a clamped node stays
     # right after its parent), so the order is fixed and only the ends change.
-    order = np.lexsort((np.arange(n), -e_key, s_key))
+    order = np.lexsort((-e_key, s_key))  # lexsort is stable: ties keep input order
     s_sorted, g_sorted = s_key[order], group[order]
     clamped = 0
     for _ in range(_MAX_CLAMP_ROUNDS):
@@ -204,6 +204,23 @@ def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
         end[target] = end[source]
         clamped += int(safe.sum())
     return _nest_sequential(order, g_sorted, s_sorted, e_key, end, clamped)
+
+
+def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each value among the distinct values, number of distinct values), like
+    `np.unique(values, return_inverse=True)` (NaNs are one value, ranked last) but several
+    times faster on trace times: a stable sort (timsort) runs in near-linear time on data that
+    is already almost in time order."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new = np.empty(len(values), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    nan = np.isnan(ordered)
+    new[1:] &= ~(nan[1:] & nan[:-1])
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.cumsum(new) - 1
+    return ranks, int(new.sum())
 
 
 def _nest_sequential(order: np.ndarray, group: np.ndarray, s: np.ndarray, e_key: np.ndarray,

@@ -295,3 +295,16 @@ def test_ns_resolution_drops_no_op():
     cpu_ops = int((table.events["kind"].to_numpy() == Kind.CPU_OP).sum())
     calls = sum(row["calls"] for row in build_operators(table)["rows"])
     assert calls > 0.95 * cpu_ops
+
+
+def test_dense_ranks_equal_numpy_unique_inverse():
+    from tb_plugin.analysis.optree import dense_ranks
+
+    rng = np.random.default_rng(7)
+    values = np.round(rng.random(5000) * 100, 1)
+    values[rng.integers(0, 5000, 40)] = np.nan
+    ranks, distinct = dense_ranks(values)
+    unique, inverse = np.unique(values, return_inverse=True)
+    assert distinct == len(unique)
+    np.testing.assert_array_equal(ranks, inverse)
+    assert dense_ranks(np.array([]))[1] == 0
