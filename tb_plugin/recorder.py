@@ -9,7 +9,8 @@ Three lines in the training loop::
             train_step(batch)
             rec.step()
 
-Then ``tensorboard --logdir logs`` (or ``torch-prof logs``) shows the run ``resnet_bs32``.
+Then ``tensorboard --logdir logs`` shows the run ``resnet_bs32`` (``torch-prof summary logs``
+lists it on the command line).
 
 What gets written
 -----------------
