@@ -52,22 +52,23 @@ def requests_log() -> RequestLog:
     return RequestLog()
 
 
-@pytest.fixture
-def page(browser: Any, requests_log: RequestLog) -> Iterator[Any]:
-    context, page, errors = new_page(browser, "light", requests_log)
+def _checked_page(browser: Any, theme: str, requests_log: RequestLog) -> Iterator[Any]:
+    """A page in `theme` that fails its test on any request outside 127.0.0.1 or page error."""
+    context, page, errors = new_page(browser, theme, requests_log)
     yield page
     context.close()
     assert not requests_log.outside(), f"requests outside 127.0.0.1: {requests_log.outside()}"
     assert not errors, f"uncaught page errors: {errors}"
+
+
+@pytest.fixture
+def page(browser: Any, requests_log: RequestLog) -> Iterator[Any]:
+    yield from _checked_page(browser, "light", requests_log)
 
 
 @pytest.fixture
 def dark_page(browser: Any, requests_log: RequestLog) -> Iterator[Any]:
-    context, page, errors = new_page(browser, "dark", requests_log)
-    yield page
-    context.close()
-    assert not requests_log.outside(), f"requests outside 127.0.0.1: {requests_log.outside()}"
-    assert not errors, f"uncaught page errors: {errors}"
+    yield from _checked_page(browser, "dark", requests_log)
 
 
 @pytest.fixture(scope="session")

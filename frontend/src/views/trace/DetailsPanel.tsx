@@ -136,7 +136,7 @@ export function DetailsPanel({ state, tracks, traceStart, onJump, onClose, onZoo
   return (
     <aside className="trace-details" data-testid="trace-details" data-state="ok" data-event-id={d.id} aria-label="Event details">
       <div className="trace-details-head">
-        <span className={`trace-kind kind-${d.kind}`}>{kindLabel(d.kind)}</span>
+        <span className={`chip trace-kind kind-${d.kind}`}>{kindLabel(d.kind)}</span>
         <div className="trace-details-title" data-testid="trace-details-name" title={d.name ?? ''}>
           {d.name ?? '(no name)'}
         </div>
