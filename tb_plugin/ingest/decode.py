@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import re
+from operator import attrgetter
 from typing import Any, Callable, Optional
 
 import msgspec
@@ -20,12 +21,6 @@ import pandas as pd
 from .scanner import split_batch_elements
 from .schema import (
     CATEGORY_KINDS,
-    DEVICE_ARG_COLUMNS,
-    EVENT_COLUMNS,
-    FLOW_COLUMNS,
-    MEMORY_COLUMNS,
-    OP_ARG_COLUMNS,
-    PYTHON_ARG_COLUMNS,
     TABLE_COLUMNS,
     Kind,
 )
@@ -33,48 +28,58 @@ from .schema import (
 _NO_RAW = msgspec.Raw()  # absent; an empty Raw is never produced by the decoder
 
 
-class Args(msgspec.Struct, gc=False):
-    """The event arguments any view reads. Unknown keys are skipped by the decoder."""
+_NAN = float("nan")
 
-    external_id: Any = msgspec.field(default=None, name="External id")
-    external_id_lc: Any = msgspec.field(default=None, name="external id")
-    correlation: Any = None
-    device: Any = None
-    stream: Any = None
+
+class Args(msgspec.Struct, gc=False, frozen=True):
+    """The event arguments any view reads. Unknown keys are skipped by the decoder.
+
+    Numeric fields default to NaN, not None, so that a batch's column of them converts to
+    float64 in one numpy call (None forces the slow per-value path).
+    """
+
+    external_id: Any = msgspec.field(default=_NAN, name="External id")
+    external_id_lc: Any = msgspec.field(default=_NAN, name="external id")
+    correlation: Any = _NAN
+    device: Any = _NAN
+    stream: Any = _NAN
     grid: msgspec.Raw = _NO_RAW
     block: msgspec.Raw = _NO_RAW
-    registers_per_thread: Any = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Any = msgspec.field(default=None, name="shared memory")
-    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
-    warps_per_sm: Any = msgspec.field(default=None, name="warps per SM")
-    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
-    bytes: Any = None
-    bandwidth: Any = msgspec.field(default=None, name="memory bandwidth (GB/s)")
+    registers_per_thread: Any = msgspec.field(default=_NAN, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=_NAN, name="shared memory")
+    blocks_per_sm: Any = msgspec.field(default=_NAN, name="blocks per SM")
+    warps_per_sm: Any = msgspec.field(default=_NAN, name="warps per SM")
+    occupancy: Any = msgspec.field(default=_NAN, name="est. achieved occupancy %")
+    bytes: Any = _NAN
+    bandwidth: Any = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
     input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
-    sequence_number: Any = msgspec.field(default=None, name="Sequence number")
-    fwd_thread_id: Any = msgspec.field(default=None, name="Fwd thread id")
+    sequence_number: Any = msgspec.field(default=_NAN, name="Sequence number")
+    fwd_thread_id: Any = msgspec.field(default=_NAN, name="Fwd thread id")
     collective: Any = msgspec.field(default=None, name="Collective name")
-    in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_msg_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    group_size: Any = msgspec.field(default=None, name="Group size")
+    in_msg_nelems: Any = msgspec.field(default=_NAN, name="In msg nelems")
+    out_msg_nelems: Any = msgspec.field(default=_NAN, name="Out msg nelems")
+    group_size: Any = msgspec.field(default=_NAN, name="Group size")
     dtype: Any = None
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
-    python_id: Any = msgspec.field(default=None, name="Python id")
-    python_parent_id: Any = msgspec.field(default=None, name="Python parent id")
-    python_module_id: Any = msgspec.field(default=None, name="Python module id")
-    mem_device_type: Any = msgspec.field(default=None, name="Device Type")
-    mem_device_id: Any = msgspec.field(default=None, name="Device Id")
-    addr: Any = msgspec.field(default=None, name="Addr")
-    mem_bytes: Any = msgspec.field(default=None, name="Bytes")
-    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    python_id: Any = msgspec.field(default=_NAN, name="Python id")
+    python_parent_id: Any = msgspec.field(default=_NAN, name="Python parent id")
+    python_module_id: Any = msgspec.field(default=_NAN, name="Python module id")
+    mem_device_type: Any = msgspec.field(default=_NAN, name="Device Type")
+    mem_device_id: Any = msgspec.field(default=_NAN, name="Device Id")
+    addr: Any = msgspec.field(default=_NAN, name="Addr")
+    mem_bytes: Any = msgspec.field(default=_NAN, name="Bytes")
+    total_allocated: Any = msgspec.field(default=_NAN, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=_NAN, name="Total Reserved")
     # `M` metadata events
     label: Any = msgspec.field(default=None, name="name")
     labels: Any = None
     sort_index: Any = None
+
+
+_EMPTY_ARGS = Args()
 
 
 class Event(msgspec.Struct, gc=False):
@@ -83,14 +88,13 @@ class Event(msgspec.Struct, gc=False):
     name: Any = None
     pid: Any = None
     tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    id: Any = None
+    ts: Any = _NAN
+    dur: Any = _NAN
+    id: Any = _NAN
     bp: Any = None
-    args: Optional[Args] = None
+    args: Optional[Args] = _EMPTY_ARGS  # None only for an explicit `"args": null`
 
 
-_EMPTY_ARGS = Args()
 _BATCH_DECODER = msgspec.json.Decoder(list[Event])
 _EVENT_DECODER = msgspec.json.Decoder(Event)
 _BARE_NA = re.compile(rb'(?<=[:\[,\s])N/A(?=[,\]\}\s])')
@@ -146,7 +150,7 @@ def _decode_loose(piece: bytes) -> tuple[Optional[Event], Optional[str]]:
         try:
             event.args = msgspec.json.decode(msgspec.json.encode(args), type=Args)
         except msgspec.ValidationError:
-            event.args = None
+            event.args = _EMPTY_ARGS
     return event, f"event {value.get('name')!r} had unreadable arguments (ignored)"
 
 
@@ -154,19 +158,20 @@ class Interner:
     """Maps values to dense integer codes; `categories[code]` is the string.
 
     Codes are handed out in order of first appearance, the missing value included (interned
-    before the first values when it has a name), so the category order depends only on the
-    sequence of values, never on how it was cut into batches: a parse split across two
-    processes and merged gets exactly the categories of the sequential parse.
+    first when it has a name), so the category order depends only on the sequence of values,
+    never on how it was cut into batches: a parse split across two processes and merged gets
+    exactly the categories of the sequential parse.
+
+    Raw values (str, int, bytes of a JSON value...) are looked up in a dict whose misses
+    normalise the value once; a column of codes is then one C-level `map` over the batch.
     """
 
     def __init__(self, normalize: Callable[[Any], str] = str, missing_as: Optional[str] = None):
         self.categories: list[str] = []
         self._codes: dict[str, int] = {}
         self._normalize = normalize
-        self._missing_as = missing_as
-
-    def code(self, value: Any) -> int:
-        return self.code_of_key(self._normalize(value))
+        self._missing = -1 if missing_as is None else self.code_of_key(missing_as)
+        self._lookup = _CodeLookup(self)
 
     def code_of_key(self, key: str) -> int:
         """The code of an already normalised string (merging another interner's categories)."""
@@ -176,17 +181,28 @@ class Interner:
             self.categories.append(key)
         return code
 
+    def code_of_value(self, value: Any) -> int:
+        """The code of a raw value seen for the first time (None, NaN and b"" are missing)."""
+        if value is None or value == b"" or (isinstance(value, float) and value != value):
+            return self._missing
+        return self.code_of_key(self._normalize(value))
+
+    def find(self, key: str) -> int:
+        """The code of a normalised string, -2 if it was never seen (nothing is interned)."""
+        return self._codes.get(key, -2)
+
     def codes(self, values: list[Any]) -> np.ndarray:
-        missing = -1 if self._missing_as is None else self.code_of_key(self._missing_as)
-        if not values:
-            return np.empty(0, dtype=np.int32)
-        column = np.empty(len(values), dtype=object)
-        column[:] = values
-        # None and NaN come back as one NaN unique, at its place in the order of appearance.
-        local, uniques = pd.factorize(column, use_na_sentinel=False)
-        lut = np.fromiter((missing if _is_missing(u) else self.code(u) for u in uniques),
-                          dtype=np.int32, count=len(uniques))
-        return lut[local]
+        try:
+            return np.fromiter(map(self._lookup.__getitem__, values), dtype=np.int32,
+                               count=len(values))
+        except TypeError:  # an unhashable value (a list where a string was expected)
+            return np.fromiter(map(self._code_any, values), dtype=np.int32, count=len(values))
+
+    def _code_any(self, value: Any) -> int:
+        try:
+            return self._lookup[value]
+        except TypeError:
+            return self.code_of_value(value)
 
     def merge(self, categories: list[str]) -> np.ndarray:
         """Codes in this interner of another one's categories, appending the new ones in their
@@ -196,8 +212,16 @@ class Interner:
         return np.append(lut, np.int32(-1))
 
 
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
+class _CodeLookup(dict):
+    """Raw value -> code; a miss asks the interner (normalising the value) and remembers it."""
+
+    def __init__(self, interner: Interner) -> None:
+        super().__init__()
+        self._interner = interner
+
+    def __missing__(self, value: Any) -> int:
+        code = self[value] = self._interner.code_of_value(value)
+        return code
 
 
 def _json_repr(raw: bytes) -> str:
@@ -223,8 +247,23 @@ def _to_float(value: Any) -> float:
         return np.nan
 
 
-def _raw_bytes(values: list[msgspec.Raw]) -> list[Optional[bytes]]:
-    return [bytes(v) or None for v in values]
+def _values(objects: list[Any], field: str) -> list[Any]:
+    """`[o.<field> for o in objects]`, looped in C."""
+    return list(map(attrgetter(field), objects))
+
+
+def _pick(objects: list[Any], positions: np.ndarray) -> list[Any]:
+    """`objects` at `positions` (all of them, uncopied, when that is every position)."""
+    if len(positions) == len(objects):
+        return objects
+    return [objects[i] for i in positions.tolist()]
+
+
+def _merge_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two disjoint sets of batch positions as one sorted array."""
+    if not len(a) or not len(b):
+        return a if len(a) else b
+    return np.sort(np.concatenate((a, b)), kind="stable")
 
 
 class ColumnBuilder:
@@ -248,47 +287,44 @@ class ColumnBuilder:
             "binding": Interner(),
         }
         self.chunks: dict[str, dict[str, list[np.ndarray]]] = {
-            table: {name: [] for name in columns}
-            for table, columns in (
-                ("events", EVENT_COLUMNS),
-                ("device_args", DEVICE_ARG_COLUMNS),
-                ("op_args", OP_ARG_COLUMNS),
-                ("python_args", PYTHON_ARG_COLUMNS),
-                ("memory", MEMORY_COLUMNS),
-                ("flows", FLOW_COLUMNS),
-            )
+            table: {name: [] for name in columns} for table, columns in TABLE_COLUMNS.items()
         }
         self.process_metadata: list[dict[str, Any]] = []
         self.event_rows = 0
         self.negative_durations = 0
         self.missing_timestamps = 0
         self._kind_by_cat_code: list[int] = []
+        self._group_by_ph_code: list[int] = []
 
     def add(self, events: list[Event]) -> None:
         if not events:
             return
-        ph = self.interners["ph"].codes([e.ph for e in events])
-        name = self.interners["name"].codes([e.name for e in events])
-        ph_values = self.interners["ph"].categories
-        name_values = self.interners["name"].categories
-        ph_kind = np.array([_phase_group(v) for v in ph_values], dtype=np.int8)[ph]
-        is_memory_name = np.zeros(len(name_values), dtype=bool)
-        if "[memory]" in self.interners["name"]._codes:
-            is_memory_name[self.interners["name"]._codes["[memory]"]] = True
-        memory = (ph_kind == _INSTANT) & is_memory_name[name]
-        flows = np.flatnonzero(ph_kind == _FLOW)
+        ph = self.interners["ph"].codes(_values(events, "ph"))
+        name = self.interners["name"].codes(_values(events, "name"))
+        group = self._phase_groups(ph)
+        memory = (group == _INSTANT) & (name == self.interners["name"].find("[memory]"))
+        flows = np.flatnonzero(group == _FLOW)
         memories = np.flatnonzero(memory)
-        rows = np.flatnonzero((ph_kind != _META) & (ph_kind != _FLOW) & ~memory)
-        self._add_metadata([events[i] for i in np.flatnonzero(ph_kind == _META)])
-        ts = floats([events[i].ts for i in rows])
-        timed = ~np.isnan(ts)
-        if not timed.all():  # an event with no time cannot be placed anywhere
-            self.missing_timestamps += int((~timed).sum())
-            rows, ts = rows[timed], ts[timed]
+        rows = np.flatnonzero((group != _META) & (group != _FLOW) & ~memory)
+        if len(rows) < len(events):
+            self._add_metadata(_pick(events, np.flatnonzero(group == _META)))
+        timed = _pick(events, rows)
+        ts = floats(_values(timed, "ts"))
+        has_time = ~np.isnan(ts)
+        if not has_time.all():  # an event with no time cannot be placed anywhere
+            self.missing_timestamps += int((~has_time).sum())
+            rows, ts = rows[has_time], ts[has_time]
         shared = self._shared_codes(events, flows, memories, rows)
         self._add_flows(events, flows, ph[flows], shared)
         self._add_memory(events, memories, shared)
-        self._add_events(events, rows, ts, ph[rows], name[rows], shared)
+        self._add_events(_pick(events, rows), ts, ph[rows], name[rows],
+                         {key: codes[rows] for key, codes in shared.items()})
+
+    def _phase_groups(self, ph_codes: np.ndarray) -> np.ndarray:
+        phases = self.interners["ph"].categories
+        for value in phases[len(self._group_by_ph_code):]:
+            self._group_by_ph_code.append(_phase_group(value))
+        return np.asarray(self._group_by_ph_code, dtype=np.int8)[ph_codes]
 
     def _shared_codes(self, events: list[Event], flows: np.ndarray, memories: np.ndarray,
                       rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -297,19 +333,40 @@ class ColumnBuilder:
         Interned in one call per batch in file order rather than table by table, so that a new
         value's code never depends on where the batch boundaries fall (see `Interner`).
         """
-        with_cat = np.union1d(flows, rows)
-        with_ids = np.union1d(with_cat, memories)
+        with_cat = _merge_positions(flows, rows)
+        with_ids = _merge_positions(with_cat, memories)
+        picked = {"cat": _pick(events, with_cat)}
+        picked["pid"] = picked["tid"] = (picked["cat"] if len(with_ids) == len(with_cat)
+                                         else _pick(events, with_ids))
         codes = {}
         for key, positions in (("cat", with_cat), ("pid", with_ids), ("tid", with_ids)):
-            full = np.full(len(events), -1, dtype=np.int32)
-            full[positions] = self.interners[key].codes([getattr(events[i], key)
-                                                         for i in positions])
-            codes[key] = full
+            values = self.interners[key].codes(_values(picked[key], key))
+            if len(positions) == len(events):
+                codes[key] = values
+            else:
+                codes[key] = np.full(len(events), -1, dtype=np.int32)
+                codes[key][positions] = values
         return codes
 
     def _append(self, table: str, columns: dict[str, np.ndarray]) -> None:
         for column, values in columns.items():
             self.chunks[table][column].append(values)
+
+    def _args(self, events: list[Event]) -> list[Args]:
+        args = _values(events, "args")
+        if None in args:  # an explicit `"args": null`
+            args = [a if a is not None else _EMPTY_ARGS for a in args]
+        return args
+
+    def _floats(self, args: list[Args], field: str) -> np.ndarray:
+        """One numeric argument as float64 (NaN where absent)."""
+        return floats(_values(args, field))
+
+    def _codes(self, args: list[Args], field: str, interner: str,
+               convert: Optional[Callable[[Any], Any]] = None) -> np.ndarray:
+        """One string (or raw JSON) argument as interner codes (-1 where absent)."""
+        values = _values(args, field)
+        return self.interners[interner].codes(list(map(convert, values)) if convert else values)
 
     def _add_metadata(self, events: list[Event]) -> None:
         for e in events:
@@ -325,59 +382,57 @@ class ColumnBuilder:
                    shared: dict[str, np.ndarray]) -> None:
         if not rows.size:
             return
-        events = [batch[i] for i in rows]
+        events = _pick(batch, rows)
         self._append("flows", {
-            "ts": floats([e.ts for e in events]),
+            "ts": floats(_values(events, "ts")),
             "ph": ph,
             "cat": shared["cat"][rows],
             "pid": shared["pid"][rows],
             "tid": shared["tid"][rows],
-            "id": floats([e.id for e in events]),
-            "binding": self.interners["binding"].codes([e.bp for e in events]),
+            "id": floats(_values(events, "id")),
+            "binding": self.interners["binding"].codes(_values(events, "bp")),
         })
 
     def _add_memory(self, batch: list[Event], rows: np.ndarray,
                     shared: dict[str, np.ndarray]) -> None:
         if not rows.size:
             return
-        events = [batch[i] for i in rows]
-        args = [e.args or _EMPTY_ARGS for e in events]
+        events = _pick(batch, rows)
+        args = self._args(events)
         self._append("memory", {
-            "ts": floats([e.ts for e in events]),
+            "ts": floats(_values(events, "ts")),
             "pid": shared["pid"][rows],
             "tid": shared["tid"][rows],
-            "device_type": floats([a.mem_device_type for a in args]),
-            "device_id": floats([a.mem_device_id for a in args]),
-            "addr": floats([a.addr for a in args]),
-            "bytes": floats([a.mem_bytes for a in args]),
-            "total_allocated": floats([a.total_allocated for a in args]),
-            "total_reserved": floats([a.total_reserved for a in args]),
+            "device_type": self._floats(args, "mem_device_type"),
+            "device_id": self._floats(args, "mem_device_id"),
+            "addr": self._floats(args, "addr"),
+            "bytes": self._floats(args, "mem_bytes"),
+            "total_allocated": self._floats(args, "total_allocated"),
+            "total_reserved": self._floats(args, "total_reserved"),
         })
 
-    def _add_events(self, batch: list[Event], rows: np.ndarray, ts: np.ndarray, ph: np.ndarray,
+    def _add_events(self, events: list[Event], ts: np.ndarray, ph: np.ndarray,
                     name: np.ndarray, shared: dict[str, np.ndarray]) -> None:
-        if not rows.size:
+        if not events:
             return
-        events = [batch[i] for i in rows]
-        dur = floats([e.dur for e in events])
+        dur = floats(_values(events, "dur"))
         negative = dur < 0
         if negative.any():
             self.negative_durations += int(negative.sum())
             dur[negative] = 0.0
-        cat = shared["cat"][rows]
-        kind = self._kinds(cat)
-        args = [e.args or _EMPTY_ARGS for e in events]
-        external = floats([a.external_id for a in args])
+        kind = self._kinds(shared["cat"])
+        args = self._args(events)
+        external = self._floats(args, "external_id")
         missing_external = np.isnan(external)
         if missing_external.any():
-            external[missing_external] = floats([a.external_id_lc for a in args])[missing_external]
+            external[missing_external] = self._floats(args, "external_id_lc")[missing_external]
         base = self.event_rows
         self._append("events", {
-            "ts": ts, "dur": dur, "ph": ph, "cat": cat, "kind": kind, "name": name,
-            "pid": shared["pid"][rows],
-            "tid": shared["tid"][rows],
+            "ts": ts, "dur": dur, "ph": ph, "cat": shared["cat"], "kind": kind, "name": name,
+            "pid": shared["pid"],
+            "tid": shared["tid"],
             "external_id": external,
-            "correlation": floats([a.correlation for a in args]),
+            "correlation": self._floats(args, "correlation"),
         })
         self.event_rows += len(events)
         self._add_device_args(args, kind, base)
@@ -394,55 +449,57 @@ class ColumnBuilder:
         rows = np.flatnonzero((kind == Kind.KERNEL) | (kind == Kind.MEMCPY) | (kind == Kind.MEMSET))
         if not rows.size:
             return
-        sub = [args[i] for i in rows]
+        sub = _pick(args, rows)
         self._append("device_args", {
             "event": rows + base,
-            "device": floats([a.device for a in sub]),
-            "stream": floats([a.stream for a in sub]),
-            "grid": self.interners["grid"].codes(_raw_bytes([a.grid for a in sub])),
-            "block": self.interners["block"].codes(_raw_bytes([a.block for a in sub])),
-            "registers_per_thread": floats([a.registers_per_thread for a in sub]),
-            "shared_memory": floats([a.shared_memory for a in sub]),
-            "blocks_per_sm": floats([a.blocks_per_sm for a in sub]),
-            "warps_per_sm": floats([a.warps_per_sm for a in sub]),
-            "occupancy": floats([a.occupancy for a in sub]),
-            "bytes": floats([a.bytes for a in sub]),
-            "bandwidth_gbps": floats([a.bandwidth for a in sub]),
+            "device": self._floats(sub, "device"),
+            "stream": self._floats(sub, "stream"),
+            "grid": self._codes(sub, "grid", "grid", bytes),
+            "block": self._codes(sub, "block", "block", bytes),
+            "registers_per_thread": self._floats(sub, "registers_per_thread"),
+            "shared_memory": self._floats(sub, "shared_memory"),
+            "blocks_per_sm": self._floats(sub, "blocks_per_sm"),
+            "warps_per_sm": self._floats(sub, "warps_per_sm"),
+            "occupancy": self._floats(sub, "occupancy"),
+            "bytes": self._floats(sub, "bytes"),
+            "bandwidth_gbps": self._floats(sub, "bandwidth"),
         })
 
     def _add_op_args(self, args: list[Args], kind: np.ndarray, base: int) -> None:
         rows = np.flatnonzero((kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION))
         if not rows.size:
             return
-        sub = [args[i] for i in rows]
-        dims = [a.input_dims if len(a.input_dims) else a.input_dims_lc for a in sub]
+        sub = _pick(args, rows)
         self._append("op_args", {
             "event": rows + base,
-            "input_dims": self.interners["input_dims"].codes(_raw_bytes(dims)),
-            "input_types": self.interners["input_types"].codes(
-                _raw_bytes([a.input_types for a in sub])),
-            "call_stack": self.interners["call_stack"].codes([a.call_stack for a in sub]),
-            "sequence_number": floats([a.sequence_number for a in sub]),
-            "fwd_thread_id": floats([a.fwd_thread_id for a in sub]),
-            "collective": self.interners["collective"].codes([a.collective for a in sub]),
-            "in_msg_nelems": floats([a.in_msg_nelems for a in sub]),
-            "out_msg_nelems": floats([a.out_msg_nelems for a in sub]),
-            "group_size": floats([a.group_size for a in sub]),
-            "dtype": self.interners["dtype"].codes([a.dtype for a in sub]),
-            "process_group": self.interners["process_group"].codes(
-                [a.process_group for a in sub]),
+            "input_dims": self._input_dims(sub),
+            "input_types": self._codes(sub, "input_types", "input_types", bytes),
+            "call_stack": self._codes(sub, "call_stack", "call_stack"),
+            "sequence_number": self._floats(sub, "sequence_number"),
+            "fwd_thread_id": self._floats(sub, "fwd_thread_id"),
+            "collective": self._codes(sub, "collective", "collective"),
+            "in_msg_nelems": self._floats(sub, "in_msg_nelems"),
+            "out_msg_nelems": self._floats(sub, "out_msg_nelems"),
+            "group_size": self._floats(sub, "group_size"),
+            "dtype": self._codes(sub, "dtype", "dtype"),
+            "process_group": self._codes(sub, "process_group", "process_group"),
         })
+
+    def _input_dims(self, args: list[Args]) -> np.ndarray:
+        """"Input Dims" (PyTorch 1.x/2.x), else "Input dims" (some 1.x builds)."""
+        dims = [a.input_dims if len(a.input_dims) else a.input_dims_lc for a in args]
+        return self.interners["input_dims"].codes(list(map(bytes, dims)))
 
     def _add_python_args(self, args: list[Args], kind: np.ndarray, base: int) -> None:
         rows = np.flatnonzero(kind == Kind.PYTHON_FUNCTION)
         if not rows.size:
             return
-        sub = [args[i] for i in rows]
+        sub = _pick(args, rows)
         self._append("python_args", {
             "event": rows + base,
-            "python_id": floats([a.python_id for a in sub]),
-            "python_parent_id": floats([a.python_parent_id for a in sub]),
-            "python_module_id": floats([a.python_module_id for a in sub]),
+            "python_id": self._floats(sub, "python_id"),
+            "python_parent_id": self._floats(sub, "python_parent_id"),
+            "python_module_id": self._floats(sub, "python_module_id"),
         })
 
     # -- a trace parsed in two parts by two processes (see parallel.py) ------------------------

@@ -203,7 +203,7 @@ class EventStreamScanner:
     def _cut_fast(self) -> Iterator[tuple[bytes, Any]]:
         cut = _last_boundary(self._buf)
         if cut:
-            batch = _as_batch(self._buf[:cut])
+            batch = _as_batch(self._buf, cut)
             decoded = self._try_decode(batch) if batch else None
             if decoded is not None:
                 del self._buf[:cut]
@@ -223,7 +223,7 @@ class EventStreamScanner:
                 (structure.depth_after == depth) & (structure.chars == _CLOSE_OBJ)
             ]
             batch_end = int(element_ends[-1]) + 1 if element_ends.size else 0
-        batch = _as_batch(self._buf[:batch_end]) if batch_end else b""
+        batch = _as_batch(self._buf, batch_end)
         if batch:
             self.result.batch_count += 1
             yield batch, self._try_decode(batch)
@@ -252,9 +252,19 @@ def _last_boundary(buf: bytearray) -> int:
             return match.start() + 1
 
 
-def _as_batch(events: bytearray) -> bytes:
-    body = bytes(events).strip().strip(b",").strip()
-    return b"[" + body + b"]" if body else b""
+_SEPARATORS = b" \t\r\n,"
+_LEADING_SEPARATORS = re.compile(rb"[ \t\r\n,]*")
+
+
+def _as_batch(buf: bytearray, end: int) -> bytes:
+    """`buf[:end]`, events separated by commas, as one JSON array (the only copy made)."""
+    start = _LEADING_SEPARATORS.match(buf, 0, end).end()
+    while end > start and buf[end - 1] in _SEPARATORS:
+        end -= 1
+    if end <= start:
+        return b""
+    with memoryview(buf) as view:
+        return b"".join((b"[", view[start:end], b"]"))
 
 
 def _skip_ws(buf: bytearray) -> int:
