@@ -128,7 +128,7 @@ def _derive(table: TraceTable) -> CallStacks:
     string_code, uniques = pd.factorize(pd.Series(strings, dtype=object), sort=False)
     per_id = np.full(len(stack_parent) + 1, -1, dtype=np.int64)  # last entry: id -1
     per_id[used] = string_code
-    return CallStacks(rows=op_rows, code=per_id[ids],
+    return CallStacks(rows=op_rows.astype(np.int32), code=per_id[ids].astype(np.int32),
                       stacks=pd.Index(uniques.to_numpy(dtype=object), dtype=object),
                       python_events=n_python)
 

@@ -20,8 +20,6 @@ from .optree import build_op_tree
 GROUP_BY_OPERATOR = "operator"
 GROUP_BY_INPUT_SHAPE = "operator_input_shape"
 GROUP_BY = (GROUP_BY_OPERATOR, GROUP_BY_INPUT_SHAPE)
-_SUMS = ("host_total_us", "host_self_us", "device_total_us", "device_self_us", "tc_self_us",
-         "tc_total_us")
 
 
 class UnknownOperatorError(KeyError):
@@ -35,7 +33,10 @@ def _check_group_by(group_by: str) -> None:
 
 def operator_frame(table: TraceTable) -> pd.DataFrame:
     """One row per operator node (spec 3.7 predicate), in the reference's visiting order
-    (threads first-seen, each tree post-order), with stats, input shape and call stack."""
+    (threads first-seen, each tree post-order): node, name, input shape and call stack.
+
+    Kept for the table's lifetime, so only keys are stored; the times are read from the op tree
+    when a table is aggregated (`_aggregate`)."""
     return table.memo("operator_frame", lambda: _operator_frame(table))
 
 
@@ -45,25 +46,36 @@ def _operator_frame(table: TraceTable) -> pd.DataFrame:
     nodes = nodes[np.lexsort((-tree.depth[nodes], tree.subtree_end[nodes]))]  # post-order
     shape, stack = _op_args(table, tree.event[nodes])
     return pd.DataFrame({
-        "node": nodes,
+        "node": nodes.astype(np.int32),
         "name": pd.Categorical.from_codes(tree.name_code[nodes], tree.name_categories),
         "input_shape": shape,
         "call_stack": stack,
         "has_call_stack": np.asarray(stack.categories != "")[stack.codes],
-        "host_total_us": tree.host_total[nodes],
-        "host_self_us": tree.host_self[nodes],
-        "device_total_us": tree.device_total[nodes],
-        "device_self_us": tree.device_self[nodes],
-        "tc_self_us": tree.tc_self[nodes],
-        "tc_total_us": tree.tc_total[nodes],
         "tc_eligible": tree.tc_eligible[nodes],
     })
 
 
 def _op_args(table: TraceTable, rows: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
     """Input shape ("[]" when absent, as the reference) and call stack ("" when absent)."""
-    args = table.op_args.drop_duplicates("event").set_index("event").reindex(rows)
-    return _filled(args["input_dims"], "[]"), _call_stacks(table, rows, args["call_stack"])
+    found = _op_arg_positions(table.op_args["event"].to_numpy(), rows)
+    shape = _gathered(table.op_args["input_dims"], found, "[]")
+    if has_recorded_call_stacks(table):
+        return shape, _gathered(table.op_args["call_stack"], found, "")
+    # PyTorch 2.x writes no `Call stack`: derive it from the python_function events
+    return shape, python_call_stacks(table).of_rows(rows, "")
+
+
+def _op_arg_positions(arg_events: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Position in the op_args table of each event row's arguments, -1 where it has none.
+    The parser writes op_args in event order, one row per event."""
+    if len(arg_events) == 0:
+        return np.full(len(rows), -1, dtype=np.int64)
+    if np.any(arg_events[1:] <= arg_events[:-1]):  # not from our parser: sort a copy
+        order = np.argsort(arg_events, kind="stable")
+        found = _op_arg_positions(arg_events[order], rows)
+        return np.where(found >= 0, order[np.maximum(found, 0)], -1)
+    pos = np.minimum(np.searchsorted(arg_events, rows), len(arg_events) - 1)
+    return np.where(arg_events[pos] == rows, pos, -1)
 
 
 def has_recorded_call_stacks(table: TraceTable) -> bool:
@@ -71,20 +83,16 @@ def has_recorded_call_stacks(table: TraceTable) -> bool:
     return bool(table.op_args["call_stack"].notna().any())
 
 
-def _call_stacks(table: TraceTable, rows: np.ndarray, recorded: pd.Series) -> pd.Categorical:
-    """Per op: the recorded 1.x `Call stack` when the trace has any, else the stack derived
-    from the PyTorch 2.x `python_function` events around it (`callstacks`); "" when none.
-    Both are `file(line): func;...` strings, innermost frame first."""
-    if has_recorded_call_stacks(table):
-        return _filled(recorded, "")
-    return python_call_stacks(table).of_rows(rows, "")
-
-
-def _filled(column: pd.Series, value: str) -> pd.Categorical:
-    values = column.astype("category").array
-    if value not in values.categories:
-        values = values.add_categories([value])
-    return values.fillna(value)
+def _gathered(column: pd.Series, positions: np.ndarray, missing: str) -> pd.Categorical:
+    """The categorical `column` at `positions`, `missing` where the position is -1 or the value
+    is absent (`missing` becomes a category if it is not one)."""
+    categories = column.cat.categories
+    if missing not in categories:
+        categories = categories.append(pd.Index([missing], dtype=object))
+    fill = categories.get_loc(missing)
+    codes = column.cat.codes.to_numpy()[np.maximum(positions, 0)]
+    codes = np.where((positions >= 0) & (codes >= 0), codes, fill)
+    return pd.Categorical.from_codes(codes, categories)
 
 
 def has_device_work(table: TraceTable) -> bool:
@@ -97,16 +105,35 @@ def _keys(group_by: str) -> list[str]:
     return ["name", "input_shape"] if group_by == GROUP_BY_INPUT_SHAPE else ["name"]
 
 
-def _aggregate(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    grouped = frame.groupby(keys, sort=False, observed=True, dropna=False)
-    out = grouped[list(_SUMS)].sum()
-    out["calls"] = grouped.size()
-    out["tc_eligible"] = grouped["tc_eligible"].first()  # the reference takes the first op's
-    out["has_call_stack"] = grouped["has_call_stack"].any()
-    out = out.reset_index()
-    for key in keys:
-        out[key] = out[key].astype(object)
+def _aggregate(table: TraceTable, frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Sums and counts per distinct `keys`, one `np.bincount` per statistic: the per-op times
+    are gathered from the op tree one column at a time, never as a full frame."""
+    tree = build_op_tree(table)
+    nodes = frame["node"].to_numpy()
+    group, first = _groups(frame, keys)
+    out = pd.DataFrame({key: frame[key].to_numpy()[first].astype(object) for key in keys})
+    stats = {"host_total_us": tree.host_total, "host_self_us": tree.host_self,
+             "device_total_us": tree.device_total, "device_self_us": tree.device_self,
+             "tc_self_us": tree.tc_self, "tc_total_us": tree.tc_total}
+    for column, per_node in stats.items():
+        out[column] = np.bincount(group, weights=per_node[nodes], minlength=len(first))
+    out["calls"] = np.bincount(group, minlength=len(first))
+    out["tc_eligible"] = frame["tc_eligible"].to_numpy()[first]  # the reference takes the first
+    out["has_call_stack"] = np.bincount(
+        group, weights=frame["has_call_stack"].to_numpy(), minlength=len(first)) > 0
     return out
+
+
+def _groups(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Group number per row (in order of first appearance) and each group's first row."""
+    key = np.zeros(len(frame), dtype=np.int64)
+    for column in keys:
+        values = frame[column].array
+        key = key * (len(values.categories) + 1) + values.codes + 1
+    group, uniques = pd.factorize(key, sort=False)
+    first = np.full(len(uniques), len(frame), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(frame)))
+    return group, first
 
 
 def _ratio(part: pd.Series, whole: pd.Series) -> np.ndarray:
@@ -142,7 +169,7 @@ def build_operators(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> dic
     frame, keys = operator_frame(table), _keys(group_by)
     has_device = has_device_work(table)
     sort_by = "device_self_us" if has_device else "host_self_us"
-    agg = _aggregate(frame, keys)
+    agg = _aggregate(table, frame, keys)
     rows = _rows(_sort(agg, sort_by, keys), group_by == GROUP_BY_INPUT_SHAPE, "has_call_stack")
     return {"rows": rows, "sort_by": sort_by, "has_device": has_device}
 
@@ -166,7 +193,7 @@ def build_call_stacks(table: TraceTable, name: str, input_shape: Optional[str] =
     keys = [*_keys(group_by), "call_stack"]
     has_device = has_device_work(table)
     sort_by = "device_self_us" if has_device else "host_self_us"
-    agg = _sort(_aggregate(selected, keys), sort_by, keys)
+    agg = _sort(_aggregate(table, selected, keys), sort_by, keys)
     return {"rows": _rows(agg, shape_mode, "call_stack"), "sort_by": sort_by,
             "has_device": has_device}
 
@@ -180,7 +207,7 @@ def build_operator_pies(table: TraceTable, top_n: Optional[int] = 10,
     are told apart (the reference labelled both by name).
     """
     _check_group_by(group_by)
-    agg = _aggregate(operator_frame(table), _keys(group_by))
+    agg = _aggregate(table, operator_frame(table), _keys(group_by))
     labels = agg["name"]
     if group_by == GROUP_BY_INPUT_SHAPE:
         labels = agg["name"] + " " + agg["input_shape"]

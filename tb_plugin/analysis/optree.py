@@ -27,6 +27,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ..heap import release_free_memory
 from ..ingest.schema import Kind, TraceTable
 from .correlation import (
     Launches,
@@ -62,7 +63,12 @@ ROOT_NAME = "CallTreeRoot"
 
 @dataclass
 class OpTree:
-    """All threads' trees of one trace. Per-node arrays are indexed by node number (pre-order)."""
+    """All threads' trees of one trace. Per-node arrays are indexed by node number (pre-order).
+
+    Kept for the table's lifetime, so stored compactly: node and event numbers as int32, and a
+    device statistic that is zero everywhere (all of them in a CPU-only trace) as a read-only
+    zero-stride view that takes no memory per node.
+    """
 
     event: np.ndarray  # event row; -1 for roots
     kind: np.ndarray  # NodeKind
@@ -75,7 +81,6 @@ class OpTree:
     parent: np.ndarray  # -1 for roots
     depth: np.ndarray  # roots 0
     subtree_end: np.ndarray  # exclusive
-    host_total: np.ndarray
     host_self: np.ndarray
     device_total: np.ndarray
     device_self: np.ndarray
@@ -95,6 +100,10 @@ class OpTree:
 
     def __len__(self) -> int:
         return len(self.event)
+
+    @property
+    def host_total(self) -> np.ndarray:
+        return self.end - self.start
 
     @property
     def names(self) -> np.ndarray:
@@ -181,11 +190,15 @@ def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
     is the clamped end per input index.
     """
     n = len(start)
-    end = end.copy()
-    inverse, distinct = dense_ranks(np.concatenate((start, end)))
-    width = np.int64(distinct + 1)  # exact integer keys: group-major, then time rank
-    s_key = group.astype(np.int64) * width + inverse[:n]
-    e_key = group.astype(np.int64) * width + inverse[n:]
+    ranks, distinct = _dense_ranks_of(start, end)
+    width = distinct + 1  # exact integer keys: group-major, then time rank
+    # int32 keys when they fit: nesting a big trace's ops is the analysis's memory peak
+    key_type = np.int32 if (int(group.max(initial=0)) + 1) * width < 2**31 else np.int64
+    s_key = group.astype(key_type)
+    s_key *= width
+    e_key = s_key + ranks[n:]
+    s_key += ranks[:n]
+    del ranks
     # The stack visits nodes in this order; clamping never reorders them (a clamped node stays
     # right after its parent), so the order is fixed and only the ends change.
     order = np.lexsort((-e_key, s_key))  # lexsort is stable: ties keep input order
@@ -200,27 +213,43 @@ def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
             return order, parent, depth, end, clamped
         safe = _safe_violations(violating, es, s_sorted)
         target, source = order[safe], order[parent[safe]]
+        if not clamped:  # the caller's array is left alone; most traces never get here
+            end = end.copy()
         e_key[target] = e_key[source]
         end[target] = end[source]
         clamped += int(safe.sum())
-    return _nest_sequential(order, g_sorted, s_sorted, e_key, end, clamped)
+    return _nest_sequential(order, g_sorted, s_sorted, e_key, end.copy(), clamped)
 
 
 def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
     """(rank of each value among the distinct values, number of distinct values), like
     `np.unique(values, return_inverse=True)` (NaNs are one value, ranked last) but several
     times faster on trace times: a stable sort (timsort) runs in near-linear time on data that
-    is already almost in time order."""
+    is already almost in time order. Ranks are int32 below 2**31 values."""
+    return _dense_ranks_of(values)
+
+
+def _dense_ranks_of(*parts: np.ndarray) -> tuple[np.ndarray, int]:
+    """`dense_ranks` of the concatenated `parts`, dropping each temporary as soon as it is used
+    (this is the op tree's memory peak on big traces)."""
+    values = np.concatenate(parts)
     order = np.argsort(values, kind="stable")
     ordered = values[order]
-    new = np.empty(len(values), dtype=bool)
+    del values
+    new = np.empty(len(ordered), dtype=bool)
     new[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
     nan = np.isnan(ordered)
+    del ordered
     new[1:] &= ~(nan[1:] & nan[:-1])
-    ranks = np.empty(len(values), dtype=np.int64)
-    ranks[order] = np.cumsum(new) - 1
-    return ranks, int(new.sum())
+    del nan
+    rank_type = np.int32 if len(new) < 2**31 else np.int64
+    counted = np.cumsum(new, dtype=rank_type)
+    del new
+    counted -= 1
+    ranks = np.empty(len(counted), dtype=rank_type)
+    ranks[order] = counted
+    return ranks, int(counted[-1]) + 1 if len(counted) else 0
 
 
 def _nest_sequential(order: np.ndarray, group: np.ndarray, s: np.ndarray, e_key: np.ndarray,
@@ -250,22 +279,48 @@ def _nest_laminar(s: np.ndarray, e: np.ndarray, group: np.ndarray, width: np.int
     """Parent position and depth of properly nested intervals (integer keys) listed in
     pre-order by start: a node's ancestors are exactly the earlier nodes still open at its
     start, and every other earlier node has closed by then."""
-    n = len(s)
-    pos = np.arange(n)
-    group_floor = group.astype(np.int64) * width
-    first = np.searchsorted(s, group_floor, "left")  # first position of the group
+    group_floor = group.astype(s.dtype)
+    group_floor *= width
+    # depth = earlier nodes of the group (since its first position) minus those closed by then
+    depth = np.arange(len(s)) - np.searchsorted(s, group_floor, "left")
     sorted_e = np.sort(e)
-    closed = np.searchsorted(sorted_e, s, "right") - np.searchsorted(sorted_e, group_floor, "left")
+    depth -= np.searchsorted(sorted_e, s, "right")
+    depth += np.searchsorted(sorted_e, group_floor, "left")
+    del sorted_e, group_floor
     # zero-length intervals at the same start sort after this one yet "close" before it
     zero = np.concatenate(([0], np.cumsum(e == s)))
-    run_end = np.searchsorted(s, s, "right")
-    closed -= zero[run_end] - zero[pos]
-    depth = (pos - first) - closed
-    keys = depth.astype(np.int64) * (n + 1) + pos
+    depth += zero[np.searchsorted(s, s, "right")]
+    depth -= zero[:-1]
+    del zero
+    return _parents(depth), depth
+
+
+def _parents(depth: np.ndarray) -> np.ndarray:
+    """In a pre-order with these depths, each node's parent: the last earlier node one level
+    up (-1 at depth 0). One searchsorted per level, so only one level is in memory at a time."""
+    parent = np.full(len(depth), -1, dtype=np.int64)
+    above: Optional[np.ndarray] = None
+    for level in levels(depth):  # ascending depth, positions ascending within a level
+        if above is not None and len(level):
+            earlier = np.searchsorted(above, level)
+            parent[level] = above[np.maximum(earlier - 1, 0)]
+            orphans = level[earlier == 0]
+            if len(orphans):
+                parent[orphans] = _parents_by_key(depth, orphans)
+        above = level
+    return parent
+
+
+def _parents_by_key(depth: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """`_parents` of nodes with no earlier node one level up, which only the intermediate
+    rounds of clamping (not yet laminar) produce: the node with the largest (depth, position)
+    below (depth - 1, node), as over keys sorted by level."""
+    n = len(depth)
+    keys = depth.astype(np.int64) * (n + 1) + np.arange(n)
     by_level = np.argsort(keys, kind="stable")
-    above = np.searchsorted(keys[by_level], (depth - 1).astype(np.int64) * (n + 1) + pos) - 1
-    parent = np.where(depth > 0, by_level[np.maximum(above, 0)], -1)
-    return parent, depth
+    above = np.searchsorted(keys[by_level], (depth[nodes].astype(np.int64) - 1) * (n + 1)
+                            + nodes) - 1
+    return by_level[np.maximum(above, 0)]
 
 
 def _safe_violations(violating: np.ndarray, e: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -278,10 +333,11 @@ def _safe_violations(violating: np.ndarray, e: np.ndarray, s: np.ndarray) -> np.
 
 def subtree_ends(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
     """Exclusive end of each node's pre-order slice, summing subtree sizes level by level."""
-    size = np.ones(len(parent), dtype=np.int64)
+    size = np.ones(len(parent), dtype=np.int32)
     for level in reversed(levels(depth)[1:]):
         np.add.at(size, parent[level], size[level])
-    return np.arange(len(parent)) + size
+    size += np.arange(len(parent), dtype=np.int32)
+    return size
 
 
 def levels(depth: np.ndarray) -> list[np.ndarray]:
@@ -311,8 +367,10 @@ def _build(table: TraceTable) -> OpTree:
     events = table.events
     links = launches(table)
     sk, tids = _skeleton(table)
+    release_free_memory()  # each stage frees most of what it allocated: reuse it, do not grow
     owner, rows = _launch_owners(table, sk, links)
-    sk, owner, absorbed = _remove_duplicates(events, sk, owner)
+    owner, absorbed = _remove_duplicates(events, sk, owner)
+    release_free_memory()
     return _with_stats(table, sk, tids, rows, owner, links, absorbed)
 
 
@@ -320,39 +378,53 @@ def _skeleton(table: TraceTable) -> tuple[_Skeleton, list[str]]:
     events = table.events
     kinds = node_kinds(table)
     rows = complete_rows(events, tuple(Kind))
-    rows = rows[kinds[rows] >= 0]
+    rows = _index(rows[kinds[rows] >= 0])
     start = events["ts"].to_numpy()[rows]
     end = start + events["dur"].to_numpy()[rows]
-    tid_codes = events["tid"].cat.codes.to_numpy()[rows]
-    first_seen = np.lexsort((rows, start))
-    thread_codes = pd.unique(tid_codes[first_seen])
-    thread = np.empty(len(events["tid"].cat.categories) + 1, dtype=np.int64)
-    thread[thread_codes] = np.arange(len(thread_codes))
-    group = thread[tid_codes]
+    group, thread_codes = _thread_groups(events, rows, start)
     order, parent_pos, depth, end, clamped = nest(group, start, end)
-    # lay out roots: thread g's root goes right before its first node
+    # Lay out roots: thread g's root goes right before its first node. Temporaries are dropped
+    # as soon as they are used: building the tree is the analysis's memory peak.
     g = group[order]
+    del group
+    threads = np.arange(len(thread_codes))
     index = np.arange(len(order)) + g + 1
-    root_index = np.searchsorted(g, np.arange(len(thread_codes))) + np.arange(len(thread_codes))
-    parent = np.where(parent_pos >= 0, index[np.maximum(parent_pos, 0)], root_index[g])
+    root_index = np.searchsorted(g, threads) + threads
     total = len(order) + len(thread_codes)
-    depth = _scatter(total, index, depth + 1, root_index, 0)
-    parent = _scatter(total, index, parent, root_index, -1)
+    parent = np.where(parent_pos >= 0, index[np.maximum(parent_pos, 0)], root_index[g])
+    del parent_pos
+    parent = _scatter(total, index, _index(parent), root_index, -1)
+    depth = _scatter(total, index, _index(depth + 1), root_index, 0)
+    ordered_rows = rows[order]
+    del rows
     sk = _Skeleton(
-        event=_scatter(total, index, rows[order], root_index, -1),
-        kind=_scatter(total, index, kinds[rows[order]], root_index, NodeKind.ROOT),
-        thread=_scatter(total, index, g, root_index, np.arange(len(thread_codes))),
+        event=_scatter(total, index, ordered_rows, root_index, -1),
+        kind=_scatter(total, index, kinds[ordered_rows], root_index, NodeKind.ROOT),
+        thread=_scatter(total, index, g, root_index, threads),
         start=_scatter(total, index, start[order], root_index, np.nan),
         end=_scatter(total, index, end[order], root_index, np.nan),
         parent=parent,
         depth=depth,
-        subtree_end=subtree_ends(parent, depth),
+        subtree_end=np.empty(0, dtype=np.int32),
         thread_tid_codes=np.asarray(thread_codes, dtype=np.int64),
         clamped=clamped,
     )
+    del ordered_rows, g, index, start, end, order
+    sk.subtree_end = subtree_ends(parent, depth)
     categories = events["tid"].cat.categories
     tids = [str(categories[c]) if c >= 0 else "" for c in thread_codes]
     return sk, tids
+
+
+def _thread_groups(events: pd.DataFrame, rows: np.ndarray, start: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row its thread number (threads numbered in order of first start), and the threads'
+    `tid` codes."""
+    tid_codes = events["tid"].cat.codes.to_numpy()[rows]
+    thread_codes = pd.unique(tid_codes[np.lexsort((rows, start))])
+    thread = np.empty(len(events["tid"].cat.categories) + 1, dtype=np.int32)
+    thread[thread_codes] = np.arange(len(thread_codes))
+    return thread[tid_codes], thread_codes
 
 
 def _scatter(n: int, index: np.ndarray, values, root_index: np.ndarray, root_values
@@ -371,6 +443,8 @@ def _launch_owners(table: TraceTable, sk: _Skeleton, links: Launches
     on its thread. -1 when the launching thread has no tree."""
     events = table.events
     rows = links.launch_rows
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64), rows
     ext = events["external_id"].to_numpy()[rows]
     owner = np.full(len(rows), -1, dtype=np.int64)
     if external_ids_usable(ext, events["correlation"].to_numpy()[rows]):
@@ -420,20 +494,19 @@ def _innermost_at(sk: _Skeleton, thread: np.ndarray, ts: np.ndarray) -> np.ndarr
 
 
 def _remove_duplicates(events: pd.DataFrame, sk: _Skeleton, owner: np.ndarray
-                       ) -> tuple[_Skeleton, np.ndarray, np.ndarray]:
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """Collapse single-child chains of same-named "Operator" nodes into the top one (3.3 step 3,
     like `torch.autograd.profiler`): the top keeps its range, takes the bottom's children and
-    launches, and the launches of the top and the middle are discarded."""
+    launches, and the launches of the top and the middle are discarded.
+
+    `sk` is compacted in place (each old array is freed as its compacted one is made); returns
+    the launches' new owners and the event rows of the removed nodes."""
     n = len(sk.event)
-    names = np.where(sk.event >= 0, events["name"].cat.codes.to_numpy()[np.maximum(sk.event, 0)],
-                     -1)
-    dup_kind = _operator_typed(events, sk)
+    absorbed = _absorbed(events, sk)
+    if not absorbed.any():
+        return owner, np.zeros(0, dtype=np.int32)
     has_parent = sk.parent >= 0
     p = np.where(has_parent, sk.parent, 0)
-    child_count = np.bincount(sk.parent[has_parent], minlength=n)
-    absorbed = has_parent & dup_kind & dup_kind[p] & (names == names[p]) & (child_count[p] == 1)
-    if not absorbed.any():
-        return sk, owner, np.zeros(0, dtype=np.int64)
     top = _chain_tops(sk.parent, absorbed)
     has_absorbed_child = np.bincount(sk.parent[absorbed], minlength=n) > 0
     owned = owner >= 0
@@ -441,27 +514,43 @@ def _remove_duplicates(events: pd.DataFrame, sk: _Skeleton, owner: np.ndarray
     bottom = absorbed[o] & ~has_absorbed_child[o]
     discarded = (absorbed[o] & ~bottom) | (~absorbed[o] & has_absorbed_child[o])
     owner = np.where(owned & bottom, top[o], np.where(owned & discarded, -1, owner))
+    del has_absorbed_child, owned, o, bottom, discarded
     # re-parent onto the chain top, then drop the absorbed nodes
     parent = np.where(has_parent & absorbed[p], top[p], sk.parent)
-    ancestors = np.zeros(n + 1, dtype=np.int64)
+    del has_parent, p, top
+    ancestors = np.zeros(n + 1, dtype=np.int32)
     idx = np.flatnonzero(absorbed)
     np.add.at(ancestors, idx + 1, 1)
     np.add.at(ancestors, sk.subtree_end[idx], -1)
-    depth = sk.depth - np.cumsum(ancestors)[:n]
+    depth = sk.depth - np.cumsum(ancestors, dtype=np.int32)[:n]
+    del ancestors
     keep = ~absorbed
-    new_index = np.cumsum(keep) - 1
-    kept_before = np.concatenate(([0], np.cumsum(keep)))
-    parent = np.where(parent >= 0, new_index[np.maximum(parent, 0)], -1)
-    owner = np.where(owner >= 0, new_index[np.maximum(owner, 0)], -1)
-    out = _Skeleton(sk.event[keep], sk.kind[keep], sk.thread[keep], sk.start[keep], sk.end[keep],
-                    parent[keep], depth[keep], kept_before[sk.subtree_end[keep]],
-                    sk.thread_tid_codes, sk.clamped)
-    return out, owner, sk.event[absorbed]
+    kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int32)))  # new index = this - 1
+    parent = np.where(parent >= 0, kept_before[np.maximum(parent, 0) + 1] - 1, -1)
+    owner = np.where(owner >= 0, kept_before[np.maximum(owner, 0) + 1] - 1, -1)
+    removed_rows = sk.event[absorbed]
+    sk.subtree_end = kept_before[sk.subtree_end[keep]]
+    del kept_before
+    sk.event, sk.kind, sk.thread = sk.event[keep], sk.kind[keep], sk.thread[keep]
+    sk.start, sk.end = sk.start[keep], sk.end[keep]
+    sk.parent, sk.depth = _index(parent[keep]), _index(depth[keep])
+    return owner, removed_rows
+
+
+def _absorbed(events: pd.DataFrame, sk: _Skeleton) -> np.ndarray:
+    """Nodes that are the only child of an "Operator"-type node of the same name."""
+    names = np.where(sk.event >= 0, events["name"].cat.codes.to_numpy()[np.maximum(sk.event, 0)],
+                     -1)
+    dup_kind = _operator_typed(events, sk)
+    has_parent = sk.parent >= 0
+    p = np.where(has_parent, sk.parent, 0)
+    only_child = np.bincount(sk.parent[has_parent], minlength=len(p)) == 1
+    return has_parent & dup_kind & dup_kind[p] & (names == names[p]) & only_child[p]
 
 
 def _chain_tops(parent: np.ndarray, absorbed: np.ndarray) -> np.ndarray:
     """For every node, its nearest ancestor-or-self that is not absorbed."""
-    top = np.arange(len(parent))
+    top = np.arange(len(parent), dtype=parent.dtype)
     while True:
         step = absorbed[top]
         if not step.any():
@@ -482,38 +571,49 @@ def _with_stats(table: TraceTable, sk: _Skeleton, tids: list[str], launch_rows: 
     device_rows, device_owner, device_launch = _device_owners(events, sk, links, launch_rows,
                                                               launch_owner)
     _fix_root_ranges(sk)
-    host_total = sk.end - sk.start
     nonroot = sk.parent >= 0
-    host_self = (host_total
-                 - np.bincount(sk.parent[nonroot], weights=host_total[nonroot], minlength=n)
-                 - np.bincount(launch_owner, weights=dur[launch_rows], minlength=n))
+    host_self = sk.end - sk.start
+    host_self -= np.bincount(sk.parent[nonroot], weights=host_self[nonroot], minlength=n)
+    host_self -= np.bincount(launch_owner, weights=dur[launch_rows], minlength=n)
     device_dur = dur[device_rows]
-    device_self = np.bincount(device_owner, weights=device_dur, minlength=n)
     kernel = events["kind"].to_numpy()[device_rows] == Kind.KERNEL
-    tc_dur = np.where(event_tc_flags(table)[device_rows] & kernel, device_dur, 0.0)
-    tc_self = np.bincount(device_owner, weights=tc_dur, minlength=n)
-    own_kernel = np.bincount(device_owner, weights=np.where(kernel, device_dur, 0.0),
-                             minlength=n)
-    staled = np.bincount(device_owner, weights=np.where(device_launch < 0, device_dur, 0.0),
-                         minlength=n)
+    device_self = _per_node(device_owner, device_dur, n)
+    tc_self = _per_node(device_owner, np.where(event_tc_flags(table)[device_rows] & kernel,
+                                               device_dur, 0.0), n)
+    own_kernel = _per_node(device_owner, np.where(kernel, device_dur, 0.0), n)
+    staled = _per_node(device_owner, np.where(device_launch < 0, device_dur, 0.0), n)
     device_total = _subtree_sum(device_self, subtree_end)
     tc_total = _subtree_sum(tc_self, subtree_end)
     static_tc = np.where(sk.event >= 0, event_tc_eligible_flags(table)[event], False)
     is_operator = _operator_predicate(sk.kind, name_code, names.cat.categories)
-    modules = np.isin(sk.kind, (NodeKind.MODULE, NodeKind.PL_MODULE))
-    op_child = nonroot & is_operator & modules[np.where(nonroot, sk.parent, 0)]
-    device_self = device_self + np.bincount(sk.parent[op_child], weights=device_total[op_child],
-                                            minlength=n)
+    if device_total.any():  # an operator's device time counts in its module parent's self
+        modules = np.isin(sk.kind, (NodeKind.MODULE, NodeKind.PL_MODULE))
+        op_child = nonroot & is_operator & modules[np.where(nonroot, sk.parent, 0)]
+        device_self = _zero_free(device_self + np.bincount(
+            sk.parent[op_child], weights=device_total[op_child], minlength=n))
     return OpTree(
-        event=sk.event, kind=sk.kind, thread=sk.thread, tids=tids, name_code=name_code,
-        name_categories=names.cat.categories, start=sk.start, end=sk.end, parent=sk.parent,
-        depth=sk.depth, subtree_end=subtree_end, host_total=host_total, host_self=host_self,
-        device_total=device_total, device_self=device_self, tc_self=tc_self, tc_total=tc_total,
-        tc_eligible=_propagate_tc(events, sk, static_tc, tc_self), is_operator=is_operator,
-        launch_rows=launch_rows, launch_owner=launch_owner, device_rows=device_rows,
-        device_owner=device_owner, device_launch=device_launch, own_kernel_time=own_kernel,
-        staled_kernel_time=staled, clamped=sk.clamped, absorbed_rows=absorbed,
+        event=_index(sk.event), kind=sk.kind, thread=_index(sk.thread), tids=tids,
+        name_code=name_code, name_categories=names.cat.categories, start=sk.start, end=sk.end,
+        parent=_index(sk.parent), depth=_index(sk.depth), subtree_end=_index(subtree_end),
+        host_self=host_self, device_total=device_total, device_self=device_self,
+        tc_self=tc_self, tc_total=tc_total,
+        tc_eligible=_propagate_tc(events, sk, static_tc, tc_self),
+        is_operator=is_operator, launch_rows=_index(launch_rows),
+        launch_owner=_index(launch_owner), device_rows=_index(device_rows),
+        device_owner=_index(device_owner), device_launch=_index(device_launch),
+        own_kernel_time=own_kernel, staled_kernel_time=staled,
+        clamped=sk.clamped, absorbed_rows=_index(absorbed),
     )
+
+
+def _index(values: np.ndarray) -> np.ndarray:
+    """Node or event numbers as int32 (2**31 events would be a ~500 GB trace)."""
+    return values.astype(np.int32, copy=False)
+
+
+def _zero_free(values: np.ndarray) -> np.ndarray:
+    """A per-node statistic, or a read-only zero-stride view of 0.0 when it is zero everywhere."""
+    return values if values.any() else np.broadcast_to(np.float64(0.0), values.shape)
 
 
 def _device_owners(events: pd.DataFrame, sk: _Skeleton, links: Launches,
@@ -559,7 +659,16 @@ def _fix_root_ranges(sk: _Skeleton) -> None:
     sk.end[owners] = sk.end[top[last]]
 
 
+def _per_node(owner: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """Sum of `weights` per owning node (see `_zero_free`)."""
+    if len(owner) == 0:
+        return np.broadcast_to(np.float64(0.0), (n,))
+    return _zero_free(np.bincount(owner, weights=weights, minlength=n))
+
+
 def _subtree_sum(values: np.ndarray, subtree_end: np.ndarray) -> np.ndarray:
+    if not values.any():
+        return values
     acc = np.concatenate(([0.0], np.cumsum(values)))
     return acc[subtree_end] - acc[:-1]
 
@@ -589,7 +698,7 @@ def _propagate_tc(events: pd.DataFrame, sk: _Skeleton, static: np.ndarray,
     n = len(static)
     op_type = _operator_typed(events, sk)
     eligible = static | (op_type & (tc_self > 0))
-    child_eligible = np.zeros(n, dtype=np.int64)
+    child_eligible = np.zeros(n, dtype=np.int32)
     for level in reversed(levels(sk.depth)):
         eligible[level] |= op_type[level] & (child_eligible[level] > 0)
         inner = level[sk.parent[level] >= 0]

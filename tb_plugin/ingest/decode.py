@@ -8,8 +8,6 @@ Malformed events cost only themselves: a batch that fails to decode is retried e
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import re
 from operator import attrgetter
 from typing import Any, Callable, Optional
@@ -18,6 +16,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from ..heap import release_free_memory
 from .scanner import split_batch_elements
 from .schema import (
     CATEGORY_KINDS,
@@ -545,26 +544,6 @@ class ColumnBuilder:
             else:
                 data[column] = values.astype(dtype, copy=False)
         return pd.DataFrame(data, copy=False)
-
-
-def release_free_memory() -> None:
-    """Give freed heap pages back to the OS (glibc keeps them otherwise).
-
-    Column chunks are small arrays that live on the heap; once concatenated they are garbage,
-    but without a trim they still count in RSS while the next column is built.
-    """
-    if _malloc_trim is not None:
-        _malloc_trim(0)
-
-
-def _load_malloc_trim() -> Optional[Callable[[int], int]]:
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc (macOS, musl...): nothing to do
-        return None
-
-
-_malloc_trim = _load_malloc_trim()
 
 
 _META, _FLOW, _INSTANT, _OTHER_PHASE = 0, 1, 2, 3

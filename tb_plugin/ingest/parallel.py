@@ -40,8 +40,9 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from ..compression import GZIP_MAGIC
+from ..heap import release_free_memory
 from ..storage import CHUNK_SIZE, FileRef, iter_decompressed
-from .decode import release_free_memory, try_decode_batch
+from .decode import try_decode_batch
 from .loader import TraceParse
 from .scanner import EventStreamScanner
 from .schema import TABLE_COLUMNS

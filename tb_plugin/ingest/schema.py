@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..heap import release_free_memory
+
 #: Bumped whenever the parser's output changes; part of every cache key.
 PARSER_VERSION = 2  # 2: categories in order of first appearance, batch-independent
 
@@ -246,9 +248,11 @@ class TraceTable:
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The value of `compute()` for this table, computed on first use only."""
+        """The value of `compute()` for this table, computed on first use only (its freed
+        temporaries are then given back to the OS: see `heap`)."""
         if key not in self.derived:
             self.derived[key] = compute()
+            release_free_memory()
         return self.derived[key]
 
     def __len__(self) -> int:
