@@ -40,12 +40,14 @@ def _last_json_line(stdout: str) -> dict[str, Any] | None:
 
 
 class TreeRssPoller(threading.Thread):
-    """Sample the summed RSS of a process and all its descendants (and the load) until stopped.
+    """Sample the resident memory of a process tree (and the load) until stopped.
 
     Ours may parse a big file in two processes; the child's own VmHWM would only see one of
-    them. Summing RSS over the tree counts pages shared between processes twice, so the number
-    can only err against us. Sampling every 20 ms can miss a very short spike in a worker; the
-    main process's exact VmHWM (reported by the child itself) is combined with it.
+    them. The tree's memory is the root's RSS plus each descendant's private pages (USS, from
+    smaps_rollup): a forked helper shares the interpreter, numpy and pandas with its parent,
+    and those pages exist once, so they are counted once (summing RSS counted them twice).
+    Sampling every 20 ms can miss a very short spike in a worker; the main process's exact
+    VmHWM (reported by the child itself) is combined with it.
     """
 
     def __init__(self, pid: int, interval: float = 0.02) -> None:
@@ -60,7 +62,7 @@ class TreeRssPoller(threading.Thread):
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
             pids = _process_tree(self.pid)
-            total = sum(_rss_kib(pid) for pid in pids) / 1024
+            total = (_rss_kib(pids[0]) + sum(_private_kib(pid) for pid in pids[1:])) / 1024
             self.peak_mb = max(self.peak_mb, total)
             self.max_processes = max(self.max_processes, len(pids))
             self.max_load = max(self.max_load, os.getloadavg()[0])
@@ -94,6 +96,19 @@ def _rss_kib(pid: int) -> int:
     except OSError:
         return 0
     return 0
+
+
+def _private_kib(pid: int) -> int:
+    """Pages only this process maps (USS: Private_Clean + Private_Dirty); its RSS if the
+    kernel has no smaps_rollup; 0 if it already exited."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as fh:
+            return sum(int(line.split()[1]) for line in fh
+                       if line.startswith(("Private_Clean:", "Private_Dirty:")))
+    except FileNotFoundError:
+        return _rss_kib(pid) if Path(f"/proc/{pid}").exists() else 0
+    except (OSError, ValueError, IndexError):
+        return _rss_kib(pid)
 
 
 def run_child(cmd: list[str], env: dict[str, str], log_name: str, timeout: float) -> dict[str, Any]:

@@ -73,7 +73,7 @@ class CallStacks:
     def codes_of(self, rows: np.ndarray) -> np.ndarray:
         """Stack code of arbitrary event rows (-1 for rows without a derived stack)."""
         rows = np.asarray(rows, dtype=np.int64)
-        if len(self.rows) == 0:
+        if len(self.rows) == 0 or len(self.stacks) == 0:
             return np.full(len(rows), -1, dtype=np.int64)
         pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
         return np.where(self.rows[pos] == rows, self.code[pos], -1)
@@ -94,7 +94,8 @@ def python_call_stacks(table: TraceTable) -> CallStacks:
 
 
 def _empty(rows: np.ndarray, python_events: int = 0) -> CallStacks:
-    return CallStacks(rows=rows, code=np.full(len(rows), -1, dtype=np.int64),
+    # no stack anywhere: the codes are a zero-stride view of -1 (no memory per operator)
+    return CallStacks(rows=rows.astype(np.int32), code=np.broadcast_to(np.int32(-1), len(rows)),
                       stacks=pd.Index([], dtype=object), python_events=python_events)
 
 

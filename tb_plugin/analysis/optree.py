@@ -342,8 +342,11 @@ def subtree_ends(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
 
 def levels(depth: np.ndarray) -> list[np.ndarray]:
     """Node indices grouped by depth (index order kept within a level)."""
+    deepest = int(depth.max(initial=0))
+    if int(depth.min(initial=0)) >= 0 and deepest < 2**15:
+        depth = depth.astype(np.int16)  # numpy's stable sort is a radix sort for 16 bits: 5x
     order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
+    bounds = np.searchsorted(depth[order], np.arange(deepest + 2))
     return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
