@@ -56,6 +56,9 @@ def cpu_seconds() -> float:
 def emit(result: dict[str, Any]) -> None:
     """Print the result as the last stdout line; the parent parses only that line."""
     result.setdefault("peak_rss_mb", peak_rss_mb())
+    # pandas >= 3 imports pyarrow at startup when it is installed (~36 MB more RSS); neither
+    # plugin needs it, and both venvs should agree for the RSS columns to compare
+    result["pyarrow_loaded"] = "pyarrow" in sys.modules
     result["ru_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / _KIB, 1)
     sys.stdout.flush()
     print("\n" + json.dumps(result), flush=True)

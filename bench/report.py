@@ -29,7 +29,7 @@ HEADERS = (
 # Targets from the project brief: label -> minimum speedup (old / ours).
 SPEEDUP_TARGETS = {"200mb": 10.0, "800mb": 20.0}
 RSS_PER_JSON_TARGET = 1.0
-# Below this size the ~150 MB interpreter + import baseline dominates peak RSS, so the ratio says
+# Below this size the ~70 MB interpreter + import baseline dominates peak RSS, so the ratio says
 # nothing about how the loader scales; the table still shows it for every size.
 RSS_TARGET_MIN_MB = 150
 OLD_CACHE = WORK / "old_results.json"
@@ -104,6 +104,10 @@ def _notes(row: Row) -> str:
     loads = [r.get("max_load_1m", 0.0) for r in (old, ours) if r and not r.get("cached")]
     if loads and max(loads) > (os.cpu_count() or 1):
         notes.append(f"busy machine: load up to {max(loads):.1f}")
+    with_pyarrow = [who for who, r in (("old", old), ("ours", ours))
+                    if r and r.get("pyarrow_loaded")]
+    if with_pyarrow:  # pandas imported it: ~36 MB more RSS for that side
+        notes.append(f"pyarrow loaded ({', '.join(with_pyarrow)})")
     if ours and ours.get("status") == "ok" and ours.get("mode") != "full":
         notes.append(f"ours: {ours.get('mode')}")
     elif ours and ours.get("status") != "ok":
