@@ -303,8 +303,9 @@ def _parents(depth: np.ndarray) -> np.ndarray:
     for level in levels(depth):  # ascending depth, positions ascending within a level
         if above is not None and len(level):
             earlier = np.searchsorted(above, level)
-            parent[level] = above[np.maximum(earlier - 1, 0)]
-            orphans = level[earlier == 0]
+            if len(above):
+                parent[level] = above[np.maximum(earlier - 1, 0)]
+            orphans = level[earlier == 0]  # all of them under an empty level
             if len(orphans):
                 parent[orphans] = _parents_by_key(depth, orphans)
         above = level

@@ -308,3 +308,37 @@ def test_dense_ranks_equal_numpy_unique_inverse():
     assert distinct == len(unique)
     np.testing.assert_array_equal(ranks, inverse)
     assert dense_ranks(np.array([]))[1] == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_parents_per_level_equal_the_key_search(seed):
+    """`_parents` (one searchsorted per level) gives exactly what a search over (depth,
+    position) keys gives, also for the gapped depth sequences of non-laminar clamping rounds."""
+    from tb_plugin.analysis.optree import _parents, _parents_by_key
+
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        n = int(rng.integers(1, 80))
+        depth = np.maximum(np.cumsum(rng.integers(-2, 3, n)), 0)  # steps up to 2: gaps
+        depth[0] = 0
+        want = np.full(n, -1)
+        inner = np.flatnonzero(depth > 0)
+        want[inner] = _parents_by_key(depth, inner)
+        np.testing.assert_array_equal(_parents(depth), want)
+
+
+def test_tree_arrays_are_compact(tmp_path):
+    """Node numbers are int32; a device statistic that is zero everywhere (a CPU-only trace)
+    is a read-only zero-stride view, with the values of a real zero array."""
+    cpu = build_op_tree(make_table([op("aten::mm", 0, 10, 1), op("aten::add", 2, 3, 2)],
+                                   tmp_path))
+    for name in ("event", "thread", "parent", "depth", "subtree_end"):
+        assert getattr(cpu, name).dtype == np.int32
+    for name in ("device_total", "device_self", "tc_self", "tc_total", "own_kernel_time"):
+        values = getattr(cpu, name)
+        assert values.strides == (0,) and not values.flags.writeable
+        np.testing.assert_array_equal(values, np.zeros(len(cpu)))
+    np.testing.assert_array_equal(cpu.host_total, cpu.end - cpu.start)
+    gpu = build_op_tree(make_table([op("aten::mm", 0, 10, 1), runtime(1, 2, 7, 1),
+                                    kernel(5, 4, 7, 1)], tmp_path))
+    assert gpu.device_total.strides != (0,) and gpu.device_total.max() == 4
