@@ -80,12 +80,16 @@ class CallStacks:
 
     def of_rows(self, rows: np.ndarray, missing: str = "") -> pd.Categorical:
         """Stack strings of event rows as a categorical, `missing` where there is none."""
-        codes = self.codes_of(rows)
-        categories = self.stacks
-        if missing not in categories:
-            categories = categories.append(pd.Index([missing], dtype=object))
-        fill = int(categories.get_loc(missing))
-        return pd.Categorical.from_codes(np.where(codes >= 0, codes, fill), categories)
+        return filled_categorical(self.codes_of(rows), self.stacks, missing)
+
+
+def filled_categorical(codes: np.ndarray, categories: pd.Index, missing: str) -> pd.Categorical:
+    """A categorical of `codes` into `categories`, `missing` where a code is -1 (`missing`
+    becomes a category if it is not one)."""
+    if missing not in categories:
+        categories = categories.append(pd.Index([missing], dtype=object))
+    fill = int(categories.get_loc(missing))
+    return pd.Categorical.from_codes(np.where(codes >= 0, codes, fill), categories)
 
 
 def python_call_stacks(table: TraceTable) -> CallStacks:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
-from .callstacks import python_call_stacks
+from .callstacks import filled_categorical, python_call_stacks
 from .optree import build_op_tree
 
 GROUP_BY_OPERATOR = "operator"
@@ -80,14 +80,9 @@ def has_recorded_call_stacks(table: TraceTable) -> bool:
 
 def _gathered(column: pd.Series, positions: np.ndarray, missing: str) -> pd.Categorical:
     """The categorical `column` at `positions`, `missing` where the position is -1 or the value
-    is absent (`missing` becomes a category if it is not one)."""
-    categories = column.cat.categories
-    if missing not in categories:
-        categories = categories.append(pd.Index([missing], dtype=object))
-    fill = categories.get_loc(missing)
+    is absent."""
     codes = column.cat.codes.to_numpy()[np.maximum(positions, 0)]
-    codes = np.where((positions >= 0) & (codes >= 0), codes, fill)
-    return pd.Categorical.from_codes(codes, categories)
+    return filled_categorical(np.where(positions >= 0, codes, -1), column.cat.categories, missing)
 
 
 def has_device_work(table: TraceTable) -> bool:

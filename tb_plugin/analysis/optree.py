@@ -190,7 +190,7 @@ def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
     is the clamped end per input index.
     """
     n = len(start)
-    ranks, distinct = _dense_ranks_of(start, end)
+    ranks, distinct = dense_ranks(start, end)
     width = distinct + 1  # exact integer keys: group-major, then time rank
     # int32 keys when they fit: nesting a big trace's ops is the analysis's memory peak
     key_type = np.int32 if (int(group.max(initial=0)) + 1) * width < 2**31 else np.int64
@@ -221,17 +221,12 @@ def nest(group: np.ndarray, start: np.ndarray, end: np.ndarray
     return _nest_sequential(order, g_sorted, s_sorted, e_key, end.copy(), clamped)
 
 
-def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """(rank of each value among the distinct values, number of distinct values), like
-    `np.unique(values, return_inverse=True)` (NaNs are one value, ranked last) but several
-    times faster on trace times: a stable sort (timsort) runs in near-linear time on data that
-    is already almost in time order. Ranks are int32 below 2**31 values."""
-    return _dense_ranks_of(values)
-
-
-def _dense_ranks_of(*parts: np.ndarray) -> tuple[np.ndarray, int]:
-    """`dense_ranks` of the concatenated `parts`, dropping each temporary as soon as it is used
-    (this is the op tree's memory peak on big traces)."""
+def dense_ranks(*parts: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each value among the distinct values, number of distinct values) of the
+    concatenated `parts`, like `np.unique(values, return_inverse=True)` (NaNs are one value,
+    ranked last) but several times faster on trace times: a stable sort (timsort) runs in
+    near-linear time on data that is already almost in time order. Ranks are int32 below 2**31
+    values; each temporary is dropped as soon as it is used (the op tree's memory peak)."""
     values = np.concatenate(parts)
     order = np.argsort(values, kind="stable")
     ordered = values[order]
