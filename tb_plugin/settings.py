@@ -1,0 +1,124 @@
+"""Every knob of torch-prof in one place: the `TORCH_PROF_*` environment variables.
+
+`settings()` reads them (each call reads the environment afresh: it is a handful of dict
+lookups, and tests and launchers set variables after import). Every module that needs a knob
+takes it from here; nothing else in the package reads `os.environ` for its own configuration.
+Invalid values are logged once per read and replaced by the default, never fatal. The README's
+"Configuration" table lists the same variables.
+
+It also answers the two machine questions the sizing decisions share: how many CPUs this process
+may use, and how much memory is available to new processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR_ENV = "TORCH_PROF_CACHE_DIR"
+PARSE_PROCESSES_ENV = "TORCH_PROF_PARSE_PROCESSES"
+LOAD_WORKERS_ENV = "TORCH_PROF_LOAD_WORKERS"
+LOAD_MEMORY_ENV = "TORCH_PROF_LOAD_MEMORY_MB"
+TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
+START_METHOD_ENV = "TORCH_PROF_START_METHOD"
+WARM_ENV = "TORCH_PROF_WARM"
+
+#: Values of $TORCH_PROF_CACHE_DIR that turn the cache off.
+CACHE_OFF_VALUES = frozenset({"off", "none", "0", "false"})
+START_METHODS = ("spawn", "forkserver", "fork")
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: Parsed-trace cache folder; None = the user cache dir (platformdirs); see `cache_off`.
+    cache_dir: Optional[Path] = None
+    #: $TORCH_PROF_CACHE_DIR is one of CACHE_OFF_VALUES: parse from scratch every time.
+    cache_off: bool = False
+    #: Processes one big local file is parsed with (1 = never split).
+    parse_processes: int = 2
+    #: Parser processes of the server's load pool; None = from cores and memory.
+    load_workers: Optional[int] = None
+    #: Memory budget of the load pool in bytes; None = half of the available memory.
+    load_memory: Optional[int] = None
+    #: Memory budget of the server's parsed-table LRU in bytes; None = from available memory.
+    table_memory: Optional[int] = None
+    #: multiprocessing start method of the load pool.
+    start_method: str = "spawn"
+    #: Warm derived data (op tree, timeline index) of newly read tables in the background.
+    warm: bool = True
+
+
+def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
+    """The settings from `environ` (default: the process environment)."""
+    env = os.environ if environ is None else environ
+    cache = env.get(CACHE_DIR_ENV, "").strip()
+    megabytes = {name: _positive_int(env, name) for name in (LOAD_MEMORY_ENV, TABLE_MEMORY_ENV)}
+    return Settings(
+        cache_dir=Path(cache).expanduser() if cache and cache.lower() not in CACHE_OFF_VALUES
+        else None,
+        cache_off=cache.lower() in CACHE_OFF_VALUES,
+        parse_processes=_positive_int(env, PARSE_PROCESSES_ENV) or 2,
+        load_workers=_positive_int(env, LOAD_WORKERS_ENV),
+        load_memory=_megabytes(megabytes[LOAD_MEMORY_ENV]),
+        table_memory=_megabytes(megabytes[TABLE_MEMORY_ENV]),
+        start_method=_choice(env, START_METHOD_ENV, START_METHODS, "spawn"),
+        warm=env.get(WARM_ENV, "").strip() != "0",
+    )
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> Optional[int]:
+    value = env.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        log.warning("ignoring %s=%r: not a positive integer", name, value)
+        return None
+    return number
+
+
+def _megabytes(value: Optional[int]) -> Optional[int]:
+    return None if value is None else value << 20
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = env.get(name, "").strip()
+    if value and value not in choices:
+        log.warning("ignoring %s=%r: not one of %s", name, value, ", ".join(choices))
+        return default
+    return value or default
+
+
+# -- the machine -----------------------------------------------------------------------------
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (taskset, cgroup cpusets), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def available_memory() -> Optional[int]:
+    """Bytes of memory available to new processes now (MemAvailable on Linux), None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
