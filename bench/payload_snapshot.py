@@ -168,14 +168,19 @@ def _view_requests(board: Board, runs: list[str], view: str, run: str, worker: s
     elif view == "Module":
         yield "/modules", at
     elif view == "Diff":
-        yield "/diff", {**at, "exp_run": run}
         for other in spans:
             if other != span:
-                yield "/diff", {**at, "exp_run": run, "exp_span": other}
-                yield "/diff", {**at, "exp_run": run, "exp_span": other, "path": "0-0"}
+                exp = {"exp_run": run, "exp_worker": worker, "exp_span": other}
+                yield "/diff", {**at, **exp}
+                yield "/diff", {**at, **exp, "path": "0-0"}
+                yield "/diff", {**at, **exp, "path": "0-1"}
         for other in runs:
             if other != run:
-                yield "/diff", {**at, "exp_run": other}
+                workers = board.json("/workers", run=other, view="Diff") or []
+                exp_spans = board.json("/spans", run=other, worker=workers[0]) if workers else []
+                if exp_spans:
+                    yield "/diff", {**at, "exp_run": other, "exp_worker": workers[0],
+                                    "exp_span": exp_spans[0]}
                 break
 
 
@@ -187,10 +192,12 @@ def _wait_loaded(board: Board) -> list[str]:
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         listing = board.json("/runs")
-        text = json.dumps(listing)
-        if listing is not None and '"queued"' not in text and '"loading"' not in text:
-            runs = listing.get("runs", listing) if isinstance(listing, dict) else listing
-            return [r["name"] if isinstance(r, dict) else r for r in runs]
+        runs = listing.get("runs", []) if isinstance(listing, dict) else []
+        states = {span.get("state") for run in runs for worker in run.get("workers", [])
+                  for span in worker.get("spans", [])}
+        if listing is not None and not listing.get("loading") and not states & {"queued",
+                                                                                "loading"}:
+            return [run["name"] for run in runs]
         time.sleep(0.5)
     raise SystemExit("runs did not finish loading in 900 s")
 
