@@ -91,6 +91,19 @@ class TraceCache:
 
     # -- analysed payloads ---------------------------------------------------------------------
 
+    def get_payload(self, ref: FileRef, key: str) -> Optional[Any]:
+        """The payload stored under `key` for this file version, or None when there is none
+        (caching off, never computed, unreadable); never computes one."""
+        if not self.enabled:
+            return None
+        path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
+        try:
+            stored = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key \
+            else None
+
     def payload(self, ref: FileRef, key: str, compute: Callable[[], Any]) -> Any:
         """A JSON-serialisable analysis result for this file, computed once across restarts."""
         if not self.enabled:

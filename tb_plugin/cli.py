@@ -29,6 +29,7 @@ from typing import Any, Optional, TextIO
 from .cache import TraceCache, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import TraceTable, load_trace
+from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -270,21 +271,17 @@ def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> d
     if not run.workers:
         raise UsageError(f"run {run.name} has no trace files")
     span_name = span_name or next(iter(run.workers.values()))[0].span
-    tables, skipped = {}, {}
-    for worker in run.workers:
-        span = run.span_file(worker, span_name)
-        if span is None:
-            skipped[worker] = f"the worker has no span {span_name!r}"
-            continue
-        table = load_trace(span.ref, cache=cache)
-        if table.status.state == "error":
-            skipped[worker] = table.status.messages[0] if table.status.messages else "error"
-        else:
-            tables[worker] = table
-    if not tables and all("has no span" in why for why in skipped.values()):
-        raise UsageError(f"no worker of {run.name} has span {span_name!r}")
-    if not tables:
-        raise LoadError(f"no worker of span {span_name!r} could be read: {skipped}")
+    spans = ((worker, run.span_file(worker, span_name)) for worker in run.workers)
+    files = ((worker, None if span is None else load_trace(span.ref, cache=cache))
+             for worker, span in spans)
+    found = span_workers(span_name, files, lambda table: (table.status.state,
+                                                          table.status.messages))
+    try:
+        tables, skipped = found.require(run.name, span_name)
+    except NoWorkerHasSpan as exc:
+        raise UsageError(str(exc)) from None
+    except NoWorkerReadable as exc:
+        raise LoadError(f"{exc.message}: {exc.skipped}") from None
     return build_distributed_view(tables, skipped)
 
 

@@ -72,6 +72,7 @@ class SingleFlight:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: dict[Hashable, Future] = {}
+        self._waiting: dict[Hashable, int] = {}
 
     def do(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         with self._lock:
@@ -79,8 +80,16 @@ class SingleFlight:
             owner = future is None
             if owner:
                 future = self._calls[key] = Future()
+            else:
+                self._waiting[key] = self._waiting.get(key, 0) + 1
         if not owner:
-            return future.result()
+            try:
+                return future.result()
+            finally:
+                with self._lock:
+                    self._waiting[key] -= 1
+                    if not self._waiting[key]:
+                        del self._waiting[key]
         try:
             value = compute()
         except BaseException as exc:
@@ -92,3 +101,8 @@ class SingleFlight:
         finally:
             with self._lock:
                 self._calls.pop(key, None)
+
+    def waiting(self, key: Hashable) -> int:
+        """How many callers wait for the run of `key` under way (an observable for tests)."""
+        with self._lock:
+            return self._waiting.get(key, 0)

@@ -21,6 +21,7 @@ from . import static
 from .api import Query, endpoint, json_response
 from .errors import NotFound
 from .handlers import HANDLERS, Handler, output_format, send_payload
+from .provider import TraceProvider
 from .routes import DATA_ROUTES, DISK, MEMORY, DataRoute, warm_timeline
 from .store import RunStore
 from .views import views_of_file
@@ -36,9 +37,12 @@ CATCH_ALL = "/*"  # not a route of the API: TensorBoard tries it after every oth
 class TorchProfPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
-    def __init__(self, context: base_plugin.TBContext) -> None:
+    def __init__(self, context: base_plugin.TBContext,
+                 provider: Optional[TraceProvider] = None) -> None:
+        """`provider`: the data behind the routes; by default a `RunStore` over the logdir,
+        made on first use (TensorBoard makes plugins it may never show)."""
         self._logdir = resolve_logdir(context)
-        self._store: Optional[RunStore] = None
+        self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
 
     # -- TensorBoard hooks -------------------------------------------------------------------
@@ -69,7 +73,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             es_module_path="/index.js", tab_name=TAB_NAME, disable_reload=True)
 
     @property
-    def store(self) -> RunStore:
+    def store(self) -> TraceProvider:
         if self._store is None:
             with self._store_lock:
                 if self._store is None:

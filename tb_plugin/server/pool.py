@@ -1,23 +1,22 @@
-"""Parse trace files in child processes, a few at a time, into the on-disk cache.
+"""Schedule the parsing of trace files in child processes, a few at a time (server side).
 
-A child parses one file and writes the table to the `TraceCache`; it sends back only a small
-summary (state, messages, feature counts), never the table: the server reads tables from the
-cache when a view needs them, which is fast and needs no big pickles. How many files are parsed at
-once is bounded by the cores and by a memory budget (each file's peak is estimated from its size),
-and one file is always allowed to run, however big. Children are started with `spawn` (TensorBoard
-is multi-threaded, so `fork` is unsafe) and the pool is shut down when idle, so an idle server
-holds no parser processes.
+A child (`parse_child.py`) parses one file and writes the table to the `TraceCache`; it sends
+back only a small summary (state, messages, feature counts), never the table: the server reads
+tables from the cache when a view needs them, which is fast and needs no big pickles. How many
+files are parsed at once is bounded by the cores and by a memory budget (each file's peak is
+estimated from its size), and one file is always allowed to run, however big. Children are
+started with `spawn` by default (TensorBoard is multi-threaded, so `fork` is unsafe) and the
+pool is shut down when idle, so an idle server holds no parser processes. The knobs come from
+`tb_plugin.settings`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import heapq
-import inspect
 import itertools
 import logging
 import multiprocessing
-import os
 import queue
 import threading
 import time
@@ -26,19 +25,13 @@ from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Optional
+from typing import Any, Callable, Optional
 
+from ..settings import Settings, available_memory, settings, usable_cpus
 from ..storage import FileRef
-from .views import FEATURES_VERSION
+from .parse_child import init_child, parse_into_cache
 
 log = logging.getLogger(__name__)
-
-#: Payload key of the per-file summary the children store next to the parsed table.
-SUMMARY_KEY = f"torch-prof-server/summary/v{FEATURES_VERSION}"
-
-START_METHOD_ENV = "TORCH_PROF_START_METHOD"
-WORKERS_ENV = "TORCH_PROF_LOAD_WORKERS"
-MEMORY_ENV = "TORCH_PROF_LOAD_MEMORY_MB"
 
 #: Peak memory of a parser process beyond the file itself (interpreter, numpy, pandas, buffers).
 BASE_MEMORY = 192 << 20
@@ -46,56 +39,22 @@ BASE_MEMORY = 192 << 20
 GZIP_EXPANSION = 20
 IDLE_SHUTDOWN_S = 60.0
 PROGRESS_INTERVAL_S = 0.25
-CHILD_NICENESS = 2  # parsing yields a little to the server's request threads
 
 
 # -- sizing --------------------------------------------------------------------------------------
 
 
-def cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def available_memory() -> Optional[int]:
-    """Bytes of memory available to new processes now (MemAvailable on Linux)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _env_int(name: str) -> Optional[int]:
-    value = os.environ.get(name, "").strip()
-    try:
-        return int(value) if value else None
-    except ValueError:
-        log.warning("ignoring %s=%r: not an integer", name, value)
-        return None
-
-
-def default_memory_budget() -> int:
-    configured = _env_int(MEMORY_ENV)
-    if configured:
-        return configured << 20
+def default_memory_budget(config: Settings) -> int:
+    if config.load_memory:
+        return config.load_memory
     available = available_memory()
     return available // 2 if available else 4 << 30
 
 
-def default_workers(budget: int) -> int:
-    configured = _env_int(WORKERS_ENV)
-    if configured:
-        return max(1, configured)
-    return max(1, min(cpu_count(), budget // BASE_MEMORY, 8))
+def default_workers(config: Settings, budget: int) -> int:
+    if config.load_workers:
+        return config.load_workers
+    return max(1, min(usable_cpus(), budget // BASE_MEMORY, 8))
 
 
 def estimate_memory(ref: FileRef) -> int:
@@ -143,12 +102,15 @@ class LoadPool:
         memory_budget: Optional[int] = None,
         idle_shutdown_s: float = IDLE_SHUTDOWN_S,
         start_method: Optional[str] = None,
+        config: Optional[Settings] = None,
     ) -> None:
+        config = config or settings()
         self.cache_root = cache_root
-        self.memory_budget = memory_budget or default_memory_budget()
-        self.workers = workers or default_workers(self.memory_budget)
+        self.memory_budget = memory_budget or default_memory_budget(config)
+        self.workers = workers or default_workers(config, self.memory_budget)
         self.idle_shutdown_s = idle_shutdown_s
-        self.start_method = start_method or os.environ.get(START_METHOD_ENV) or "spawn"
+        self.start_method = start_method or config.start_method
+        self.split = config.parse_processes >= 2  # the parser may split a big file in two
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -191,14 +153,6 @@ class LoadPool:
         """Forget a queued file (it changed or vanished); a running parse just finishes."""
         with self._lock:
             self._pending.pop(key, None)
-
-    def busy(self) -> bool:
-        with self._lock:
-            return bool(self._pending or self._running)
-
-    def running_count(self) -> int:
-        with self._lock:
-            return len(self._running)
 
     def close(self) -> None:
         """Stop now: drop the queue and kill running parsers (used at server exit)."""
@@ -250,7 +204,7 @@ class LoadPool:
         """A file parsed alone may use two processes (the parser splits big local files), so
         one huge trace still uses both cores; otherwise one process per file."""
         alone = not self._running and len(self._pending) == 1
-        return 2 if alone and self.workers >= 2 and _split_allowed() else 1
+        return 2 if alone and self.workers >= 2 and self.split else 1
 
     def _dispatch(self) -> None:
         started = []
@@ -327,7 +281,7 @@ class LoadPool:
             if self._progress_queue is None:
                 self._progress_queue = context.Queue()
             self._executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_init_child,
+                max_workers=self.workers, mp_context=context, initializer=init_child,
                 initargs=(self._progress_queue,))
         return self._executor
 
@@ -360,15 +314,6 @@ def _entry(job: LoadJob) -> tuple[int, int, int, str]:
     return (-job.priority, job.ref.size, job.token, job.key)
 
 
-def _split_allowed() -> bool:
-    """Whether the user left the parser's own two-process split on."""
-    try:
-        from ..ingest.parallel import wanted_processes
-    except ImportError:
-        return False
-    return wanted_processes(None) >= 2
-
-
 def _kill(executor: ProcessPoolExecutor) -> None:
     """Shut an executor down without waiting for running parses (they may take minutes)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
@@ -380,109 +325,3 @@ def _kill(executor: ProcessPoolExecutor) -> None:
     for process in processes:
         with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
             process.join(max(0.0, deadline - time.monotonic()))
-
-
-# -- the child side ------------------------------------------------------------------------------
-
-_progress_queue: Any = None
-
-
-def _init_child(progress_queue: Any) -> None:
-    global _progress_queue
-    _progress_queue = progress_queue
-    with contextlib.suppress(AttributeError, OSError):
-        os.nice(CHILD_NICENESS)
-
-
-class _CountingReader:
-    """A file handle that counts the (compressed) bytes read, for progress."""
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self._handle = handle
-        self.position = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._handle.read(size)
-        self.position += len(data)
-        return data
-
-    def __enter__(self) -> _CountingReader:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._handle.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._handle, name)
-
-
-@dataclass(frozen=True)
-class _ProgressRef(FileRef):
-    """The same file (same identity, same cache entry), opened through a counting reader."""
-
-    readers: list = field(default_factory=list, compare=False, repr=False)
-
-    def open(self) -> BinaryIO:
-        reader = _CountingReader(super().open())
-        self.readers.append(reader)
-        return reader  # type: ignore[return-value]
-
-
-class _ProgressReporter:
-    def __init__(self, key: str, ref: _ProgressRef) -> None:
-        self.key, self.ref, self.last = key, ref, 0.0
-
-    def __call__(self, decompressed_bytes: int) -> None:
-        now = time.monotonic()
-        if _progress_queue is None or not self.ref.readers or now - self.last < 0.2:
-            return
-        self.last = now
-        read = self.ref.readers[-1].position
-        if not self.ref.path.endswith(".gz"):
-            # Plain JSON: the parser's byte count includes a split parse's child process,
-            # whereas this reader only sees the parent's half.
-            read = max(read, decompressed_bytes)
-        fraction = min(0.99, read / max(1, self.ref.size))
-        with contextlib.suppress(OSError, ValueError, queue.Full):
-            _progress_queue.put_nowait((self.key, fraction))
-
-
-def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
-                     ) -> dict[str, Any]:
-    """Child: parse one file into the cache; return its summary (small, cheap to pickle)."""
-    from ..cache import TraceCache
-    from ..ingest import load_trace
-    from .views import summarize
-
-    cache = TraceCache(Path(cache_root))
-    counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
-    extra = {"processes": processes} if _accepts(load_trace, "processes") else {}
-    table = load_trace(counted, cache=cache, progress=_ProgressReporter(key, counted), **extra)
-    summary = summarize(table)
-    if summary["state"] != "error":  # error tables are not cached: a retry re-reads the file
-        cache.payload(ref, SUMMARY_KEY, lambda: summary)
-    return summary
-
-
-def _accepts(function: Callable[..., Any], name: str) -> bool:
-    try:
-        return name in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-class _Missing(Exception):
-    pass
-
-
-def _missing() -> Any:
-    raise _Missing
-
-
-def peek_summary(cache: Any, ref: FileRef) -> Optional[dict[str, Any]]:
-    """The summary a child stored for this exact file version, if any (no parsing)."""
-    try:
-        summary = cache.payload(ref, SUMMARY_KEY, _missing)
-    except _Missing:
-        return None
-    return summary if isinstance(summary, dict) and "state" in summary else None

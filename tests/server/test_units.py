@@ -9,26 +9,34 @@ import math
 import re
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pytest
 from tensorboard.plugins import base_plugin
-from werkzeug.test import Client
+from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Response
 
+from tb_plugin.cache import TraceCache
+from tb_plugin.ingest import load_trace
 from tb_plugin.server import static
 from tb_plugin.server.api import Query, encode_json, endpoint
 from tb_plugin.server.errors import BadRequest
+from tb_plugin.server.filestate import FileState, modified_at, run_state
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
+from tb_plugin.server.parse_child import SUMMARY_KEY, peek_summary
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
 from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadOutcome, LoadPool, estimate_memory
 from tb_plugin.server.routes import DATA_ROUTES
-from tb_plugin.server.store import FileState, RunStore, _modified_at, _run_state
+from tb_plugin.server.store import RunStore
+from tb_plugin.server.tables import table_budget
 from tb_plugin.server.tabular import csv_filename, tabulate, to_csv
-from tb_plugin.server.views import RunFacts, views_of_file, views_of_run
-from tb_plugin.storage import FileRef
+from tb_plugin.server.views import RunFacts, features, views_of_file, views_of_run
+from tb_plugin.settings import Settings
+from tb_plugin.span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
+from tb_plugin.storage import FileRef, open_ref
 
 OPENAPI = Path(__file__).resolve().parents[2] / "tb_plugin" / "openapi.yaml"
 
@@ -120,12 +128,22 @@ def test_lru_is_bounded_by_bytes_and_keeps_the_newest() -> None:
     assert lru.get("huge") == "H" and len(lru) == 1 and lru.nbytes == 500
 
 
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll an observable state until it holds (the timeout only guards against a hang)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
 def test_single_flight_computes_once() -> None:
     flight, calls, gate = SingleFlight(), [], threading.Event()
 
     def compute() -> int:
         calls.append(1)
-        gate.wait(5)
+        gate.wait(10)
         return 42
 
     results: list[int] = []
@@ -133,7 +151,7 @@ def test_single_flight_computes_once() -> None:
                for _ in range(20)]
     for thread in threads:
         thread.start()
-    time.sleep(0.2)
+    assert wait_until(lambda: flight.waiting("k") == 19)  # all joined the owner's run
     gate.set()
     for thread in threads:
         thread.join(5)
@@ -145,6 +163,7 @@ def test_single_flight_computes_once() -> None:
     with pytest.raises(ValueError):
         flight.do("k", boom)
     assert flight.do("k", lambda: 7) == 7  # failures are not remembered
+    assert flight.waiting("k") == 0
 
 
 # -- api ------------------------------------------------------------------------------------------
@@ -158,8 +177,6 @@ def test_encode_json_handles_numpy_and_non_finite() -> None:
 
 
 def _query(qs: str) -> Query:
-    from werkzeug.test import EnvironBuilder
-
     return Query(EnvironBuilder(query_string=qs).get_request())
 
 
@@ -232,11 +249,11 @@ def _ref(mtime: str, size: int = 10, path: str = "/x/w.pt.trace.json") -> FileRe
 
 
 def test_modified_at_units() -> None:
-    assert _modified_at(_ref("1700000000123456789")) == pytest.approx(1700000000.123456789)
-    assert _modified_at(_ref("1700000000123")) == pytest.approx(1700000000.123)
-    assert _modified_at(_ref("1700000000.5")) == 1700000000.5
-    assert _modified_at(_ref("2024-01-02T03:04:05Z")) == pytest.approx(1704164645)
-    assert _modified_at(_ref("")) is None and _modified_at(_ref("etag-abc")) is None
+    assert modified_at(_ref("1700000000123456789")) == pytest.approx(1700000000.123456789)
+    assert modified_at(_ref("1700000000123")) == pytest.approx(1700000000.123)
+    assert modified_at(_ref("1700000000.5")) == 1700000000.5
+    assert modified_at(_ref("2024-01-02T03:04:05Z")) == pytest.approx(1704164645)
+    assert modified_at(_ref("")) is None and modified_at(_ref("etag-abc")) is None
 
 
 def test_recently_written_broken_file_is_reported_loading() -> None:
@@ -253,10 +270,10 @@ def test_recently_written_broken_file_is_reported_loading() -> None:
 
 
 def test_run_state_and_views() -> None:
-    assert _run_state(["ok", "queued"]) == "loading"
-    assert _run_state(["error", "error"]) == "error"
-    assert _run_state(["ok", "error"]) == "partial"
-    assert _run_state(["ok", "ok"]) == "ready" and _run_state([]) == "ready"
+    assert run_state(["ok", "queued"]) == "loading"
+    assert run_state(["error", "error"]) == "error"
+    assert run_state(["ok", "error"]) == "partial"
+    assert run_state(["ok", "ok"]) == "ready" and run_state([]) == "ready"
     assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == [
         "Overview", "Operator", "Kernel", "Trace", "Diff"]  # two traces: Diff
     assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace"]
@@ -321,9 +338,6 @@ def test_view_predicates() -> None:
 
 
 def test_features_count_comm_ops_and_module_events() -> None:
-    from tb_plugin.ingest import load_trace
-    from tb_plugin.server.views import features
-
     ddp = load_trace(str(sorted((SAMPLES / "ddp_gloo").glob("*rank0*.pt.trace.json.gz"))[0]))
     found = features(ddp)
     assert found["comm_ops"] > 0 and found["module_events"] > 0 and found["memory_events"] > 0
@@ -331,28 +345,67 @@ def test_features_count_comm_ops_and_module_events() -> None:
     assert features(cnn)["comm_ops"] == 0
 
 
-def _queued_store(tmp_path: Path) -> tuple[RunStore, Client]:
-    """A store that scanned samples/ but parses nothing (no pool): every file stays queued."""
-    from tb_plugin.cache import TraceCache
-    from tb_plugin.discovery import discover_runs
 
-    store = RunStore(str(SAMPLES), cache=TraceCache(tmp_path / "cache"))
-    store._started = True  # no scan thread, no parser pool
-    store._apply_scan(discover_runs(str(SAMPLES)))
-    store._first_scan.set()
-    plugin = TorchProfPlugin(_context(str(SAMPLES)))
-    plugin._store = store
-    apps = plugin.get_plugin_apps()
+class RecordingPool:
+    """A parser pool (the catalogue's `Parser` seam) that parses nothing: files stay queued
+    until the test reports an outcome through the callback the catalogue handed over, as
+    `LoadPool` does when a child finishes."""
+
+    def __init__(self, root: Path, on_start: Callable[[str], None],
+                 on_progress: Callable[[str, float], None],
+                 on_done: Callable[[LoadOutcome], None]) -> None:
+        self.root, self.on_done = root, on_done
+        self.submitted: list[str] = []
+        self.bumped: list[str] = []
+
+    def submit(self, job: LoadJob) -> None:
+        self.submitted.append(job.key)
+
+    def bump(self, key: str, priority: int = 10) -> None:
+        self.bumped.append(key)
+
+    def cancel(self, key: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _store(tmp_path: Path, pools: list[RecordingPool]) -> RunStore:
+    """A store over samples/ whose parser pool parses nothing (every file stays queued)."""
+
+    def make_pool(*args: Any) -> RecordingPool:
+        pools.append(RecordingPool(*args))
+        return pools[-1]
+
+    store = RunStore(str(SAMPLES), cache=TraceCache(tmp_path / "cache"), config=Settings(),
+                     pool_factory=make_pool)
+    store.start()
+    assert store.wait_first_scan(60)
+    return store
+
+
+@pytest.fixture
+def queued(tmp_path: Path) -> Iterator[tuple[RunStore, RecordingPool, Client]]:
+    pools: list[RecordingPool] = []
+    store = _store(tmp_path, pools)
+    apps = TorchProfPlugin(_context(str(SAMPLES)), provider=store).get_plugin_apps()
 
     def app(environ: Any, start_response: Any) -> Any:
-        route = environ["PATH_INFO"]
-        return apps[route](environ, start_response)
+        return apps[environ["PATH_INFO"]](environ, start_response)
 
-    return store, Client(app, Response)
+    try:
+        yield store, pools[0], Client(app, Response)
+    finally:
+        store.close()
 
 
-def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> None:
-    store, client = _queued_store(tmp_path)
+def test_run_level_routes_answer_202_while_any_file_loads(
+        queued: tuple[RunStore, RecordingPool, Client]) -> None:
+    store, pool, client = queued
+    files = [f for run in store.listing()["runs"] for w in run["workers"] for f in w["spans"]]
+    assert files and {f["state"] for f in files} == {"queued"}
+    assert len(pool.submitted) == len(files)  # nothing was cached: every file is parsed
     views = {run["name"]: run["views"] for run in store.listing()["runs"]}
     assert views["cnn_bs32"] == []  # its exports do not make it a Memory-only run meanwhile
     reply = client.get("/diff?run=cnn_bs32&worker=vm_9710&span=1&exp_run=cnn_bs64"
@@ -361,11 +414,11 @@ def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> Non
     assert reply.headers["Retry-After"] == "1"
     base = store.file("cnn_bs32", "vm_9710", "1")
     exp = store.file("cnn_bs64", "vm_9710", "2")
-    assert {base.identity, exp.identity} <= store._wanted  # both sides parsed first
+    assert {base.identity, exp.identity} <= set(pool.bumped)  # both sides parsed first
     for span in ("1", "2"):
-        store._on_done(LoadOutcome(store.file("ddp_gloo", "vm_9852_rank0", span).identity,
-                                   summary={"state": "ok", "messages": [], "events": 1,
-                                            "features": {"comm_ops": 2}}))
+        pool.on_done(LoadOutcome(store.file("ddp_gloo", "vm_9852_rank0", span).identity,
+                                 summary={"state": "ok", "messages": [], "events": 1,
+                                          "features": {"comm_ops": 2}}))
     assert "Distributed" in store.views("ddp_gloo")
     reply = client.get("/distributed?run=ddp_gloo&span=1")  # rank 1 is still queued
     assert reply.status_code == 202 and 0 < reply.json["progress"] < 1
@@ -378,45 +431,99 @@ def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> Non
     assert store.memory_exports("cnn_bs32") and base.memory_timeline is not None
 
 
-def test_viewed_files_are_warmed_once_in_the_background(tmp_path: Path) -> None:
-    from tb_plugin.cache import TraceCache
-    from tb_plugin.discovery import discover_runs
-    from tb_plugin.ingest import load_trace
+def test_span_files_leave_out_broken_and_spanless_workers(
+        queued: tuple[RunStore, RecordingPool, Client]) -> None:
+    store, pool, client = queued
+    rank0, rank1 = (store.file("ddp_gloo", w, "1") for w in ("vm_9852_rank0", "vm_9853_rank1"))
+    pool.on_done(LoadOutcome(rank0.identity, summary={
+        "state": "ok", "messages": [], "events": 1, "features": {"comm_ops": 2}}))
+    pool.on_done(LoadOutcome(rank1.identity, error="the parser process died"))
+    usable, skipped = store.span_files("ddp_gloo", "1")
+    assert usable == {"vm_9852_rank0": rank0}
+    assert skipped == {"vm_9853_rank1": "the parser process died"}
+    missing = client.get("/status?run=ddp_gloo&worker=vm_9852_rank0&span=9")
+    assert missing.status_code == 404
+    reply = client.get("/distributed?run=ddp_gloo&span=9")
+    assert reply.status_code == 404
+    assert reply.json["error"]["message"] == "no worker of run 'ddp_gloo' has span '9'"
 
-    cache = TraceCache(tmp_path / "cache")
-    store = RunStore(str(SAMPLES), cache=cache)
-    store._started = True  # no scan thread, no parser pool
-    store._apply_scan(discover_runs(str(SAMPLES)))
-    store._first_scan.set()
+
+def test_viewed_files_are_warmed_once_in_the_background(tmp_path: Path) -> None:
+    store = _store(tmp_path, [])
     state = store.file("cnn_bs32", "vm_9710", "1")
-    load_trace(state.ref, cache=cache)  # what a parser child leaves in the cache
+    load_trace(state.ref, cache=TraceCache(tmp_path / "cache"))  # what a parser child leaves
     calls: list[Any] = []
-    gate = threading.Event()
+    finished: list[Any] = []
+    started, gate = threading.Event(), threading.Event()
 
     def warmer(table: Any) -> None:
         calls.append(table)
-        gate.wait(5)
+        started.set()
+        gate.wait(10)
+        finished.append(table)
 
     store.add_warmer(warmer)
-    threading.Thread(target=store._warm_loop, daemon=True).start()
     try:
-        store.warm(state)
-        store.warm(state)  # already queued: not twice
-        deadline = time.monotonic() + 10
-        while not calls and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert store.warm(state) is True
+        assert store.warm(state) is False  # already queued: not twice
+        assert started.wait(10)
         table = store.table(state)
         assert calls == [table]
-        waiter = threading.Thread(target=store.prepare, args=(state, table, warmer))
-        waiter.start()  # a request needing it meanwhile waits for the same run
-        time.sleep(0.1)
+        seen: list[int] = []
+
+        def request() -> None:  # a request needing it meanwhile shares the same run
+            store.prepare(state, table, warmer)
+            seen.append(len(finished))
+
+        waiter = threading.Thread(target=request)
+        waiter.start()
         gate.set()
-        waiter.join(5)
-        deadline = time.monotonic() + 5
-        while store._warm_pending and time.monotonic() < deadline:
-            time.sleep(0.01)
-        store.warm(state)  # done for this table: nothing queued
-        assert not store._warm_pending and len(calls) == 1
+        waiter.join(10)
+        assert seen == [1]  # it returned only once the background run had finished
+        assert store.wait_warmed(10)
+        assert store.warm(state) is False  # done for this table: nothing queued
+        store.prepare(state, table, warmer)  # ... and a later request does not run it again
+        assert calls == [table] and finished == [table]
     finally:
         gate.set()
         store.close()
+
+
+# -- the pieces shared with the CLI and the cache -----------------------------------------------
+
+
+def test_span_workers_sorts_workers_and_says_why_none_is_usable() -> None:
+    reports = {"a": ("ok", []), "b": ("error", ["cut off"]), "c": ("queued", []),
+               "d": ("error", []), "e": ("truncated", ["late"])}
+    found = span_workers("1", [(w, w) for w in reports] + [("f", None)], reports.__getitem__)
+    assert found.usable == {"a": "a", "e": "e"} and found.pending == ["c"]
+    assert found.skipped == {"b": "cut off", "d": "the file could not be read",
+                             "f": "the worker has no span '1'"}
+    assert found.require("r", "1") == ({"a": "a", "e": "e"}, found.skipped)
+    with pytest.raises(NoWorkerHasSpan, match="no worker of run 'r' has span '2'"):
+        span_workers("2", [("a", None), ("b", None)], reports.__getitem__).require("r", "2")
+    broken = span_workers("1", [("b", "b"), ("f", None)], reports.__getitem__)
+    with pytest.raises(NoWorkerReadable, match="no worker of span '1' could be read") as error:
+        broken.require("r", "1")
+    assert error.value.details() == ["b: cut off", "f: the worker has no span '1'"]
+
+
+def test_peek_summary_reads_only_what_a_child_stored(tmp_path: Path) -> None:
+    cache = TraceCache(tmp_path / "cache")
+    ref = open_ref(str(sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))[0]))
+    assert peek_summary(cache, ref) is None and cache.get_payload(ref, SUMMARY_KEY) is None
+    summary = {"state": "ok", "messages": [], "events": 3, "features": {}}
+    cache.payload(ref, SUMMARY_KEY, lambda: summary)
+    assert peek_summary(cache, ref) == summary == cache.get_payload(ref, SUMMARY_KEY)
+    assert cache.get_payload(ref, "another key") is None
+    assert TraceCache(None).get_payload(ref, SUMMARY_KEY) is None  # caching off
+
+
+def test_pool_and_tables_take_their_budgets_from_the_settings(tmp_path: Path) -> None:
+    config = Settings(load_workers=3, load_memory=5 << 30, table_memory=7 << 20,
+                      start_method="forkserver", parse_processes=1)
+    pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, lambda o: None, config=config)
+    pool.close()
+    assert (pool.workers, pool.memory_budget, pool.start_method) == (3, 5 << 30, "forkserver")
+    assert pool.split is False
+    assert table_budget(config) == 7 << 20

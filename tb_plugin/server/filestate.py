@@ -1,0 +1,139 @@
+"""The load state of every trace file as users see it, and the `/runs` report built from it.
+
+A file's state is `queued` or `loading` until a parser child reports one of the parse outcomes
+of `ingest.schema.LoadState` (ok, partial, truncated, error). Only these small records live in
+the server for every file; parsed tables are read from the cache when a view needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Optional
+
+from ..ingest.schema import LoadState
+from ..storage import FileRef
+from .views import RunFacts, views_of_run
+
+QUEUED, LOADING = "queued", "loading"  # before the parse outcome: the server's own states
+PENDING = (QUEUED, LOADING)
+USABLE = (LoadState.OK, LoadState.PARTIAL, LoadState.TRUNCATED)
+SPAN_STATES = (*PENDING, *USABLE, LoadState.ERROR)
+WRITE_GRACE_S = 30.0  # a broken file modified this recently is probably still being written
+
+
+@dataclass
+class FileState:
+    """One trace file (one worker span) as of its current identity."""
+
+    ref: FileRef
+    identity: str
+    changed_at: Optional[float] = None  # wall time a scan saw it appear or change; None at start
+    state: str = QUEUED
+    messages: list[str] = field(default_factory=list)
+    events: Optional[int] = None
+    features: dict[str, Any] = field(default_factory=dict)
+    progress: float = 0.0
+    parsed: bool = False  # the state comes from the parser (not from a crash or a bug)
+    memory_timeline: Optional[FileRef] = None  # the memory-timeline export of this span
+
+    def predicate_features(self) -> dict[str, Any]:
+        """The parser's features plus what the scan knows (a paired memory timeline)."""
+        return {**self.features, "memory_timeline": self.memory_timeline is not None}
+
+    def report(self, now: float) -> tuple[str, list[str]]:
+        """(state, messages) as shown to users: a cut-off file that was just modified is
+        reported as still being written (and is re-read when it changes), not as broken."""
+        if self.parsed and self.state in (LoadState.TRUNCATED, LoadState.ERROR):
+            modified = modified_at(self.ref) or self.changed_at
+            if modified is not None and now - modified < WRITE_GRACE_S:
+                note = (f"the file was modified {max(0, int(now - modified))} s ago and is "
+                        "probably still being written; it is read again when it changes")
+                state = LOADING if self.state == LoadState.ERROR else self.state
+                return state, [note, *self.messages]
+        return self.state, list(self.messages)
+
+    def pending(self, now: float) -> bool:
+        return self.report(now)[0] in PENDING
+
+    def weight(self) -> int:
+        return max(1, self.ref.size)
+
+
+@dataclass
+class RunEntry:
+    name: str
+    workers: dict[str, list[tuple[str, FileState]]]  # worker -> [(span, file)], spans in order
+    memory_timelines: list[FileRef] = field(default_factory=list)
+
+    def files(self) -> Iterator[FileState]:
+        for spans in self.workers.values():
+            for _, state in spans:
+                yield state
+
+    def span_of(self, worker: str, span: str) -> Optional[FileState]:
+        return next((f for name, f in self.workers.get(worker, []) if name == span), None)
+
+    def facts(self, usable_runs: int) -> RunFacts:
+        return RunFacts(usable_runs=usable_runs, memory_exports=len(self.memory_timelines),
+                        trace_files=sum(1 for _ in self.files()))
+
+
+def run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:
+    """One run of the `/runs` listing: its state, progress, views and every span's state."""
+    workers, states, usable = [], [], []
+    for worker, spans in sorted(run.workers.items()):
+        entries = []
+        for span, f in spans:
+            state, messages = f.report(now)
+            states.append(state)
+            if state in USABLE:
+                usable.append(f.predicate_features())
+            entries.append({"span": span, "state": state, "messages": messages,
+                            "events": f.events})
+        workers.append({"name": worker, "spans": entries})
+    return {"name": run.name, "state": run_state(states), "progress": files_progress(
+        run.files(), now), "views": views_of_run(usable, run.facts(usable_runs)),
+        "workers": workers}
+
+
+def run_state(states: list[str]) -> str:
+    if any(s in PENDING for s in states):
+        return "loading"
+    if states and all(s == LoadState.ERROR for s in states):
+        return "error"
+    if any(s != LoadState.OK for s in states):
+        return "partial"
+    return "ready"
+
+
+def files_progress(files: Iterable[FileState], now: float) -> float:
+    """Fraction of these files' bytes parsed (files weighted by size)."""
+    done = total = 0.0
+    for f in files:
+        weight = f.weight()
+        total += weight
+        done += weight * (f.progress if f.pending(now) else 1.0)
+    return round(done / total, 4) if total else 1.0
+
+
+def modified_at(ref: FileRef) -> Optional[float]:
+    """The file's mtime in seconds since the epoch, from what its filesystem reports."""
+    text = str(ref.mtime or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    if value > 1e17:  # nanoseconds (local st_mtime_ns)
+        return value / 1e9
+    if value > 1e14:  # microseconds
+        return value / 1e6
+    if value > 1e11:  # milliseconds
+        return value / 1e3
+    return value

@@ -1,0 +1,86 @@
+"""`TraceProvider`: everything the plugin's routes may ask of the data behind them.
+
+The same pattern as TensorBoard's `DataProvider`: the routes depend on this protocol, not on
+the concrete `RunStore` (catalogue + tables + warmer), and every method raises the API's errors
+(`errors.py`: 404 unknown, 202 still loading, 422 broken) rather than returning sentinels.
+Run, worker and span names come from requests; they are only looked up among discovered names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Callable, Protocol
+
+from ..ingest import TraceTable
+from ..storage import FileRef
+from .filestate import FileState
+from .warmer import WarmFunction
+
+
+class TraceProvider(Protocol):
+    # -- the catalogue: runs, workers, spans and their load states ------------------------------
+
+    def active(self) -> bool:
+        """Whether the plugin's tab is shown: some run is known, or the first scan runs."""
+        ...
+
+    def listing(self) -> dict[str, Any]:
+        """The `/runs` payload: every run with its state, progress, views and spans."""
+        ...
+
+    def views(self, run: str) -> list[str]:
+        ...
+
+    def workers(self, run: str, view: str) -> list[str]:
+        ...
+
+    def spans(self, run: str, worker: str) -> list[str]:
+        ...
+
+    def status(self, run: str, worker: str, span: str) -> dict[str, Any]:
+        ...
+
+    def memory_exports(self, run: str) -> list[FileRef]:
+        ...
+
+    # -- the files behind a request -------------------------------------------------------------
+
+    def file(self, run: str, worker: str, span: str) -> FileState:
+        """The file, whatever its load state."""
+        ...
+
+    def usable(self, state: FileState, worker: str, span: str) -> FileState:
+        """`state` once parsed (202 while pending, 422 if broken)."""
+        ...
+
+    def usable_file(self, run: str, worker: str, span: str) -> FileState:
+        ...
+
+    def want(self, *states: FileState) -> None:
+        """Parse these files first (the sides of one request)."""
+        ...
+
+    def span_files(self, run: str, span: str) -> tuple[dict[str, FileState], dict[str, str]]:
+        """Every worker's usable file of `span`, and the workers left out with why."""
+        ...
+
+    # -- tables, payloads and derived data ------------------------------------------------------
+
+    def table(self, state: FileState) -> TraceTable:
+        ...
+
+    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any]) -> Any:
+        """A view payload, computed once per file version and key."""
+        ...
+
+    def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
+        """An encoded response body, kept in memory after the first request."""
+        ...
+
+    def warm(self, state: FileState) -> bool:
+        """The user looks at this file: warm its derived data in the background."""
+        ...
+
+    def prepare(self, state: FileState, table: TraceTable, warm: WarmFunction) -> None:
+        """Run `warm(table)` now, or wait for the background run of it under way."""
+        ...
