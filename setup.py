@@ -26,6 +26,7 @@ setup(
         "msgspec>=0.18",
         "isal>=1.0",
         "platformdirs>=3",
+        "typing_extensions>=4.0",  # NotRequired for tb_plugin.payloads on Python < 3.11
     ],
     extras_require={
         "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5"],

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from ..payloads import DiffPayload
 from .modules import BACKWARD_PREFIX, MODULE_KINDS, backward_attribution, nearest, node_at
 from .optree import ROOT_NAME, NodeKind, OpTree, build_op_tree
 
@@ -410,7 +411,7 @@ def _node_json(base: DiffSide, exp: DiffSide, pair: _Pair, path: str,
     return {"path": path, "left": left, "right": right, "delta": _delta(left, right)}
 
 
-def build_diff(base: TraceTable, exp: TraceTable, path: str = "0") -> dict[str, Any]:
+def build_diff(base: TraceTable, exp: TraceTable, path: str = "0") -> DiffPayload:
     """One node of the diff of two traces, with its direct children and operator deltas.
 
     ```

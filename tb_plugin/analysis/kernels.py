@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
+from ..payloads import KernelPiesPayload, KernelsPayload
 from .correlation import complete_rows
 from .launch import fill_launch_estimates
 from .optree import NodeKind, build_op_tree
@@ -70,7 +71,7 @@ def _weighted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out.drop(columns=["bpsm_w", "occ_w"])
 
 
-def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> dict[str, Any]:
+def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> KernelsPayload:
     """The kernel table (spec 1.3): rows sorted by total time desc, ties by the key columns.
 
     `has_blocks_per_sm` / `has_occupancy` say whether any kernel had (or got derived) the value;
@@ -156,7 +157,7 @@ def _clean_launch(record: dict[str, Any]) -> None:
             value)) else str(value)
 
 
-def build_kernel_pies(table: TraceTable, top_n: Optional[int] = 10) -> dict[str, Any]:
+def build_kernel_pies(table: TraceTable, top_n: Optional[int] = 10) -> KernelPiesPayload:
     """Top-N kernels by total time (ties by name) and the tensor-core share of kernel time:
     {"total": [{"name", "value"}], "tensor_cores": {"using", "not_using"} or None}."""
     frame = kernel_frame(table)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from ..payloads import MemoryPayload
 from .launch import device_properties
 from .optree import OpTree, build_op_tree
 from .steps import compute_steps
@@ -521,7 +522,7 @@ def leaks(table: TraceTable, devices: list[str]) -> list[dict[str, Any]]:
 def build_memory(table: TraceTable, device: Optional[str] = None,
                  start_us: Optional[float] = None, end_us: Optional[float] = None,
                  max_points: int = DEFAULT_MAX_POINTS, max_events: Optional[int] = None
-                 ) -> dict[str, Any]:
+                 ) -> MemoryPayload:
     """The memory view of one trace; times are trace us, sizes bytes. `device` restricts the
     curves and tables to one device (`UnknownDeviceError` if it has no records); [start_us,
     end_us] selects a time range; `max_events` caps the alloc/free table (largest first).

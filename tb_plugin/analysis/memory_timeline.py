@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Optional, Union
 import numpy as np
 
 from ..ingest.schema import TraceTable
+from ..payloads import MemoryTimelinePayload
 from ..storage import FileRef, iter_decompressed
 from .memory import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, downsample, growth_leak
 from .steps import compute_steps
@@ -152,7 +153,7 @@ def build_memory_timeline(source: Union[Source, RawTimeline],
                           step_ends_us: Optional[np.ndarray] = None,
                           step_names: Optional[list[str]] = None,
                           max_points: int = DEFAULT_MAX_POINTS,
-                          base_time_ns: Optional[int] = None) -> dict[str, Any]:
+                          base_time_ns: Optional[int] = None) -> MemoryTimelinePayload:
     """Stacked bytes per category over time (after all records at each time), down-sampled to at
     most `max_points` points keeping the first, the last and each bin's min and max total.
 
@@ -197,7 +198,7 @@ def _paired(ref: FileRef) -> bool:
 
 
 def build_memory_timeline_for(table: TraceTable, source: Union[Source, RawTimeline],
-                              max_points: int = DEFAULT_MAX_POINTS) -> dict[str, Any]:
+                              max_points: int = DEFAULT_MAX_POINTS) -> MemoryTimelinePayload:
     """The timeline of the span a trace belongs to, on that trace's clock and steps."""
     steps = compute_steps(table)
     ends = steps.ends if steps.from_markers and len(steps) else None

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
+from ..payloads import ModulesPayload
 from .optree import NodeKind, OpTree, build_op_tree
 
 MODULE_PREFIX = "nn.Module: "
@@ -432,7 +433,7 @@ def _tree_json(h: Hierarchy, stats: dict[str, np.ndarray], has_backward: bool,
     return [b[0] for b in built], [b[1] for b in built]
 
 
-def build_modules(table: TraceTable) -> dict[str, Any]:
+def build_modules(table: TraceTable) -> ModulesPayload:
     """The Module view of one trace, computed once.
 
     ```

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
+from ..payloads import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
 from .callstacks import filled_categorical, python_call_stacks
 from .optree import build_op_tree
 
@@ -149,7 +150,7 @@ def _rows(agg: pd.DataFrame, shape_mode: bool, extra: str) -> list[dict[str, Any
     return out.to_dict("records")
 
 
-def build_operators(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> dict[str, Any]:
+def build_operators(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> OperatorsPayload:
     """The operator table: one row per name (or name + input shape), spec 1.2.
 
     Rows sort by device self time when the trace has device work, else by host self time;
@@ -165,7 +166,7 @@ def build_operators(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> dic
 
 
 def build_call_stacks(table: TraceTable, name: str, input_shape: Optional[str] = None,
-                      group_by: str = GROUP_BY_OPERATOR) -> dict[str, Any]:
+                      group_by: str = GROUP_BY_OPERATOR) -> CallStacksPayload:
     """Rows of one operator (group), one per distinct non-empty call stack (spec 1.2 stack).
 
     Raises `UnknownOperatorError` when no operator has that name (and input shape).
@@ -189,7 +190,7 @@ def build_call_stacks(table: TraceTable, name: str, input_shape: Optional[str] =
 
 
 def build_operator_pies(table: TraceTable, top_n: Optional[int] = 10,
-                        group_by: str = GROUP_BY_OPERATOR) -> dict[str, Any]:
+                        group_by: str = GROUP_BY_OPERATOR) -> OperatorPiesPayload:
     """Top-N operators by device self/total and host self/total time.
 
     Each entry is a list of {"name", "value"} (value > 0, descending, ties by label), or None when

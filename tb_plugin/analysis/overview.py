@@ -12,6 +12,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
+from ..payloads import OverviewPayload
 from .breakdown import CATEGORIES, HOST_KINDS, Breakdown, compute_breakdown
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
 from .launch import device_properties
@@ -21,7 +22,7 @@ from .steps import kind_mask, name_mask
 log = logging.getLogger(__name__)
 
 
-def build_overview(table: TraceTable) -> dict[str, Any]:
+def build_overview(table: TraceTable) -> OverviewPayload:
     """Overview of one trace, computed once per table.
 
     ```

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..ingest.schema import TraceTable
+from ..payloads import DiffPayload, DistributedPayload
 
 ViewBuilder = Callable[..., dict[str, Any]]
 
@@ -103,7 +104,7 @@ def build_view(table: Optional[TraceTable], view: str, **options: Any) -> dict[s
 
 
 def build_distributed_view(tables: dict[str, TraceTable],
-                           skipped: Optional[dict[str, str]] = None) -> dict[str, Any]:
+                           skipped: Optional[dict[str, str]] = None) -> DistributedPayload:
     """The distributed view of one span over the usable workers in `tables`; `skipped` maps
     the workers left out (broken, or without that span) to why, reported in `messages` and
     `skipped`."""
@@ -117,7 +118,7 @@ def build_distributed_view(tables: dict[str, TraceTable],
     return payload
 
 
-def build_diff_view(base: TraceTable, exp: TraceTable, path: str = "0") -> dict[str, Any]:
+def build_diff_view(base: TraceTable, exp: TraceTable, path: str = "0") -> DiffPayload:
     """One node of the diff of `base` and `exp` (UnknownDiffPathError, a KeyError, if none)."""
     from .diff import build_diff
 

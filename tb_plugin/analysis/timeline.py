@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
+from ..payloads import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
 from . import timeline_counters as tc
 from .timeline_index import (
     TimelineIndex,
@@ -45,7 +46,7 @@ _NAN_FREE = (int, str, bool)
 
 
 def build_timeline(table: TraceTable, start_us: Optional[float] = None,
-                   end_us: Optional[float] = None, width: int = DEFAULT_WIDTH) -> dict[str, Any]:
+                   end_us: Optional[float] = None, width: int = DEFAULT_WIDTH) -> TimelinePayload:
     """The `timeline` payload for a window (trace us, default: the whole trace) at `width` px.
 
     Raises ValueError for an empty or inverted window or a width below 1.
@@ -271,7 +272,7 @@ def _counters_payload(extras: tc.TimelineExtras, ws: float, we: float, width: in
 # Details and search
 
 
-def event_details(table: TraceTable, event_id: int) -> dict[str, Any]:
+def event_details(table: TraceTable, event_id: int) -> TimelineEventPayload:
     """Everything known about one event (row of `table.events`): its columns, its side-table
     args, where it is drawn, its parent, its correlation partners (launch <-> kernel/memcpy/
     memset) and the flows that end on it. Raises KeyError for an unknown id."""
@@ -392,7 +393,7 @@ def _event_flows(index: TimelineIndex, event_id: int) -> list[dict[str, Any]]:
 
 
 def search_timeline(table: TraceTable, query: str, limit: int = SEARCH_LIMIT,
-                    start_us: Optional[float] = None) -> dict[str, Any]:
+                    start_us: Optional[float] = None) -> TimelineSearchPayload:
     """Events whose name contains `query` (case-insensitive), in time order.
 
     Names are matched once per distinct name, then events by name code. `total` counts every

@@ -1,0 +1,95 @@
+"""The catalogue replies (`/runs`, `/views`, `/workers`, `/spans`, `/status`, from
+`server.store.RunStore`) and the two non-payload replies every data route may give: 202 while
+loading and the error body."""
+
+from typing import Annotated, Literal, Optional
+
+from typing_extensions import NotRequired, TypedDict
+
+from .common import ViewName, doc
+
+SpanState = Literal["queued", "loading", "ok", "partial", "truncated", "error"]
+"""partial: some events were malformed and skipped; truncated: the file is cut off (the events
+before the cut are shown). A cut-off or unreadable file modified in the last 30 s is reported
+as still being written (loading) and is read again when it changes."""
+
+
+class SpanStatus(TypedDict):
+    """The load state of one worker span (one trace file)."""
+
+    span: Annotated[str, doc('Span id ("1", "2", ... or "default").')]
+    state: Annotated[SpanState, doc("queued/loading: not parsed yet; ok; partial: malformed "
+                                    "events skipped; truncated: file cut off; error: failed.")]
+    messages: Annotated[list[str], doc("The parser's messages for the file.")]
+    events: Annotated[Optional[int], doc("Events parsed; null until parsed, or when the file "
+                                         "failed.")]
+
+
+class WorkerListing(TypedDict):
+    name: Annotated[str, doc("Worker name.")]
+    spans: Annotated[list[SpanStatus], doc("The worker's spans, numeric order.")]
+
+
+class Run(TypedDict):
+    """One run (a folder of the logdir with traces or memory-timeline exports)."""
+
+    name: Annotated[str, doc("Run name (its path under the logdir).")]
+    state: Annotated[Literal["loading", "ready", "partial", "error"], doc(
+        "loading: some file is queued or being parsed; error: every file failed; partial: some "
+        "file failed or is partial/truncated; ready: all files parsed cleanly.")]
+    progress: Annotated[float, doc("Fraction (0..1) of the run's bytes parsed.")]
+    views: Annotated[list[ViewName], doc("Views offered by the files parsed so far, display "
+                                         "order.")]
+    workers: Annotated[list[WorkerListing], doc("Workers, sorted.")]
+
+
+class RunListing(TypedDict):
+    """`/runs`: every run, sorted by name, with per-worker-span load state."""
+
+    runs: Annotated[list[Run], doc("Runs, sorted by name.")]
+    loading: Annotated[bool, doc("The first scan runs, or some file is queued or being "
+                                 "parsed.")]
+    logdir: Annotated[str, doc("The logdir being served.")]
+
+
+class SpanStatusDetail(TypedDict):
+    """`/status`: the load status of one worker span (200 whatever the state)."""
+
+    run: Annotated[str, doc("Run name.")]
+    worker: Annotated[str, doc("Worker name.")]
+    span: Annotated[str, doc("Span id.")]
+    state: Annotated[SpanState, doc("As in /runs.")]
+    messages: Annotated[list[str], doc("The parser's messages.")]
+    events: Annotated[Optional[int], doc("Events parsed; null until parsed or on failure.")]
+    progress: Annotated[float, doc("Fraction (0..1) of the file parsed (4 decimals).")]
+
+
+class Loading(TypedDict):
+    """The 202 reply: the worker span (or every file of the run, for /views) is still loading;
+    poll again (Retry-After: 1)."""
+
+    loading: Annotated[Literal[True], doc("Always true.")]
+    progress: Annotated[float, doc("Fraction (0..1) parsed (4 decimals).")]
+    state: Annotated[Literal["queued", "loading"], doc("Waiting in the queue, or being "
+                                                       "parsed.")]
+
+
+class ErrorDetail(TypedDict):
+    code: Annotated[int, doc("The HTTP status (400, 404, 405, 422, 500, 501).")]
+    message: Annotated[str, doc("What went wrong (plain text).")]
+    messages: NotRequired[Annotated[list[str], doc("With 422: the parser's messages for the "
+                                                   "file.")]]
+
+
+class Error(TypedDict):
+    """Every 4xx/5xx JSON reply."""
+
+    error: ErrorDetail
+
+
+ViewList = list[ViewName]
+"""`/views`: the views the run offers, in display order."""
+
+NameList = list[str]
+"""`/workers` (sorted worker names offering the view) and `/spans` (span ids in numeric
+order)."""

@@ -1,0 +1,113 @@
+"""`/overview`: step-time breakdown, GPU summary, environment and recommendations
+(`analysis.overview.build_overview`)."""
+
+from typing import Annotated, Literal, Optional
+
+from typing_extensions import NotRequired, TypedDict
+
+from .common import ViewName, doc
+
+Category = Literal["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader",
+                   "CPU Exec", "Other"]
+"""A step-time category (`analysis.breakdown.CATEGORIES`)."""
+
+_US = "us of this category in the step (exclusive: the categories of a step sum to its total)."
+
+# Functional syntax: "CPU Exec" is not an identifier.
+StepBreakdown = TypedDict("StepBreakdown", {
+    "Kernel": Annotated[float, doc("GPU kernels, " + _US)],
+    "Memcpy": Annotated[float, doc("GPU memory copies, " + _US)],
+    "Memset": Annotated[float, doc("GPU memsets, " + _US)],
+    "Communication": Annotated[float, doc("Communication (NCCL/gloo) ops, " + _US)],
+    "Runtime": Annotated[float, doc("CUDA runtime calls on the host, " + _US)],
+    "DataLoader": Annotated[float, doc("Data loading, " + _US)],
+    "CPU Exec": Annotated[float, doc("Other host operators, " + _US)],
+    "Other": Annotated[float, doc("Time covered by none of the above, " + _US)],
+})
+
+
+class OverviewStep(TypedDict):
+    """One profiler step."""
+
+    name: Annotated[str, doc('Step name: the N of ProfilerStep#N, or "0" for a trace without '
+                             "step markers.")]
+    total_us: Annotated[float, doc("Step duration, us.")]
+    breakdown_us: Annotated[StepBreakdown, doc("Time per category, us; always all eight.")]
+
+
+class OverviewAverage(TypedDict):
+    """The mean over all steps."""
+
+    total_us: Annotated[float, doc("Mean step duration, us.")]
+    breakdown_us: Annotated[StepBreakdown, doc("Mean time per category, us.")]
+
+
+class OverviewGpu(TypedDict):
+    """One GPU that ran work in this trace."""
+
+    id: Annotated[int, doc("Device index.")]
+    name: Annotated[Optional[str], doc("Device name from the trace's device properties; null "
+                                       "when the trace has none.")]
+    memory_gb: Annotated[Optional[float], doc("Total device memory, GiB (2 decimals); null when "
+                                              "unknown.")]
+    compute_capability: Annotated[Optional[str], doc('"major.minor"; null when unknown.')]
+    utilization_pct: Annotated[Optional[float], doc("GPU utilization: share of the steps' time "
+                                                    "with a kernel running, percent.")]
+    sm_efficiency_pct: Annotated[Optional[float], doc("Estimated SM efficiency, percent; null "
+                                                      "without the kernels' blocks/SM counts.")]
+    achieved_occupancy_pct: Annotated[Optional[float], doc(
+        "Estimated achieved occupancy (kernel-time weighted), percent; null when unknown.")]
+    tensor_core_pct: Annotated[Optional[float], doc(
+        "Share of kernel time on Tensor Cores, percent; null when unavailable.")]
+
+
+class RecommendationLink(TypedDict):
+    label: Annotated[str, doc("Link text.")]
+    url: Annotated[str, doc("Documentation URL.")]
+
+
+RecommendationId = Literal["dataloader", "data_parallel", "nccl_backend", "communication",
+                           "low_gpu_utilization", "mixed_precision", "memory_limit"]
+
+
+class Recommendation(TypedDict):
+    """One performance recommendation (`analysis.recommendations`), most severe first."""
+
+    id: Annotated[RecommendationId, doc("The rule that fired.")]
+    severity: Annotated[Literal["high", "medium", "low"], doc("How much it matters.")]
+    title: Annotated[str, doc("Short headline (plain text).")]
+    text: Annotated[str, doc("Explanation with the measured value and threshold (plain text).")]
+    view: Annotated[ViewName, doc("The view that shows the evidence.")]
+    metric: Annotated[float, doc("The measured value (2 decimals), in `unit`.")]
+    unit: Annotated[str, doc('Unit of `metric`, e.g. "%" or "GPUs".')]
+    link: Annotated[Optional[str], doc("URL of the first link, null when there is none.")]
+    links: Annotated[list[RecommendationLink], doc("Further reading.")]
+
+
+class DistributedInfo(TypedDict):
+    """The trace's `distributedInfo`, only the keys it has."""
+
+    backend: NotRequired[Annotated[str, doc('Process-group backend, e.g. "nccl", "gloo".')]]
+    rank: NotRequired[Annotated[int, doc("This worker's rank.")]]
+    world_size: NotRequired[Annotated[int, doc("Number of ranks.")]]
+
+
+class Environment(TypedDict):
+    device_type: Annotated[Literal["GPU", "CPU"], doc("GPU when the trace has device work.")]
+    gpu_count: Annotated[int, doc("Number of GPUs in `gpus`.")]
+    framework: Annotated[Optional[str], doc("The trace's `Framework` field (e.g. "
+                                            '"pytorch-lightning"), null when absent.')]
+    distributed: Annotated[Optional[DistributedInfo], doc("Distributed setup, null for a "
+                                                          "single-process trace.")]
+
+
+class OverviewPayload(TypedDict):
+    """`/overview`: the overview of one worker span."""
+
+    steps: Annotated[list[OverviewStep], doc("One entry per step, in order.")]
+    average: Annotated[OverviewAverage, doc("Mean over the steps.")]
+    categories: Annotated[list[Category], doc("Categories to show, in priority order.")]
+    gpus: Annotated[list[OverviewGpu], doc("GPUs that ran work.")]
+    recommendations: Annotated[list[Recommendation], doc("Performance recommendations.")]
+    environment: Annotated[Environment, doc("Device and distributed setup.")]
+    notes: Annotated[list[str], doc("Human-readable caveats (fallback step, trimmed steps...).")]
