@@ -28,8 +28,9 @@ from tb_plugin.ingest import TraceTable, load_trace
 from tb_plugin.payloads import PAYLOADS, REPLIES
 from tb_plugin.server.encoding import encode_json
 from tb_plugin.server.errors import BadRequest, StillLoading, Unprocessable
-from tb_plugin.server.pool import SUMMARY_KEY
+from tb_plugin.server.parse_child import SUMMARY_KEY
 from tb_plugin.server.store import RunStore
+from tb_plugin.settings import Settings
 from tb_plugin.server.views import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,10 +187,9 @@ def _parsed_store(tmp_path: Path) -> RunStore:
             for span in spans:
                 table = load_trace(span.ref, cache=cache)
                 cache.payload(span.ref, SUMMARY_KEY, lambda t=table: summarize(t))
-    store = RunStore(str(SAMPLES), cache=cache)
-    store._started = True  # no scan thread, no parser pool
-    store._apply_scan(runs)
-    store._first_scan.set()
+    store = RunStore(str(SAMPLES), cache=cache, config=Settings())
+    store.start()  # every file's summary is cached: the first scan marks them all parsed
+    assert store.wait_first_scan(60)
     return store
 
 
