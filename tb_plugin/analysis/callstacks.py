@@ -9,7 +9,7 @@ every cpu_op / user annotation from those events, vectorised (no Python loop per
 
 1. Frames that never appear in a stack (see the rule below) are left out first: nesting is by
    time, so removing them changes no kept frame's ancestors. The kept ones are nested per
-   (pid, tid) with `optree.nest` (pre-order, parent positions, depths; an end overhanging its
+   (pid, tid) with `nesting.nest` (pre-order, parent positions, depths; an end overhanging its
    parent's, as rounded 2.x timestamps do, is clamped into the parent like in the op tree).
 2. Each distinct stack gets an id, top-down one depth level at a time: an event's id interns
    the pair (its parent's id, its name) with `np.unique`, so every iteration of a training
@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
-from .optree import levels, nest
+from .nesting import levels, nest
 
 #: Frames kept per stack (innermost first); deeper frames, the outermost, are cut.
 MAX_FRAMES = 64
