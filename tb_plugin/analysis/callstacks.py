@@ -48,6 +48,7 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
+from .events import filled_categorical
 from .nesting import levels, nest
 
 #: Frames kept per stack (innermost first); deeper frames, the outermost, are cut.
@@ -81,15 +82,6 @@ class CallStacks:
     def of_rows(self, rows: np.ndarray, missing: str = "") -> pd.Categorical:
         """Stack strings of event rows as a categorical, `missing` where there is none."""
         return filled_categorical(self.codes_of(rows), self.stacks, missing)
-
-
-def filled_categorical(codes: np.ndarray, categories: pd.Index, missing: str) -> pd.Categorical:
-    """A categorical of `codes` into `categories`, `missing` where a code is -1 (`missing`
-    becomes a category if it is not one)."""
-    if missing not in categories:
-        categories = categories.append(pd.Index([missing], dtype=object))
-    fill = int(categories.get_loc(missing))
-    return pd.Categorical.from_codes(np.where(codes >= 0, codes, fill), categories)
 
 
 def python_call_stacks(table: TraceTable) -> CallStacks:

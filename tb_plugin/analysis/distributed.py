@@ -31,10 +31,11 @@ import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from . import ranges as rg
-from .breakdown import COMMUNICATION, CPU_EXEC, KERNEL, comm_kernel_mask, comm_op_mask, role_ranges
+from .breakdown import COMMUNICATION, CPU_EXEC, KERNEL, role_ranges
+from .events import comm_kernel_mask, comm_op_mask, kind_mask, launched_device_events
 from .gpu_metrics import event_devices
 from .launch import device_properties
-from .steps import Steps, compute_steps, kind_mask, launched_device_events
+from .steps import Steps, compute_steps
 
 NODE_PROCESS = re.compile(r"^(.*)_(\d+)")
 #: Element sizes of `Input type` strings (record_shapes) and record_param_comms `dtype` names.

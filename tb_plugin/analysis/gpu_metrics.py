@@ -16,8 +16,9 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from . import ranges as rg
+from .events import event_ends, kind_mask, name_mask
 from .launch import fill_launch_estimates
-from .steps import compute_steps, event_ends, kind_mask, name_mask
+from .steps import compute_steps
 
 #: The timeline uses power-of-ten buckets (in us) and at most this many of them.
 MAX_BUCKETS = 100

@@ -14,9 +14,10 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
+from .events import kernel_device_ids
 from .launch import fill_launch_estimates
 from .optree import NodeKind, build_op_tree
-from .tensor_cores import event_tc_eligible_flags, event_tc_flags, kernel_device_ids
+from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 GROUP_BY_KERNEL = "kernel"
 GROUP_BY_KERNEL_OP = "kernel_op_launch"

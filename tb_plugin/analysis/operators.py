@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
-from .callstacks import filled_categorical, python_call_stacks
+from .callstacks import python_call_stacks
+from .events import filled_categorical
 from .optree import build_op_tree
 
 GROUP_BY_OPERATOR = "operator"

@@ -37,8 +37,9 @@ from .correlation import (
     lookup,
     match_external_ids,
 )
+from .events import DATALOADER_RE, category_flags
 from .nesting import levels, nest, subtree_ends
-from .tensor_cores import category_flags, event_tc_eligible_flags, event_tc_flags
+from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 
 class NodeKind(IntEnum):
@@ -56,7 +57,6 @@ class NodeKind(IntEnum):
 COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo") for op in (
     "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
 EXCLUDED_OP_NAMES = frozenset(("DataParallel.forward", "DistributedDataParallel.forward"))
-_DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#.*\.__next__$|^enumerate\(DataPipe\)#")
 _OPERATOR_TYPED = (NodeKind.OPERATOR, NodeKind.DATALOADER, NodeKind.OPTIMIZER)
 ROOT_NAME = "CallTreeRoot"
 
@@ -147,7 +147,7 @@ def node_kinds(table: TraceTable) -> np.ndarray:
     names = events["name"]
     kind = events["kind"].to_numpy()
     step = _name_flags(names, r"^ProfilerStep#")
-    loader = category_flags(names, lambda n: bool(_DATALOADER_RE.search(n)))
+    loader = category_flags(names, lambda n: bool(DATALOADER_RE.search(n)))
     optimizer = _name_flags(names, r"^Optimizer\.step")
     comm = category_flags(names, lambda n: n in COMM_OP_NAMES)
     out = np.full(len(events), -1, dtype=np.int8)
