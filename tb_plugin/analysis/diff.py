@@ -33,7 +33,8 @@ import pandas as pd
 
 from ..ingest.schema import TraceTable
 from .modules import BACKWARD_PREFIX, MODULE_KINDS, backward_attribution, nearest, node_at
-from .optree import ROOT_NAME, NodeKind, OpTree, build_op_tree
+from .node_kinds import NodeKind
+from .optree import ROOT_NAME, OpTree, build_op_tree
 
 ANCHOR_KINDS = (NodeKind.DATALOADER, NodeKind.MODULE, NodeKind.PL_MODULE, NodeKind.OPTIMIZER,
                 NodeKind.PROFILER_STEP)

@@ -16,7 +16,8 @@ from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
 from .events import kernel_device_ids
 from .launch import fill_launch_estimates
-from .optree import NodeKind, build_op_tree
+from .node_kinds import NodeKind
+from .optree import build_op_tree
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 GROUP_BY_KERNEL = "kernel"

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
-from .optree import NodeKind, OpTree, build_op_tree
+from .node_kinds import NodeKind
+from .optree import OpTree, build_op_tree
 
 MODULE_PREFIX = "nn.Module: "
 PL_MODULE_PREFIX = "[pl][module]"
