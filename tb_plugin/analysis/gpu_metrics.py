@@ -9,7 +9,7 @@ Only kernels count (memcpy/memset excluded, NCCL kernels included). A kernel's G
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -196,26 +196,3 @@ def utilization_timeline(busy: rg.Ranges, start: Optional[float], end: Optional[
     bucket_ends = np.append(bucket_starts[1:], end)
     values = rg.length_in_windows(busy, bucket_starts, bucket_ends) / (bucket_ends - bucket_starts)
     return Timeline(bucket, np.append(bucket_starts, end), np.append(values, 0.0))
-
-
-def counter_events(metrics: dict[int, GpuMetrics]) -> list[dict[str, Any]]:
-    """Chrome-trace counter events of the reference (1/0 baseline, then the values), per GPU."""
-    out: list[dict[str, Any]] = []
-    for device, m in metrics.items():
-        util, sm = f"GPU {device} Utilization", f"GPU {device} Est. SM Efficiency"
-        if m.timeline.times.size:
-            first = float(m.timeline.times[0])
-            out += [_counter(util, device, first, "GPU Utilization", v) for v in (1.0, 0.0)]
-            out += [_counter(util, device, float(t), "GPU Utilization", float(v))
-                    for t, v in zip(m.timeline.times, m.timeline.values)]
-        a, b, value = m.sm_ranges
-        if a.size:
-            out += [_counter(sm, device, float(a[0]), "Est. SM Efficiency", v) for v in (1.0, 0.0)]
-            for s, e, v in zip(a, b, value):
-                out.append(_counter(sm, device, float(s), "Est. SM Efficiency", float(v)))
-                out.append(_counter(sm, device, float(e), "Est. SM Efficiency", 0.0))
-    return out
-
-
-def _counter(name: str, device: int, ts: float, arg: str, value: float) -> dict[str, Any]:
-    return {"ph": "C", "name": name, "pid": device, "ts": ts, "args": {arg: value}}

@@ -339,9 +339,6 @@ def _dotted_parent(name: str, index: dict[str, int]) -> int:
 
 # --- stats and payload -----------------------------------------------------------------------
 
-_STATS = ("host_total_us", "host_self_us", "device_total_us", "device_self_us", "operators")
-
-
 def _row_stats(tree: OpTree, h: Hierarchy, backward: Optional[BackwardAttribution]
                ) -> dict[str, np.ndarray]:
     """Per-row sums over the row's calls that have a tree node."""
