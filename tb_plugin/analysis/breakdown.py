@@ -26,6 +26,7 @@ from .events import (
     kind_mask,
     name_mask,
 )
+from .memo import memoised
 from .steps import STEP_PREFIX, Steps, compute_steps
 
 KERNEL = "Kernel"
@@ -73,7 +74,7 @@ class Breakdown:
 
 def role_ranges(table: TraceTable) -> dict[str, rg.Ranges]:
     """Merged busy ranges of each role over the whole trace (before priority), computed once."""
-    return table.memo("role_ranges", lambda: _role_ranges(table.events))
+    return memoised(table, "role_ranges", lambda: _role_ranges(table.events))
 
 
 def _role_ranges(events: pd.DataFrame) -> dict[str, rg.Ranges]:
@@ -97,7 +98,7 @@ def _role_ranges(events: pd.DataFrame) -> dict[str, rg.Ranges]:
 
 def compute_breakdown(table: TraceTable) -> Breakdown:
     """The step-time breakdown of a table, computed once."""
-    return table.memo("breakdown", lambda: _compute_breakdown(table))
+    return memoised(table, "breakdown", lambda: _compute_breakdown(table))
 
 
 def _compute_breakdown(table: TraceTable) -> Breakdown:

@@ -49,6 +49,7 @@ import pandas as pd
 from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
 from .events import filled_categorical
+from .memo import memoised
 from .nesting import levels, nest
 
 #: Frames kept per stack (innermost first); deeper frames, the outermost, are cut.
@@ -86,7 +87,7 @@ class CallStacks:
 
 def python_call_stacks(table: TraceTable) -> CallStacks:
     """The derived call stacks of a table's operators, computed once per table."""
-    return table.memo("python_call_stacks", lambda: _derive(table))
+    return memoised(table, "python_call_stacks", lambda: _derive(table))
 
 
 def _empty(rows: np.ndarray, python_events: int = 0) -> CallStacks:

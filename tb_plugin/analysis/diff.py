@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from .memo import memoised
 from .modules import BACKWARD_PREFIX, MODULE_KINDS, backward_attribution, nearest, node_at
 from .node_kinds import NodeKind
 from .optree import ROOT_NAME, OpTree, build_op_tree
@@ -155,7 +156,7 @@ class DiffSide:
 
 def diff_side(table: TraceTable) -> DiffSide:
     """The diff view of one trace's main thread, computed once per table."""
-    return table.memo("diff_side", lambda: _diff_side(table))
+    return memoised(table, "diff_side", lambda: _diff_side(table))
 
 
 def _diff_side(table: TraceTable) -> DiffSide:

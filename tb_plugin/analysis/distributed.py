@@ -34,6 +34,7 @@ from .comm_bytes import comm_bytes
 from .events import comm_kernel_mask, comm_op_mask, kind_mask, launched_device_events
 from .gpu_metrics import event_devices
 from .launch import device_properties
+from .memo import memoised
 from .steps import Steps, compute_steps
 
 NODE_PROCESS = re.compile(r"^(.*)_(\d+)")
@@ -56,7 +57,7 @@ class CommOps:
 
 def comm_ops(table: TraceTable) -> CommOps:
     """The communication ops of one trace, computed once."""
-    return table.memo("comm_ops", lambda: _comm_ops(table))
+    return memoised(table, "comm_ops", lambda: _comm_ops(table))
 
 
 def _comm_ops(table: TraceTable) -> CommOps:

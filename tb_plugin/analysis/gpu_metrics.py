@@ -18,6 +18,7 @@ from ..ingest.schema import Kind, TraceTable
 from . import ranges as rg
 from .events import event_ends, kind_mask, name_mask
 from .launch import fill_launch_estimates
+from .memo import memoised
 from .steps import compute_steps
 
 #: The timeline uses power-of-ten buckets (in us) and at most this many of them.
@@ -48,7 +49,7 @@ class GpuMetrics:
 
 def kernel_frame(table: TraceTable) -> pd.DataFrame:
     """Kernels with start, end, device, blocks_per_sm, occupancy (Kineto's or derived)."""
-    return table.memo("gpu_kernels", lambda: _kernel_frame(table))
+    return memoised(table, "gpu_kernels", lambda: _kernel_frame(table))
 
 
 def _kernel_frame(table: TraceTable) -> pd.DataFrame:
@@ -94,7 +95,7 @@ def event_devices(table: TraceTable, rows: np.ndarray) -> np.ndarray:
 
 def gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:
     """Metrics of every GPU that ran kernels, keyed by GPU id (sorted), computed once."""
-    return table.memo("gpu_metrics", lambda: _gpu_metrics(table))
+    return memoised(table, "gpu_metrics", lambda: _gpu_metrics(table))
 
 
 def _gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:

@@ -16,6 +16,7 @@ from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
 from .events import kernel_device_ids
 from .launch import fill_launch_estimates
+from .memo import memoised
 from .node_kinds import NodeKind
 from .optree import build_op_tree
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
@@ -29,7 +30,7 @@ _LAUNCH_KEYS = ("grid", "block", "registers_per_thread", "shared_memory")
 
 def kernel_frame(table: TraceTable) -> pd.DataFrame:
     """One row per kernel event: name, duration, launch config, blocks/SM, occupancy (%)."""
-    return table.memo("kernel_view_frame", lambda: _kernel_frame(table))
+    return memoised(table, "kernel_view_frame", lambda: _kernel_frame(table))
 
 
 def _kernel_frame(table: TraceTable) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from .memo import memoised
 from .optree import OpTree, build_op_tree
 
 #: c10::DeviceType values as written in `Device Type`; CUDA (1) is shown as "GPU<id>".
@@ -57,7 +58,7 @@ def memory_records(table: TraceTable) -> pd.DataFrame:
     total_reserved, node (deepest op-tree node, -1 if none), op (that node when it is an operator,
     else -1 for "staled" records), parent (the node's parent unless a root, else -1).
     """
-    return table.memo("memory_records", lambda: _memory_records(table))
+    return memoised(table, "memory_records", lambda: _memory_records(table))
 
 
 def _memory_records(table: TraceTable) -> pd.DataFrame:
@@ -174,7 +175,7 @@ def memory_pairs(table: TraceTable) -> pd.DataFrame:
     Columns: device, alloc (record row, -1 for a release without allocation), free (record
     row, -1 while still allocated), bytes (> 0), t_alloc, t_free (NaN when absent).
     """
-    return table.memo("memory_pairs", lambda: _memory_pairs(memory_records(table)))
+    return memoised(table, "memory_pairs", lambda: _memory_pairs(memory_records(table)))
 
 
 def _memory_pairs(records: pd.DataFrame) -> pd.DataFrame:

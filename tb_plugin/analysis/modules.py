@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
+from .memo import memoised
 from .node_kinds import NodeKind
 from .optree import OpTree, build_op_tree
 
@@ -68,7 +69,7 @@ class BackwardAttribution:
 
 def backward_attribution(table: TraceTable) -> BackwardAttribution:
     """Which module's forward pass produced each backward op, computed once per table."""
-    return table.memo("module_backward", lambda: _attribute_backward(table,
+    return memoised(table, "module_backward", lambda: _attribute_backward(table,
                                                                      build_op_tree(table)))
 
 
@@ -187,7 +188,7 @@ class Hierarchy:
 
 def module_hierarchy(table: TraceTable) -> Optional[Hierarchy]:
     """The module rows of a trace (None without module events), computed once."""
-    return table.memo("module_hierarchy", lambda: _hierarchy(table, build_op_tree(table)))
+    return memoised(table, "module_hierarchy", lambda: _hierarchy(table, build_op_tree(table)))
 
 
 def _hierarchy(table: TraceTable, tree: OpTree) -> Optional[Hierarchy]:
@@ -449,7 +450,7 @@ def build_modules(table: TraceTable) -> dict[str, Any]:
     ```
     Times are totals over all calls of a row (us, 3 decimals); names lose "nn.Module: ".
     """
-    return table.memo("modules", lambda: _build_modules(table))
+    return memoised(table, "modules", lambda: _build_modules(table))
 
 
 def _build_modules(table: TraceTable) -> dict[str, Any]:

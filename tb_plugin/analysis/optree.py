@@ -35,6 +35,7 @@ from .correlation import (
     lookup,
     match_external_ids,
 )
+from .memo import memoised
 from .nesting import levels, nest, subtree_ends
 from .node_kinds import NodeKind, node_kinds, operator_predicate
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
@@ -113,7 +114,7 @@ class OpTree:
 
 def build_op_tree(table: TraceTable) -> OpTree:
     """The operator trees of every thread of a table, computed once."""
-    return table.memo("optree", lambda: _build(table))
+    return memoised(table, "optree", lambda: _build(table))
 
 
 # --- building --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from .breakdown import CATEGORIES, Breakdown, compute_breakdown
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
 from .launch import device_properties
+from .memo import memoised
 from .optree import build_op_tree
 from .recommendations import Facts, recommend
 from .tensor_cores import event_tc_flags
@@ -35,7 +36,7 @@ def build_overview(table: TraceTable) -> dict[str, Any]:
     ```
     `breakdown_us` always holds all eight categories; a step's categories sum to its total.
     """
-    return table.memo("overview", lambda: _build_overview(table))
+    return memoised(table, "overview", lambda: _build_overview(table))
 
 
 def _build_overview(table: TraceTable) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from .events import event_ends, kind_mask, launched_device_events, name_mask
+from .memo import memoised
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class Steps:
 
 def compute_steps(table: TraceTable) -> Steps:
     """The table's steps, computed once per table."""
-    return table.memo("steps", lambda: _compute_steps(table))
+    return memoised(table, "steps", lambda: _compute_steps(table))
 
 
 def _compute_steps(table: TraceTable) -> Steps:

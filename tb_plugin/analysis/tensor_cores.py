@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ingest.schema import Kind, TraceTable
 from .events import category_flags
+from .memo import memoised
 
 #: The reference's substrings (PyProf's tc.py), matched case-sensitively as it does.
 REFERENCE_KERNEL_PATTERNS: tuple[str, ...] = (
@@ -99,11 +100,11 @@ def is_tc_eligible_op(name: str) -> bool:
 def event_tc_flags(table: TraceTable) -> np.ndarray:
     """Per event row: the name is a tensor-core kernel name (only meaningful for kernels)."""
     kernels = np.flatnonzero(table.events["kind"].to_numpy() == Kind.KERNEL)
-    return table.memo("tc_kernel_flags", lambda: category_flags(
+    return memoised(table, "tc_kernel_flags", lambda: category_flags(
         table.events["name"], kernel_uses_tensor_cores, kernels))
 
 
 def event_tc_eligible_flags(table: TraceTable) -> np.ndarray:
     """Per event row: the name is on the tensor-core-eligible operator list."""
-    return table.memo("tc_op_flags",
+    return memoised(table, "tc_op_flags",
                       lambda: category_flags(table.events["name"], is_tc_eligible_op))

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
+from .memo import memoised
 from .nesting import nest
 
 #: Phases drawn as slices; instants ("i"/"I") become zero-length slices. Counters ("C") and
@@ -96,7 +97,7 @@ class TimelineIndex:
 
 def build_timeline_index(table: TraceTable) -> TimelineIndex:
     """The table's timeline index, computed once per table."""
-    return table.memo("timeline_index", lambda: _build_index(table))
+    return memoised(table, "timeline_index", lambda: _build_index(table))
 
 
 def _build_index(table: TraceTable) -> TimelineIndex:
