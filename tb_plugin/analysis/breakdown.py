@@ -9,16 +9,25 @@ time a higher role already took), so the categories of a step always sum to its 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from . import ranges as rg
-from .steps import STEP_PREFIX, Steps, compute_steps, event_ends, kind_mask, name_mask
+from .events import (
+    HOST_KINDS,
+    category_flags,
+    comm_kernel_mask,
+    comm_op_mask,
+    event_ends,
+    is_dataloader_name,
+    kind_mask,
+    name_mask,
+)
+from .memo import memoised
+from .steps import STEP_PREFIX, Steps, compute_steps
 
 KERNEL = "Kernel"
 MEMCPY = "Memcpy"
@@ -32,45 +41,6 @@ OTHER = "Other"
 ROLE_PRIORITY = (KERNEL, MEMCPY, MEMSET, COMMUNICATION, RUNTIME, DATALOADER, CPU_EXEC)
 CATEGORIES = (*ROLE_PRIORITY, OTHER)
 GPU_CATEGORIES = (KERNEL, MEMCPY, MEMSET, RUNTIME)
-
-#: Host-side kinds that can be operators, comm ops or data loading (the GPU-side mirror
-#: `gpu_user_annotation` is device time, not CPU work, so it is never CPU Exec).
-HOST_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON)
-
-_COLLECTIVE = (r"(?:all_?reduce|all_?gather|reduce_?scatter|broadcast|reduce|all_?to_?all"
-               r"|gather|scatter|send|recv|barrier|coalesced)")
-_COMM_NAME = re.compile(
-    r"record_param_comms$"
-    r"|(?:nccl|rccl|gloo|mpi|ucc|xccl|hccl):\S"  # backend-prefixed ops: nccl:all_to_all, gloo:...
-    rf"|(?:c10d|_c10d_functional|c10d_functional)::_?{_COLLECTIVE}\w*$"  # c10d::allreduce_
-    r"|_?(?:all_?gather|reduce_?scatter)_base_?$"  # ProcessGroup._allgather_base
-)
-#: NCCL/RCCL device kernels: ncclKernel_AllReduce_..., ncclDevKernel_..., ncclAllReduceRing..Kernel
-_NCCL_KERNEL = re.compile(r"nccl\w*Kernel")
-_DATALOADER = re.compile(r"enumerate\(DataLoader\)#.*\.__next__$|enumerate\(DataPipe\)#")
-
-
-def is_comm_op_name(name: str) -> bool:
-    """Whether a host op/annotation name is a collective or point-to-point communication op.
-
-    Covers the reference's `nccl:`/`gloo:` collectives and PyTorch 2.x names
-    (`record_param_comms`, `c10d::*` collectives, all_to_all, send/recv, `_allgather_base`,
-    `_reduce_scatter_base`, coalesced ops).
-    """
-    return bool(_COMM_NAME.match(name))
-
-
-def is_nccl_kernel_name(name: str) -> bool:
-    return bool(_NCCL_KERNEL.match(name))
-
-
-def is_dataloader_name(name: str) -> bool:
-    return bool(_DATALOADER.match(name))
-
-
-def _names_matching(pattern: re.Pattern[str]) -> Callable[[pd.Index], np.ndarray]:
-    return lambda names: names.str.match(pattern.pattern)
-
 
 @dataclass
 class Breakdown:
@@ -102,26 +72,9 @@ class Breakdown:
         return shown
 
 
-def comm_op_mask(events: pd.DataFrame) -> np.ndarray:
-    """Host events that are communication ops."""
-    return kind_mask(events, HOST_KINDS) & name_mask(events, _names_matching(_COMM_NAME))
-
-
-def comm_kernel_mask(events: pd.DataFrame) -> np.ndarray:
-    """Kernels doing communication: NCCL by name, or launched under a (non-Gloo) comm op."""
-    kernels = kind_mask(events, (Kind.KERNEL,))
-    by_name = kernels & name_mask(events, _names_matching(_NCCL_KERNEL))
-    comm_ops = comm_op_mask(events) & ~name_mask(events, lambda n: n.str.startswith("gloo:"))
-    external = events["external_id"].to_numpy()
-    comm_ids = external[comm_ops]
-    comm_ids = comm_ids[np.isfinite(comm_ids) & (comm_ids != 0)]
-    by_id = kernels & np.isin(external, comm_ids)
-    return by_name | by_id
-
-
 def role_ranges(table: TraceTable) -> dict[str, rg.Ranges]:
     """Merged busy ranges of each role over the whole trace (before priority), computed once."""
-    return table.memo("role_ranges", lambda: _role_ranges(table.events))
+    return memoised(table, "role_ranges", lambda: _role_ranges(table.events))
 
 
 def _role_ranges(events: pd.DataFrame) -> dict[str, rg.Ranges]:
@@ -130,7 +83,7 @@ def _role_ranges(events: pd.DataFrame) -> dict[str, rg.Ranges]:
     host = kind_mask(events, HOST_KINDS) & ~name_mask(events, lambda n: n.str.startswith(
         STEP_PREFIX))
     comm_ops = host & comm_op_mask(events)
-    loaders = host & ~comm_ops & name_mask(events, _names_matching(_DATALOADER))
+    loaders = host & ~comm_ops & category_flags(events["name"], is_dataloader_name)
     masks = {
         KERNEL: kind_mask(events, (Kind.KERNEL,)) & ~comm_kernels,
         MEMCPY: kind_mask(events, (Kind.MEMCPY,)),
@@ -145,7 +98,7 @@ def _role_ranges(events: pd.DataFrame) -> dict[str, rg.Ranges]:
 
 def compute_breakdown(table: TraceTable) -> Breakdown:
     """The step-time breakdown of a table, computed once."""
-    return table.memo("breakdown", lambda: _compute_breakdown(table))
+    return memoised(table, "breakdown", lambda: _compute_breakdown(table))
 
 
 def _compute_breakdown(table: TraceTable) -> Breakdown:

@@ -9,7 +9,7 @@ every cpu_op / user annotation from those events, vectorised (no Python loop per
 
 1. Frames that never appear in a stack (see the rule below) are left out first: nesting is by
    time, so removing them changes no kept frame's ancestors. The kept ones are nested per
-   (pid, tid) with `optree.nest` (pre-order, parent positions, depths; an end overhanging its
+   (pid, tid) with `nesting.nest` (pre-order, parent positions, depths; an end overhanging its
    parent's, as rounded 2.x timestamps do, is clamped into the parent like in the op tree).
 2. Each distinct stack gets an id, top-down one depth level at a time: an event's id interns
    the pair (its parent's id, its name) with `np.unique`, so every iteration of a training
@@ -48,7 +48,9 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .correlation import complete_rows
-from .optree import levels, nest
+from .events import filled_categorical
+from .memo import memoised
+from .nesting import levels, nest
 
 #: Frames kept per stack (innermost first); deeper frames, the outermost, are cut.
 MAX_FRAMES = 64
@@ -83,18 +85,9 @@ class CallStacks:
         return filled_categorical(self.codes_of(rows), self.stacks, missing)
 
 
-def filled_categorical(codes: np.ndarray, categories: pd.Index, missing: str) -> pd.Categorical:
-    """A categorical of `codes` into `categories`, `missing` where a code is -1 (`missing`
-    becomes a category if it is not one)."""
-    if missing not in categories:
-        categories = categories.append(pd.Index([missing], dtype=object))
-    fill = int(categories.get_loc(missing))
-    return pd.Categorical.from_codes(np.where(codes >= 0, codes, fill), categories)
-
-
 def python_call_stacks(table: TraceTable) -> CallStacks:
     """The derived call stacks of a table's operators, computed once per table."""
-    return table.memo("python_call_stacks", lambda: _derive(table))
+    return memoised(table, "python_call_stacks", lambda: _derive(table))
 
 
 def _empty(rows: np.ndarray, python_events: int = 0) -> CallStacks:

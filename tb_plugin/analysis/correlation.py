@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, LAUNCH_KINDS, Kind, TraceTable
+from .memo import memoised
 
 
 @dataclass
@@ -52,7 +53,7 @@ def complete_rows(events: pd.DataFrame, kinds: tuple[Kind, ...]) -> np.ndarray:
 
 def launches(table: TraceTable) -> Launches:
     """Device event -> launch links of a table, computed once."""
-    return table.memo("launches", lambda: _launches(table.events))
+    return memoised(table, "launches", lambda: _launches(table.events))
 
 
 def _launches(events: pd.DataFrame) -> Launches:

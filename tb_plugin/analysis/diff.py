@@ -33,8 +33,10 @@ import pandas as pd
 
 from ..ingest.schema import TraceTable
 from ..payloads import DiffPayload
+from .memo import memoised
 from .modules import BACKWARD_PREFIX, MODULE_KINDS, backward_attribution, nearest, node_at
-from .optree import ROOT_NAME, NodeKind, OpTree, build_op_tree
+from .node_kinds import NodeKind
+from .optree import ROOT_NAME, OpTree, build_op_tree
 
 ANCHOR_KINDS = (NodeKind.DATALOADER, NodeKind.MODULE, NodeKind.PL_MODULE, NodeKind.OPTIMIZER,
                 NodeKind.PROFILER_STEP)
@@ -155,7 +157,7 @@ class DiffSide:
 
 def diff_side(table: TraceTable) -> DiffSide:
     """The diff view of one trace's main thread, computed once per table."""
-    return table.memo("diff_side", lambda: _diff_side(table))
+    return memoised(table, "diff_side", lambda: _diff_side(table))
 
 
 def _diff_side(table: TraceTable) -> DiffSide:

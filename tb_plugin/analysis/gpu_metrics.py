@@ -9,15 +9,17 @@ Only kernels count (memcpy/memset excluded, NCCL kernels included). A kernel's G
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from . import ranges as rg
+from .events import event_ends, kind_mask, name_mask
 from .launch import fill_launch_estimates
-from .steps import compute_steps, event_ends, kind_mask, name_mask
+from .memo import memoised
+from .steps import compute_steps
 
 #: The timeline uses power-of-ten buckets (in us) and at most this many of them.
 MAX_BUCKETS = 100
@@ -47,7 +49,7 @@ class GpuMetrics:
 
 def kernel_frame(table: TraceTable) -> pd.DataFrame:
     """Kernels with start, end, device, blocks_per_sm, occupancy (Kineto's or derived)."""
-    return table.memo("gpu_kernels", lambda: _kernel_frame(table))
+    return memoised(table, "gpu_kernels", lambda: _kernel_frame(table))
 
 
 def _kernel_frame(table: TraceTable) -> pd.DataFrame:
@@ -93,7 +95,7 @@ def event_devices(table: TraceTable, rows: np.ndarray) -> np.ndarray:
 
 def gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:
     """Metrics of every GPU that ran kernels, keyed by GPU id (sorted), computed once."""
-    return table.memo("gpu_metrics", lambda: _gpu_metrics(table))
+    return memoised(table, "gpu_metrics", lambda: _gpu_metrics(table))
 
 
 def _gpu_metrics(table: TraceTable) -> dict[int, GpuMetrics]:
@@ -195,26 +197,3 @@ def utilization_timeline(busy: rg.Ranges, start: Optional[float], end: Optional[
     bucket_ends = np.append(bucket_starts[1:], end)
     values = rg.length_in_windows(busy, bucket_starts, bucket_ends) / (bucket_ends - bucket_starts)
     return Timeline(bucket, np.append(bucket_starts, end), np.append(values, 0.0))
-
-
-def counter_events(metrics: dict[int, GpuMetrics]) -> list[dict[str, Any]]:
-    """Chrome-trace counter events of the reference (1/0 baseline, then the values), per GPU."""
-    out: list[dict[str, Any]] = []
-    for device, m in metrics.items():
-        util, sm = f"GPU {device} Utilization", f"GPU {device} Est. SM Efficiency"
-        if m.timeline.times.size:
-            first = float(m.timeline.times[0])
-            out += [_counter(util, device, first, "GPU Utilization", v) for v in (1.0, 0.0)]
-            out += [_counter(util, device, float(t), "GPU Utilization", float(v))
-                    for t, v in zip(m.timeline.times, m.timeline.values)]
-        a, b, value = m.sm_ranges
-        if a.size:
-            out += [_counter(sm, device, float(a[0]), "Est. SM Efficiency", v) for v in (1.0, 0.0)]
-            for s, e, v in zip(a, b, value):
-                out.append(_counter(sm, device, float(s), "Est. SM Efficiency", float(v)))
-                out.append(_counter(sm, device, float(e), "Est. SM Efficiency", 0.0))
-    return out
-
-
-def _counter(name: str, device: int, ts: float, arg: str, value: float) -> dict[str, Any]:
-    return {"ph": "C", "name": name, "pid": device, "ts": ts, "args": {arg: value}}

@@ -15,9 +15,12 @@ import pandas as pd
 from ..ingest.schema import Kind, TraceTable
 from ..payloads import KernelPiesPayload, KernelsPayload
 from .correlation import complete_rows
+from .events import kernel_device_ids
 from .launch import fill_launch_estimates
-from .optree import NodeKind, build_op_tree
-from .tensor_cores import event_tc_eligible_flags, event_tc_flags, kernel_device_ids
+from .memo import memoised
+from .node_kinds import NodeKind
+from .optree import build_op_tree
+from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 GROUP_BY_KERNEL = "kernel"
 GROUP_BY_KERNEL_OP = "kernel_op_launch"
@@ -28,7 +31,7 @@ _LAUNCH_KEYS = ("grid", "block", "registers_per_thread", "shared_memory")
 
 def kernel_frame(table: TraceTable) -> pd.DataFrame:
     """One row per kernel event: name, duration, launch config, blocks/SM, occupancy (%)."""
-    return table.memo("kernel_view_frame", lambda: _kernel_frame(table))
+    return memoised(table, "kernel_view_frame", lambda: _kernel_frame(table))
 
 
 def _kernel_frame(table: TraceTable) -> pd.DataFrame:

@@ -28,7 +28,8 @@ import numpy as np
 from ..ingest.schema import TraceTable
 from ..payloads import MemoryTimelinePayload
 from ..storage import FileRef, iter_decompressed
-from .memory import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, downsample, growth_leak
+from .memory_curves import downsample
+from .memory_leaks import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, growth_leak
 from .steps import compute_steps
 
 ACTIONS = {1: "PREEXISTING", 2: "CREATE", 3: "INCREMENT_VERSION", 4: "DESTROY"}

@@ -34,7 +34,9 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from ..payloads import ModulesPayload
-from .optree import NodeKind, OpTree, build_op_tree
+from .memo import memoised
+from .node_kinds import NodeKind
+from .optree import OpTree, build_op_tree
 
 MODULE_PREFIX = "nn.Module: "
 PL_MODULE_PREFIX = "[pl][module]"
@@ -68,7 +70,7 @@ class BackwardAttribution:
 
 def backward_attribution(table: TraceTable) -> BackwardAttribution:
     """Which module's forward pass produced each backward op, computed once per table."""
-    return table.memo("module_backward", lambda: _attribute_backward(table,
+    return memoised(table, "module_backward", lambda: _attribute_backward(table,
                                                                      build_op_tree(table)))
 
 
@@ -187,7 +189,7 @@ class Hierarchy:
 
 def module_hierarchy(table: TraceTable) -> Optional[Hierarchy]:
     """The module rows of a trace (None without module events), computed once."""
-    return table.memo("module_hierarchy", lambda: _hierarchy(table, build_op_tree(table)))
+    return memoised(table, "module_hierarchy", lambda: _hierarchy(table, build_op_tree(table)))
 
 
 def _hierarchy(table: TraceTable, tree: OpTree) -> Optional[Hierarchy]:
@@ -339,9 +341,6 @@ def _dotted_parent(name: str, index: dict[str, int]) -> int:
 
 # --- stats and payload -----------------------------------------------------------------------
 
-_STATS = ("host_total_us", "host_self_us", "device_total_us", "device_self_us", "operators")
-
-
 def _row_stats(tree: OpTree, h: Hierarchy, backward: Optional[BackwardAttribution]
                ) -> dict[str, np.ndarray]:
     """Per-row sums over the row's calls that have a tree node."""
@@ -452,7 +451,7 @@ def build_modules(table: TraceTable) -> ModulesPayload:
     ```
     Times are totals over all calls of a row (us, 3 decimals); names lose "nn.Module: ".
     """
-    return table.memo("modules", lambda: _build_modules(table))
+    return memoised(table, "modules", lambda: _build_modules(table))
 
 
 def _build_modules(table: TraceTable) -> dict[str, Any]:

@@ -15,7 +15,9 @@ import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
 from ..payloads import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
-from .callstacks import filled_categorical, python_call_stacks
+from .callstacks import python_call_stacks
+from .events import filled_categorical
+from .memo import memoised
 from .optree import build_op_tree
 
 GROUP_BY_OPERATOR = "operator"
@@ -38,7 +40,7 @@ def operator_frame(table: TraceTable) -> pd.DataFrame:
 
     Kept for the table's lifetime, so only keys are stored; the times are read from the op tree
     when a table is aggregated (`_aggregate`)."""
-    return table.memo("operator_frame", lambda: _operator_frame(table))
+    return memoised(table, "operator_frame", lambda: _operator_frame(table))
 
 
 def _operator_frame(table: TraceTable) -> pd.DataFrame:

@@ -6,20 +6,20 @@ formats it. See the contract in the docstring of `build_overview`.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Optional
 
 import numpy as np
 
-from ..ingest.schema import DEVICE_KINDS, TraceTable
+from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from ..payloads import OverviewPayload
-from .breakdown import CATEGORIES, HOST_KINDS, Breakdown, compute_breakdown
+from .breakdown import CATEGORIES, Breakdown, compute_breakdown
+from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
 from .launch import device_properties
+from .memo import memoised
+from .optree import build_op_tree
 from .recommendations import Facts, recommend
-from .steps import kind_mask, name_mask
-
-log = logging.getLogger(__name__)
+from .tensor_cores import event_tc_flags
 
 
 def build_overview(table: TraceTable) -> OverviewPayload:
@@ -37,13 +37,13 @@ def build_overview(table: TraceTable) -> OverviewPayload:
     ```
     `breakdown_us` always holds all eight categories; a step's categories sum to its total.
     """
-    return table.memo("overview", lambda: _build_overview(table))
+    return memoised(table, "overview", lambda: _build_overview(table))
 
 
 def _build_overview(table: TraceTable) -> dict[str, Any]:
     breakdown = compute_breakdown(table)
     metrics = gpu_metrics(table)
-    tc = tensor_core_info(table)
+    tc = tensor_core_summary(table)
     average = breakdown.average
     return {
         "steps": _steps_json(breakdown),
@@ -59,17 +59,44 @@ def _build_overview(table: TraceTable) -> dict[str, Any]:
     }
 
 
-def tensor_core_info(table: TraceTable) -> Optional[dict[str, Any]]:
-    """The tensor-core summary of the operators module, or None while it is unavailable."""
-    try:
-        from .tensor_cores import tensor_core_summary
-    except ImportError:
-        return None
-    try:
-        return tensor_core_summary(table)
-    except Exception:  # one failing metric must not cost the whole overview
-        log.exception("tensor-core summary failed; the overview shows it as unavailable")
-        return None
+def tensor_core_summary(table: TraceTable,
+                        window: Optional[tuple[float, float]] = None) -> dict[str, Any]:
+    """Tensor-core ratios for the overview and the kernel view.
+
+    - kernel_tc_ratio: TC kernels' time / all kernels' time (every kernel event, as the kernel
+      view's pie).
+    - tc_eligible_ops_kernel_ratio: own-kernel time of the bottom-most TC-eligible nodes / own
+      kernel time of all operators (spec 3.9; launches out of any op are not counted).
+    - tc_ratio_by_device: per GPU id, TC kernel time / kernel time, each kernel clipped to
+      `window` (the steps span) when given; empty when the trace has no kernels.
+    """
+    rows = np.flatnonzero(table.events["kind"].to_numpy() == Kind.KERNEL)
+    start = table.events["ts"].to_numpy()[rows]
+    end = start + np.nan_to_num(table.events["dur"].to_numpy()[rows])
+    tc = event_tc_flags(table)[rows]
+    dur = end - start
+    total = float(dur.sum())
+    return {
+        "kernel_tc_ratio": float(dur[tc].sum()) / total if total > 0 else 0.0,
+        "tc_eligible_ops_kernel_ratio": build_op_tree(table).tc_eligible_ops_kernel_ratio(),
+        "tc_ratio_by_device": _ratio_by_device(table, rows, start, end, tc, window),
+    }
+
+
+def _ratio_by_device(table: TraceTable, rows: np.ndarray, start: np.ndarray, end: np.ndarray,
+                     tc: np.ndarray, window: Optional[tuple[float, float]]) -> dict[int, float]:
+    if len(rows) == 0:
+        return {}
+    if window is not None:
+        start, end = np.maximum(start, window[0]), np.minimum(end, window[1])
+    dur = np.maximum(end - start, 0.0)
+    device = kernel_device_ids(table, rows)
+    known = np.isfinite(device)
+    ids, inverse = np.unique(device[known].astype(np.int64), return_inverse=True)
+    total = np.bincount(inverse, weights=dur[known], minlength=len(ids))
+    tc_time = np.bincount(inverse, weights=np.where(tc[known], dur[known], 0.0),
+                          minlength=len(ids))
+    return {int(d): float(t / a) if a > 0 else 0.0 for d, t, a in zip(ids, tc_time, total)}
 
 
 def _steps_json(breakdown: Breakdown) -> list[dict[str, Any]]:
@@ -87,11 +114,11 @@ def _pct(value: Optional[float], scale: float = 100.0) -> Optional[float]:
     return None if value is None else float(value) * scale
 
 
-def _gpu_json(table: TraceTable, m: GpuMetrics, tc: Optional[dict[str, Any]]) -> dict[str, Any]:
+def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str, Any]:
     props = device_properties(table, m.device)
     memory = props.get("totalGlobalMem")
     major, minor = props.get("computeMajor"), props.get("computeMinor")
-    tc_by_device = (tc or {}).get("tc_ratio_by_device") or {}
+    tc_by_device = tc["tc_ratio_by_device"]
     tc_ratio = tc_by_device.get(m.device, tc_by_device.get(str(m.device)))
     return {
         "id": m.device,
@@ -135,7 +162,7 @@ def used_devices(table: TraceTable) -> list[int]:
 
 
 def collect_facts(table: TraceTable, breakdown: Breakdown, metrics: dict[int, GpuMetrics],
-                  tc: Optional[dict[str, Any]]) -> Facts:
+                  tc: dict[str, Any]) -> Facts:
     events = table.events
     host = kind_mask(events, HOST_KINDS)
     backend = (table.metadata.distributed_info or {}).get("backend")
@@ -154,8 +181,8 @@ def collect_facts(table: TraceTable, breakdown: Breakdown, metrics: dict[int, Gp
         uses_nccl=backend == "nccl" or bool(nccl_names.any()),
         backend=backend if isinstance(backend, str) else None,
         memory_peaks=_gpu_memory_peaks(table),
-        kernel_tc_ratio=(tc or {}).get("kernel_tc_ratio"),
-        tc_eligible_ops_kernel_ratio=(tc or {}).get("tc_eligible_ops_kernel_ratio"),
+        kernel_tc_ratio=tc["kernel_tc_ratio"],
+        tc_eligible_ops_kernel_ratio=tc["tc_eligible_ops_kernel_ratio"],
     )
 
 

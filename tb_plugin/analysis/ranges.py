@@ -8,8 +8,6 @@ interval, so whole-trace role ranges (millions of events) stay cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 
 Ranges = tuple[np.ndarray, np.ndarray]
@@ -17,16 +15,6 @@ Ranges = tuple[np.ndarray, np.ndarray]
 
 def empty() -> Ranges:
     return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64)
-
-
-def from_pairs(pairs: Iterable[tuple[float, float]]) -> Ranges:
-    """[(start, end), ...] -> (starts, ends); handy for tests and small inputs."""
-    array = np.asarray(list(pairs), dtype=np.float64).reshape(-1, 2)
-    return array[:, 0].copy(), array[:, 1].copy()
-
-
-def to_pairs(ranges: Ranges) -> list[tuple[float, float]]:
-    return [(float(s), float(e)) for s, e in zip(*ranges)]
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> Ranges:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from ..ingest.schema import DEVICE_KINDS, LAUNCH_KINDS, Kind, TraceTable
+from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
+from .events import event_ends, kind_mask, launched_device_events, name_mask
+from .memo import memoised
 
 log = logging.getLogger(__name__)
 
@@ -62,28 +64,9 @@ class Steps:
         return float(self.ends[-1]) if len(self.names) else None
 
 
-def name_mask(events: pd.DataFrame, predicate: Callable[[pd.Index], np.ndarray]) -> np.ndarray:
-    """Rows whose `name` satisfies `predicate`, evaluated once per distinct name (categorical)."""
-    names = events["name"]
-    if not isinstance(names.dtype, pd.CategoricalDtype):
-        names = names.astype("category")
-    categories = pd.Index(names.cat.categories.astype(str))
-    hits = np.append(np.asarray(predicate(categories), dtype=bool), False)  # code -1 = no name
-    return hits[names.cat.codes.to_numpy()]
-
-
-def kind_mask(events: pd.DataFrame, kinds: tuple[Kind, ...]) -> np.ndarray:
-    return np.isin(events["kind"].to_numpy(), np.asarray(kinds, dtype=np.int8))
-
-
-def event_ends(events: pd.DataFrame) -> np.ndarray:
-    """ts + dur, with instants (NaN dur) as zero-length."""
-    return events["ts"].to_numpy() + np.nan_to_num(events["dur"].to_numpy(), nan=0.0)
-
-
 def compute_steps(table: TraceTable) -> Steps:
     """The table's steps, computed once per table."""
-    return table.memo("steps", lambda: _compute_steps(table))
+    return memoised(table, "steps", lambda: _compute_steps(table))
 
 
 def _compute_steps(table: TraceTable) -> Steps:
@@ -130,32 +113,6 @@ def _fallback_step(events: pd.DataFrame) -> Steps:
     end = float(event_ends(events)[span].max())
     starts, ends = np.array([start]), np.array([end])
     return Steps(["0"], starts.copy(), ends.copy(), starts, ends, from_markers=False)
-
-
-def launched_device_events(events: pd.DataFrame) -> pd.DataFrame:
-    """Device events (kernel/memcpy/memset) joined to the launch (runtime or driver call) with the
-    same `correlation`: columns `event`, `launch` (row numbers), start, end, launch_start,
-    launch_end. Device events without a launch are left out."""
-    kinds = events["kind"].to_numpy()
-    corr = events["correlation"].to_numpy()
-    launch_rows = np.flatnonzero(np.isin(kinds, LAUNCH_KINDS) & np.isfinite(corr))
-    device_rows = np.flatnonzero(np.isin(kinds, DEVICE_KINDS) & np.isfinite(corr))
-    if launch_rows.size == 0 or device_rows.size == 0:
-        return pd.DataFrame({c: np.empty(0) for c in
-                             ("event", "launch", "start", "end", "launch_start", "launch_end")})
-    # One launch per correlation id (the earliest), so a device event joins at most one launch.
-    launch_rows = launch_rows[np.argsort(events["ts"].to_numpy()[launch_rows], kind="stable")]
-    unique_corr, first = np.unique(corr[launch_rows], return_index=True)
-    launch_rows = launch_rows[first]
-    pos = np.clip(np.searchsorted(unique_corr, corr[device_rows]), 0, unique_corr.size - 1)
-    found = unique_corr[pos] == corr[device_rows]
-    device_rows, launches = device_rows[found], launch_rows[pos[found]]
-    ts, ends = events["ts"].to_numpy(), event_ends(events)
-    return pd.DataFrame({
-        "event": device_rows, "launch": launches,
-        "start": ts[device_rows], "end": ends[device_rows],
-        "launch_start": ts[launches], "launch_end": ends[launches],
-    })
 
 
 def _adjust_to_device(events: pd.DataFrame, steps: Steps) -> None:

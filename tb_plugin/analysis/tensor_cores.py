@@ -8,12 +8,13 @@ names that Volta..Hopper libraries use today.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
+from .events import category_flags
+from .memo import memoised
 
 #: The reference's substrings (PyProf's tc.py), matched case-sensitively as it does.
 REFERENCE_KERNEL_PATTERNS: tuple[str, ...] = (
@@ -96,88 +97,14 @@ def is_tc_eligible_op(name: str) -> bool:
     return name in TC_ELIGIBLE_OPS
 
 
-def category_flags(names: pd.Series, predicate: Any,
-                   rows: Optional[np.ndarray] = None) -> np.ndarray:
-    """`predicate` over a categorical's categories, expanded to one bool per row (NaN -> False).
-    With `rows`, only the categories those rows use are tested (the others read False)."""
-    cat = names.cat if isinstance(names.dtype, pd.CategoricalDtype) else names.astype(
-        "category").cat
-    codes = cat.codes.to_numpy()
-    categories = cat.categories
-    used = np.arange(len(categories)) if rows is None else np.unique(codes[rows])
-    used = used[used >= 0]
-    flags = np.zeros(len(categories) + 1, dtype=bool)
-    flags[used] = np.fromiter((predicate(str(categories[c])) for c in used), dtype=bool,
-                              count=len(used))
-    return flags[codes]
-
-
 def event_tc_flags(table: TraceTable) -> np.ndarray:
     """Per event row: the name is a tensor-core kernel name (only meaningful for kernels)."""
     kernels = np.flatnonzero(table.events["kind"].to_numpy() == Kind.KERNEL)
-    return table.memo("tc_kernel_flags", lambda: category_flags(
+    return memoised(table, "tc_kernel_flags", lambda: category_flags(
         table.events["name"], kernel_uses_tensor_cores, kernels))
 
 
 def event_tc_eligible_flags(table: TraceTable) -> np.ndarray:
     """Per event row: the name is on the tensor-core-eligible operator list."""
-    return table.memo("tc_op_flags",
+    return memoised(table, "tc_op_flags",
                       lambda: category_flags(table.events["name"], is_tc_eligible_op))
-
-
-def kernel_device_ids(table: TraceTable, rows: np.ndarray) -> np.ndarray:
-    """GPU id of device events: `args.device`, else a numeric `pid`; NaN when neither exists."""
-    args = table.device_args
-    device = np.full(len(rows), np.nan)
-    if len(args):
-        lookup = pd.Series(args["device"].to_numpy(dtype=np.float64),
-                           index=args["event"].to_numpy())
-        lookup = lookup[~lookup.index.duplicated()]
-        device = lookup.reindex(rows).to_numpy(dtype=np.float64)
-    pids = table.events["pid"]
-    pid_num = pd.to_numeric(pd.Series(pids.cat.categories.astype(str)), errors="coerce")
-    pid_num = np.append(pid_num.to_numpy(dtype=np.float64), np.nan)
-    fallback = pid_num[pids.cat.codes.to_numpy()[rows]]
-    return np.where(np.isfinite(device), device, fallback)
-
-
-def tensor_core_summary(table: TraceTable,
-                        window: Optional[tuple[float, float]] = None) -> dict[str, Any]:
-    """Tensor-core ratios for the overview and the kernel view.
-
-    - kernel_tc_ratio: TC kernels' time / all kernels' time (every kernel event, as the kernel
-      view's pie).
-    - tc_eligible_ops_kernel_ratio: own-kernel time of the bottom-most TC-eligible nodes / own
-      kernel time of all operators (spec 3.9; launches out of any op are not counted).
-    - tc_ratio_by_device: per GPU id, TC kernel time / kernel time, each kernel clipped to
-      `window` (the steps span) when given; empty when the trace has no kernels.
-    """
-    from .optree import build_op_tree  # local: optree imports this module
-
-    rows = np.flatnonzero(table.events["kind"].to_numpy() == Kind.KERNEL)
-    start = table.events["ts"].to_numpy()[rows]
-    end = start + np.nan_to_num(table.events["dur"].to_numpy()[rows])
-    tc = event_tc_flags(table)[rows]
-    dur = end - start
-    total = float(dur.sum())
-    return {
-        "kernel_tc_ratio": float(dur[tc].sum()) / total if total > 0 else 0.0,
-        "tc_eligible_ops_kernel_ratio": build_op_tree(table).tc_eligible_ops_kernel_ratio(),
-        "tc_ratio_by_device": _ratio_by_device(table, rows, start, end, tc, window),
-    }
-
-
-def _ratio_by_device(table: TraceTable, rows: np.ndarray, start: np.ndarray, end: np.ndarray,
-                     tc: np.ndarray, window: Optional[tuple[float, float]]) -> dict[int, float]:
-    if len(rows) == 0:
-        return {}
-    if window is not None:
-        start, end = np.maximum(start, window[0]), np.minimum(end, window[1])
-    dur = np.maximum(end - start, 0.0)
-    device = kernel_device_ids(table, rows)
-    known = np.isfinite(device)
-    ids, inverse = np.unique(device[known].astype(np.int64), return_inverse=True)
-    total = np.bincount(inverse, weights=dur[known], minlength=len(ids))
-    tc_time = np.bincount(inverse, weights=np.where(tc[known], dur[known], 0.0),
-                          minlength=len(ids))
-    return {int(d): float(t / a) if a > 0 else 0.0 for d, t, a in zip(ids, tc_time, total)}

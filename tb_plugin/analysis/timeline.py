@@ -22,6 +22,7 @@ import pandas as pd
 from ..ingest.schema import Kind, TraceTable
 from ..payloads import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
 from . import timeline_counters as tc
+from .memo import memoised
 from .timeline_index import (
     TimelineIndex,
     build_timeline_index,
@@ -351,7 +352,7 @@ def _same_correlation(table: TraceTable, event_id: int) -> np.ndarray:
     value = corr[event_id]
     if not np.isfinite(value):
         return np.empty(0, dtype=np.int64)
-    order, sorted_corr = table.memo("timeline_correlation", lambda: _correlation_order(corr))
+    order, sorted_corr = memoised(table, "timeline_correlation", lambda: _correlation_order(corr))
     lo, hi = np.searchsorted(sorted_corr, value, "left"), np.searchsorted(sorted_corr, value,
                                                                           "right")
     rows = order[lo:hi]

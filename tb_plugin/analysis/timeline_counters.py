@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..ingest.schema import TraceTable
 from .gpu_metrics import gpu_metrics
+from .memo import memoised
 from .steps import compute_steps
 from .timeline_index import TimelineIndex, build_timeline_index
 
@@ -56,7 +57,7 @@ class TimelineExtras:
 
 def timeline_extras(table: TraceTable) -> TimelineExtras:
     """Counter series and steps of the table, computed once."""
-    return table.memo("timeline_extras", lambda: _extras(table, build_timeline_index(table)))
+    return memoised(table, "timeline_extras", lambda: _extras(table, build_timeline_index(table)))
 
 
 def _extras(table: TraceTable, index: TimelineIndex) -> TimelineExtras:

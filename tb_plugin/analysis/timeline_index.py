@@ -25,7 +25,6 @@ is exactly what merging the raw events would give, at a cost bounded by the pixe
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -34,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
-
-log = logging.getLogger(__name__)
+from .memo import memoised
+from .nesting import nest
 
 #: Phases drawn as slices; instants ("i"/"I") become zero-length slices. Counters ("C") and
 #: anything else are not timeline slices.
@@ -47,9 +46,6 @@ CPU, GPU, OTHER = 0, 1, 2
 GROUP_NAMES = {CPU: "cpu", GPU: "gpu", OTHER: "other"}
 #: A merge level is kept only when it has at most this share of the previous kept level's items.
 LEVEL_SHRINK = 0.5
-#: Vectorised nesting passes before the exact per-event loop takes the stretches still
-#: overlapping (only pathological, heavily overlapping tracks get there).
-MAX_NEST_PASSES = 6
 _INT64_ROOM = 2**62
 
 
@@ -101,7 +97,7 @@ class TimelineIndex:
 
 def build_timeline_index(table: TraceTable) -> TimelineIndex:
     """The table's timeline index, computed once per table."""
-    return table.memo("timeline_index", lambda: _build_index(table))
+    return memoised(table, "timeline_index", lambda: _build_index(table))
 
 
 def _build_index(table: TraceTable) -> TimelineIndex:
@@ -115,10 +111,10 @@ def _build_index(table: TraceTable) -> TimelineIndex:
     span = int(end.max()) + 2 if rows.size else 2
 
     track_of, tracks = _tracks(table, rows)
-    order = np.lexsort((-end, track_of * span + start))  # per track: start asc, end desc
-    rows, start, end, track_of = rows[order], start[order], end[order], track_of[order]
+    nested = nest(track_of, start, end)  # pre-order per track: start asc, end desc
+    order, depth, clamped = nested.order, nested.depth, nested.clamped
+    rows, start, end, track_of = rows[order], start[order], nested.end[order], track_of[order]
     track_offsets = np.searchsorted(track_of, np.arange(len(tracks) + 1))
-    depth, end, clamped = nest(start, end, track_of, track_offsets, span)
 
     # Row-major layout: rows are (track, depth), depths of a track are 0..max without holes.
     track_depth = np.zeros(len(tracks), dtype=np.int64)
@@ -266,74 +262,7 @@ def _sort_index(value: Any, fallback: Optional[float]) -> float:
 
 
 # ----------------------------------------------------------------------------------------------
-# Nesting
-
-
-def nest(start: np.ndarray, end: np.ndarray, track: np.ndarray, track_offsets: np.ndarray,
-         span: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Depth of each event and its end clamped into its parent's, for events sorted by
-    (track, start asc, end desc). Returns (depth, clamped end, number clamped).
-
-    Exactly the stack sweep `nest_loop` (pop what ended, clamp to the top, depth = stack size;
-    zero-length events contain nothing), vectorised: for nested intervals, depth = earlier
-    events still open at the start. A track splits into independent *segments* wherever all
-    earlier events have ended. Each pass clamps the overlaps that earlier ones cannot have
-    misplaced (`_certain`: always the first of a segment); only segments with overlaps (ns
-    rounding: a few per step) get another pass, and any still unsettled after MAX_NEST_PASSES
-    go through the loop.
-    """
-    end = end.copy()
-    seg = _segments(start, end, track, span)
-    seg_offsets = np.searchsorted(seg, np.arange(int(seg[-1]) + 2)) if seg.size else np.zeros(1)
-    depth = np.zeros(start.size, dtype=np.int64)
-    clamped = np.zeros(start.size, dtype=bool)
-    todo = np.arange(start.size)
-    for _ in range(MAX_NEST_PASSES):
-        depth[todo], (child, parent), stray = _nest_pass(start[todo], end[todo], seg[todo], span)
-        wrong = np.sort(np.concatenate((child, stray)))
-        if wrong.size == 0:
-            todo = todo[:0]
-            break
-        fix = _certain(child, parent, wrong, start[todo], end[todo], seg[todo], span)
-        segs = np.unique(seg[todo[wrong]])
-        end[todo[child[fix]]] = end[todo[parent[fix]]]
-        clamped[todo[child[fix]]] = True
-        todo = _track_positions(seg_offsets, segs)
-        if not fix.any():  # cannot happen for a consistent prefix; let the loop decide
-            break
-    if todo.size:
-        log.info("timeline: %d event(s) in overlapping stretches nested by the loop", todo.size)
-        d, e, c = nest_loop(start[todo], end[todo], seg[todo])
-        depth[todo], end[todo], clamped[todo] = d, e, clamped[todo] | c
-    return depth, end, int(clamped.sum())
-
-
-def _certain(child: np.ndarray, parent: np.ndarray, wrong: np.ndarray, start: np.ndarray,
-             end: np.ndarray, seg: np.ndarray, span: int) -> np.ndarray:
-    """Which clamps (child -> parent) of a pass are the stack's own: those of children that
-    start after every earlier flagged event of their segment has ended. Earlier overlaps can
-    only mislead events they are still open over (the first one of a segment always qualifies).
-    """
-    reach = np.maximum.accumulate(seg[wrong] * span + end[wrong])
-    before = np.concatenate(([-1], reach[:-1]))  # earlier segments' keys are all smaller
-    ok = seg[wrong] * span + start[wrong] >= before
-    return ok[np.searchsorted(wrong, child)]
-
-
-def _segments(start: np.ndarray, end: np.ndarray, track: np.ndarray, span: int) -> np.ndarray:
-    """Segment id per event: a new one wherever every earlier event of the track has ended."""
-    if start.size == 0:
-        return np.empty(0, dtype=np.int64)
-    reach = np.maximum.accumulate(track * span + end)
-    new = np.empty(start.size, dtype=bool)
-    new[0] = True
-    new[1:] = track[1:] * span + start[1:] >= reach[:-1]
-    return np.cumsum(new) - 1
-
-
-def _track_positions(track_offsets: np.ndarray, tracks: np.ndarray) -> np.ndarray:
-    lo, hi = track_offsets[tracks], track_offsets[tracks + 1]
-    return concat_ranges(lo, hi - lo)
+# Helpers
 
 
 def concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -344,69 +273,6 @@ def concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     offsets = np.repeat(np.cumsum(counts) - counts, counts)
     return np.repeat(np.asarray(starts, dtype=np.int64), counts) + (np.arange(total) - offsets)
-
-
-def _nest_pass(start: np.ndarray, end: np.ndarray, track: np.ndarray, span: int
-               ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """One pass on sorted events of some tracks: (depth, (children, parents) to clamp, events
-    whose supposed parent is already closed)."""
-    n = start.size
-    if n == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, (empty, empty), empty
-    first = np.concatenate(([0], np.flatnonzero(np.diff(track)) + 1))
-    track_first = np.repeat(first, np.diff(np.append(first, n)))
-    start_key = track * span + start
-    closed = np.searchsorted(np.sort(track * span + end), start_key, side="right")
-    # Zero-length events sort last among equal starts; those at or after a position that end at
-    # its start are counted as closed but are not before it.
-    zero = np.concatenate(([0], np.cumsum(end == start)))
-    group_last = np.searchsorted(start_key, start_key, side="right")
-    later_zero = zero[group_last] - zero[np.arange(n)]
-    depth = (np.arange(n) - track_first) - (closed - track_first - later_zero)
-    parent = _nearest_above(depth, track, n)
-    child = np.flatnonzero(depth > 0)
-    p = parent[child]
-    valid = p >= 0
-    open_ = np.zeros(child.size, dtype=bool)
-    open_[valid] = end[p[valid]] > start[child[valid]]
-    fix = open_ & (end[child] > np.where(valid, end[np.maximum(p, 0)], 0))
-    return depth, (child[fix], p[fix]), child[~open_]
-
-
-def _nearest_above(depth: np.ndarray, track: np.ndarray, n: int) -> np.ndarray:
-    """For each position, the last earlier position of its track one level up, else -1."""
-    max_depth = int(depth.max()) + 2
-    level = track * max_depth + depth
-    key = level * n + np.arange(n)
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    want = (level - 1) * n + np.arange(n)
-    k = np.searchsorted(sorted_key, want, side="left") - 1
-    kk = np.maximum(k, 0)
-    found = (k >= 0) & (sorted_key[kk] // n == level - 1) & (depth > 0)
-    return np.where(found, order[kk], -1)
-
-
-def nest_loop(start: np.ndarray, end: np.ndarray, track: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The stack sweep itself (one Python step per event): the reference semantics of `nest`,
-    used for tests and for tracks the vectorised passes could not settle."""
-    end = end.copy()
-    depth = np.zeros(start.size, dtype=np.int64)
-    clamped = np.zeros(start.size, dtype=bool)
-    stack: list[int] = []
-    for i in range(start.size):
-        if i and track[i] != track[i - 1]:
-            stack = []
-        while stack and stack[-1] <= start[i]:
-            stack.pop()
-        if stack and end[i] > stack[-1]:
-            end[i], clamped[i] = stack[-1], True
-        depth[i] = len(stack)
-        if end[i] > start[i]:
-            stack.append(int(end[i]))
-    return depth, end, clamped
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,8 +14,6 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..heap import release_free_memory
-
 #: Bumped whenever the parser's output changes; part of every cache key.
 PARSER_VERSION = 2  # 2: categories in order of first appearance, batch-independent
 
@@ -248,11 +246,10 @@ class TraceTable:
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The value of `compute()` for this table, computed on first use only (its freed
-        temporaries are then given back to the OS: see `heap`)."""
+        """The value of `compute()` for this table, computed on first use only (analysis
+        stages go through `analysis.memo.memoised`, which also trims the heap)."""
         if key not in self.derived:
             self.derived[key] = compute()
-            release_free_memory()
         return self.derived[key]
 
     def __len__(self) -> int:

@@ -1,12 +1,8 @@
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.breakdown import (
-    CATEGORIES,
-    compute_breakdown,
-    is_comm_op_name,
-    is_nccl_kernel_name,
-)
+from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
+from tb_plugin.analysis.events import is_comm_op_name, is_nccl_kernel_name
 from tb_plugin.ingest import load_trace
 
 from .helpers import (

@@ -16,8 +16,9 @@ from tb_plugin.analysis.correlation import (
     match_external_ids,
 )
 from tb_plugin.analysis.kernels import build_kernels
+from tb_plugin.analysis.node_kinds import NodeKind
 from tb_plugin.analysis.operators import build_operators
-from tb_plugin.analysis.optree import NodeKind, build_op_tree
+from tb_plugin.analysis.optree import build_op_tree
 from tb_plugin.ingest import load_trace
 
 from .helpers import make_table

@@ -1,10 +1,8 @@
-import json
 
 import numpy as np
 import pytest
 
 from tb_plugin.analysis.gpu_metrics import (
-    counter_events,
     device_args_of,
     gpu_metrics,
     kernel_frame,
@@ -50,15 +48,14 @@ def test_utilization_timeline_vector(tmp_path):
     assert timeline.values.tolist() == [1.0 if t in busy else 0.0 for t in range(100, 221, 10)]
 
 
-def test_counter_events_format(tmp_path):
-    events = counter_events(gpu_metrics(_vector_table(tmp_path)))
-    util = [e for e in events if e["name"] == "GPU 1 Utilization"]
-    sm = [e for e in events if e["name"] == "GPU 1 Est. SM Efficiency"]
-    assert len(util) == 2 + 13 and [e["args"]["GPU Utilization"] for e in util[:2]] == [1, 0]
-    assert util[0] == {"ph": "C", "name": "GPU 1 Utilization", "pid": 1, "ts": 100.0,
-                       "args": {"GPU Utilization": 1.0}}
-    assert len(sm) == 2 + 2 * 6  # baseline + one (value, 0) pair per elementary range
-    json.dumps(events)
+def test_timeline_and_sm_ranges_of_the_vector(tmp_path):
+    """What the trace view draws as counters: 13 utilization buckets from the first kernel,
+    and one SM-efficiency value per elementary range (6 here)."""
+    m = gpu_metrics(_vector_table(tmp_path))[1]
+    assert m.timeline.times.size == 13 and float(m.timeline.times[0]) == 100.0
+    starts, ends, values = m.sm_ranges
+    assert starts.size == ends.size == values.size == 6
+    assert (starts < ends).all()
 
 
 def test_kernels_out_of_step(tmp_path):

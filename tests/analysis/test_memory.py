@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis import memory as mem
+from tb_plugin.analysis.memory_curves import DEFAULT_MAX_POINTS, downsample
+from tb_plugin.analysis.memory_records import device_name
 from tb_plugin.ingest import load_trace
 from tests.analysis.helpers import make_table
 from tests.conftest import SAMPLES, SHARED_TRACES
@@ -206,7 +208,7 @@ def test_downsampling_keeps_first_last_and_peaks() -> None:
     t = np.cumsum(rng.uniform(0.1, 2.0, 50_000))
     y = rng.normal(0, 1, 50_000).cumsum()
     y[31_234] = y.max() + 100  # a narrow spike
-    keep = mem.downsample(t, y, 500)
+    keep = downsample(t, y, 500)
     assert len(keep) <= 500
     assert keep[0] == 0 and keep[-1] == len(t) - 1
     assert 31_234 in keep
@@ -242,12 +244,12 @@ def test_other_device_types_get_names(tmp_path: Path) -> None:
 
 
 def test_device_name_helper() -> None:
-    assert mem.device_name(0, -1) == "CPU"
-    assert mem.device_name(1, 3) == "GPU3"
-    assert mem.device_name(12, 0) == "XPU0"
-    assert mem.device_name(7, 0) == "device type 7:0"
-    assert mem.device_name(99, float("nan")) == "device type 99"
-    assert mem.device_name(float("nan"), 0) == "unknown device"
+    assert device_name(0, -1) == "CPU"
+    assert device_name(1, 3) == "GPU3"
+    assert device_name(12, 0) == "XPU0"
+    assert device_name(7, 0) == "device type 7:0"
+    assert device_name(99, float("nan")) == "device type 99"
+    assert device_name(float("nan"), 0) == "unknown device"
 
 
 def test_peak_against_capacity(tmp_path: Path) -> None:
@@ -341,7 +343,7 @@ def test_cnn_sample_memory() -> None:
     payload = mem.build_memory(load_trace(str(trace), use_cache=False))
     assert payload["devices"] == ["CPU"]
     curve = payload["curves"]["CPU"]
-    assert 2 < len(curve["t_us"]) <= mem.DEFAULT_MAX_POINTS and not curve["approximate"]
+    assert 2 < len(curve["t_us"]) <= DEFAULT_MAX_POINTS and not curve["approximate"]
     assert payload["peaks"]["CPU"]["bytes"] == max(curve["allocated"])
     assert payload["events"]["rows"] and payload["operators"]["rows"]
     assert all(r["bytes"] > 0 for r in payload["events"]["rows"])

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis.correlation import complete_rows
+from tb_plugin.analysis.node_kinds import NodeKind, node_kinds
 from tb_plugin.analysis.operators import build_operators
-from tb_plugin.analysis.optree import NodeKind, build_op_tree, nest, node_kinds
+from tb_plugin.analysis.optree import build_op_tree
 from tb_plugin.ingest import Kind, load_trace
 
 from .helpers import make_table
@@ -167,54 +168,6 @@ def test_overlap_is_clamped_not_dropped(tmp_path):
     assert tree.parent[list(tree.names).index("aten::next")] == 0  # a sibling again
 
 
-def _stack_nest(group, start, end):
-    """The reference's stack algorithm, clamping instead of dropping (test oracle)."""
-    order = sorted(range(len(start)), key=lambda i: (group[i], start[i], -end[i], i))
-    end = end.astype(float).copy()
-    parent, depth, stack, current = {}, {}, [], None
-    for i in order:
-        if group[i] != current:
-            stack, current = [], group[i]
-        while stack and not start[i] < end[stack[-1]]:
-            stack.pop()
-        parent[i] = stack[-1] if stack else -1
-        if stack and end[i] > end[stack[-1]]:
-            end[i] = end[stack[-1]]
-        depth[i] = len(stack)
-        stack.append(i)
-    return parent, depth, end
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_nest_matches_the_stack_algorithm(seed):
-    rng = np.random.default_rng(seed)
-    for _ in range(150):
-        n = int(rng.integers(1, 60))
-        group = rng.integers(0, 3, n)
-        start = np.round(rng.uniform(0, 40, n), 1)
-        end = start + np.round(rng.exponential(6, n), 1) * (rng.random(n) > 0.15)
-        order, parent, depth, clamped_end, _ = nest(group, start, end)
-        want_parent, want_depth, want_end = _stack_nest(group, start, end)
-        got_parent = {int(order[k]): int(order[parent[k]]) if parent[k] >= 0 else -1
-                      for k in range(n)}
-        assert got_parent == want_parent
-        assert {int(order[k]): int(depth[k]) for k in range(n)} == want_depth
-        np.testing.assert_allclose(clamped_end, want_end)
-
-
-def test_nest_long_overlap_chain_falls_back_exactly():
-    n = 300
-    start = np.arange(n, dtype=float)
-    end = start + 10.5
-    group = np.zeros(n, dtype=np.int64)
-    order, parent, _, clamped_end, clamped = nest(group, start, end)
-    want_parent, _, want_end = _stack_nest(group, start, end)
-    assert {int(order[k]): int(order[parent[k]]) if parent[k] >= 0 else -1
-            for k in range(n)} == want_parent
-    np.testing.assert_allclose(clamped_end, want_end)
-    assert clamped > 0
-
-
 def test_node_kinds(tmp_path):
     events = [
         op("ProfilerStep#3", 0, 1000, 1, cat="user_annotation"),
@@ -295,36 +248,6 @@ def test_ns_resolution_drops_no_op():
     cpu_ops = int((table.events["kind"].to_numpy() == Kind.CPU_OP).sum())
     calls = sum(row["calls"] for row in build_operators(table)["rows"])
     assert calls > 0.95 * cpu_ops
-
-
-def test_dense_ranks_equal_numpy_unique_inverse():
-    from tb_plugin.analysis.optree import dense_ranks
-
-    rng = np.random.default_rng(7)
-    values = np.round(rng.random(5000) * 100, 1)
-    values[rng.integers(0, 5000, 40)] = np.nan
-    ranks, distinct = dense_ranks(values)
-    unique, inverse = np.unique(values, return_inverse=True)
-    assert distinct == len(unique)
-    np.testing.assert_array_equal(ranks, inverse)
-    assert dense_ranks(np.array([]))[1] == 0
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_parents_per_level_equal_the_key_search(seed):
-    """`_parents` (one searchsorted per level) gives exactly what a search over (depth,
-    position) keys gives, also for the gapped depth sequences of non-laminar clamping rounds."""
-    from tb_plugin.analysis.optree import _parents, _parents_by_key
-
-    rng = np.random.default_rng(seed)
-    for _ in range(200):
-        n = int(rng.integers(1, 80))
-        depth = np.maximum(np.cumsum(rng.integers(-2, 3, n)), 0)  # steps up to 2: gaps
-        depth[0] = 0
-        want = np.full(n, -1)
-        inner = np.flatnonzero(depth > 0)
-        want[inner] = _parents_by_key(depth, inner)
-        np.testing.assert_array_equal(_parents(depth), want)
 
 
 def test_tree_arrays_are_compact(tmp_path):

@@ -1,12 +1,12 @@
 import json
-import sys
-import types
 
 import pytest
 
 from tb_plugin.analysis import report
 from tb_plugin.analysis.breakdown import CATEGORIES
-from tb_plugin.analysis.overview import build_overview, tensor_core_info
+from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, build_kernels
+from tb_plugin.analysis.operators import GROUP_BY_INPUT_SHAPE, build_operators
+from tb_plugin.analysis.overview import build_overview
 from tb_plugin.ingest import load_trace
 
 from .helpers import (
@@ -22,7 +22,6 @@ from .helpers import (
 
 V100 = {"id": 0, "name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34089730048,
         "computeMajor": 7, "computeMinor": 0, "numSms": 80, "maxThreadsPerMultiprocessor": 2048}
-TC_MODULE = "tb_plugin.analysis.tensor_cores"
 
 
 def _gpu_events():
@@ -39,11 +38,6 @@ def _gpu_events():
     ]
 
 
-@pytest.fixture
-def no_tensor_cores(monkeypatch):
-    monkeypatch.setitem(sys.modules, TC_MODULE, None)  # makes the import fail
-
-
 def _assert_plain_json(value, where="overview"):
     """Only JSON types (no numpy scalars) anywhere, so any encoder can write it."""
     if isinstance(value, dict):
@@ -57,7 +51,7 @@ def _assert_plain_json(value, where="overview"):
         assert value is None or type(value) in (str, int, float, bool), (where, type(value))
 
 
-def test_overview_contract(tmp_path, no_tensor_cores):
+def test_overview_contract(tmp_path):
     overview = build_overview(make_table(_gpu_events(), tmp_path, deviceProperties=[V100]))
     _assert_plain_json(overview)
     json.dumps(overview, allow_nan=False)
@@ -78,13 +72,15 @@ def test_overview_contract(tmp_path, no_tensor_cores):
     assert gpu == {
         "id": 0, "name": "Tesla V100-SXM2-32GB", "memory_gb": 31.75, "compute_capability": "7.0",
         "utilization_pct": pytest.approx(15.0), "sm_efficiency_pct": pytest.approx(15.0),
-        "achieved_occupancy_pct": pytest.approx(40.0), "tensor_core_pct": None,
+        "achieved_occupancy_pct": pytest.approx(40.0), "tensor_core_pct": 0.0,  # no TC kernel
     }
-    ids = [r["id"] for r in overview["recommendations"]]
-    assert "dataloader" in ids and "low_gpu_utilization" in ids and "mixed_precision" not in ids
+    items = {r["id"]: r for r in overview["recommendations"]}
+    assert "dataloader" in items and "low_gpu_utilization" in items
+    # aten::conv2d is TC-eligible and launched all the kernel time, none on tensor cores
+    assert items["mixed_precision"]["metric"] == pytest.approx(100.0)
 
 
-def test_cpu_only_overview(tmp_path, no_tensor_cores):
+def test_cpu_only_overview(tmp_path):
     table = make_table([step(1, 0, 100), cpu_op("aten::add", 10, 10),
                         cpu_op("gloo:all_reduce", 30, 20, cat="user_annotation")], tmp_path)
     overview = build_overview(table)
@@ -93,51 +89,40 @@ def test_cpu_only_overview(tmp_path, no_tensor_cores):
     assert overview["average"]["breakdown_us"]["Communication"] == 20
 
 
-def test_fallback_step_is_noted(tmp_path, no_tensor_cores):
+def test_fallback_step_is_noted(tmp_path):
     overview = build_overview(make_table([cpu_op("aten::add", 10, 10)], tmp_path))
     assert [s["name"] for s in overview["steps"]] == ["0"]
     assert any("ProfilerStep" in note for note in overview["notes"])
 
 
-def test_empty_trace_overview(tmp_path, no_tensor_cores):
+def test_empty_trace_overview(tmp_path):
     overview = build_overview(make_table([], tmp_path))
     assert overview["steps"] == [] and overview["average"]["total_us"] == 0.0
     assert overview["recommendations"] == [] and overview["gpus"] == []
     json.dumps(overview, allow_nan=False)
 
 
-def test_tensor_core_summary_is_used_when_available(tmp_path, monkeypatch):
-    fake = types.ModuleType(TC_MODULE)
-    fake.tensor_core_summary = lambda table: {"kernel_tc_ratio": 0.0,
-                                              "tc_eligible_ops_kernel_ratio": 0.5,
-                                              "tc_ratio_by_device": {0: 0.25}}
-    monkeypatch.setitem(sys.modules, TC_MODULE, fake)
-    overview = build_overview(make_table(_gpu_events(), tmp_path, deviceProperties=[V100]))
-    assert overview["gpus"][0]["tensor_core_pct"] == pytest.approx(25.0)
-    [amp] = [r for r in overview["recommendations"] if r["id"] == "mixed_precision"]
-    assert amp["metric"] == pytest.approx(50.0)
+def test_tensor_core_share_per_gpu(tmp_path):
+    """The real tensor-core summary: 300 of 400 us of device 0's kernels ran on tensor cores."""
+    events = _gpu_events()
+    events[5] = kernel(450, 300, corr=1, ext=1, device=0, name="volta_h884gemm_64x64_ldg8_nn")
+    events += [runtime(1120, 5, corr=3, ext=2), kernel(1160, 100, corr=3, ext=2, device=0)]
+    overview = build_overview(make_table(events, tmp_path, deviceProperties=[V100]))
+    assert overview["gpus"][0]["tensor_core_pct"] == pytest.approx(75.0)
+    ids = [r["id"] for r in overview["recommendations"]]
+    assert "mixed_precision" not in ids  # some kernels already use tensor cores
 
 
-def test_failing_tensor_core_summary_degrades(tmp_path, monkeypatch):
-    fake = types.ModuleType(TC_MODULE)
-    fake.tensor_core_summary = lambda table: 1 / 0
-    monkeypatch.setitem(sys.modules, TC_MODULE, fake)
-    table = make_table(_gpu_events(), tmp_path, deviceProperties=[V100])
-    assert tensor_core_info(table) is None
-    assert build_overview(table)["gpus"][0]["tensor_core_pct"] is None
-
-
-def test_build_view_dispatch(tmp_path, monkeypatch, no_tensor_cores):
+def test_build_view_dispatch(tmp_path):
     table = make_table(_gpu_events(), tmp_path)
     assert report.build_view(table, "overview") == build_overview(table)
-    calls = []
-    for view, module, function in (("operators", "operators", "build_operators"),
-                                   ("kernels", "kernels", "build_kernels")):
-        fake = types.ModuleType(f"tb_plugin.analysis.{module}")
-        setattr(fake, function, lambda t, **kw: calls.append((t, kw)) or {"view": kw})
-        monkeypatch.setitem(sys.modules, f"tb_plugin.analysis.{module}", fake)
-        assert report.build_view(table, view, group_by="X") == {"view": {"group_by": "X"}}
-    assert [kw for _, kw in calls] == [{"group_by": "X"}] * 2 and calls[0][0] is table
+    by_shape = report.build_view(table, "operators", group_by=GROUP_BY_INPUT_SHAPE)
+    assert by_shape == build_operators(table, group_by=GROUP_BY_INPUT_SHAPE)
+    assert {row["name"] for row in by_shape["rows"]} == {"aten::conv2d", "aten::copy_"}
+    by_op = report.build_view(table, "kernels", group_by=GROUP_BY_KERNEL_OP)
+    assert by_op == build_kernels(table, group_by=GROUP_BY_KERNEL_OP)
+    assert [(row["name"], row["operator"]) for row in by_op["rows"]] == [
+        ("void gemm_kernel<float>()", "aten::conv2d")]
     with pytest.raises(KeyError, match="known views: overview, operators, kernels"):
         report.build_view(table, "nope")
     with pytest.raises(TypeError):
@@ -170,9 +155,8 @@ def test_resnet50_golden_overview():
     assert items["dataloader"]["metric"] == pytest.approx(33.4, abs=0.05)
     assert items["dataloader"]["severity"] == "high"
     assert "low_gpu_utilization" not in items
-    if tensor_core_info(table) is not None:  # wired once the operators work lands
-        assert gpu["tensor_core_pct"] == pytest.approx(0.0)
-        assert items["mixed_precision"]["metric"] == pytest.approx(68, abs=0.5)
+    assert gpu["tensor_core_pct"] == pytest.approx(0.0)
+    assert items["mixed_precision"]["metric"] == pytest.approx(68, abs=0.5)
 
 
 @needs_traces

@@ -22,7 +22,6 @@ from tb_plugin.analysis.timeline import (
     event_details,
     search_timeline,
 )
-from tb_plugin.analysis.timeline_index import nest, nest_loop
 from tb_plugin.ingest import load_trace
 
 from .helpers import CPU_PID, CPU_TID, cpu_op, kernel, make_table, runtime, step, trace_files
@@ -236,24 +235,6 @@ def test_overrun_from_rounding_is_clamped_into_parent(tmp_path):
     payload = build_timeline(table, start_us=0, end_us=20, width=20000)
     depth1 = _rows(payload["tracks"][0])[1]["events"]
     assert depth1["dur"] == [5.0]
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_vectorised_nesting_equals_stack_sweep(seed):
-    rng = np.random.default_rng(seed)
-    for _ in range(300):
-        n = int(rng.integers(1, 60))
-        track = np.sort(rng.integers(0, 3, n))
-        start = rng.integers(0, 200, n)
-        end = start + rng.choice([0, 1, 2, 5, 10, 40, 120], n)
-        span = 400
-        order = np.lexsort((-end, track * span + start))
-        start, end, track = start[order], end[order], track[order]
-        offsets = np.searchsorted(track, np.arange(4))
-        depth, clamped_end, _ = nest(start, end, track, offsets, span)
-        ref_depth, ref_end, _ = nest_loop(start, end, track)
-        np.testing.assert_array_equal(depth, ref_depth)
-        np.testing.assert_array_equal(clamped_end, ref_end)
 
 
 def test_index_is_memoised(tmp_path):
