@@ -30,8 +30,8 @@ from tb_plugin.server.encoding import encode_json
 from tb_plugin.server.errors import BadRequest, StillLoading, Unprocessable
 from tb_plugin.server.parse_child import SUMMARY_KEY
 from tb_plugin.server.store import RunStore
-from tb_plugin.settings import Settings
 from tb_plugin.server.views import summarize
+from tb_plugin.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
