@@ -16,7 +16,7 @@ file, so a second core only helps if the file itself is split:
 
 The merged table is exactly the sequential parse's: events are decoded one by one whatever the
 batch cuts, interners hand out codes in order of first appearance (decode.Interner), problems
-are capped per file (loader.TraceParse), and the child's status changes are replayed in order.
+are capped per file (parse.TraceParse), and the child's status changes are replayed in order.
 
 Columns come back over the pipe as raw bytes, one column at a time (no pickle copy; measured
 cheaper than an .npz in a temporary folder), and only after the parent accepted the boundary.
@@ -43,7 +43,7 @@ from ..compression import GZIP_MAGIC
 from ..heap import release_free_memory
 from ..storage import CHUNK_SIZE, FileRef, iter_decompressed
 from .decode import try_decode_batch
-from .loader import TraceParse
+from .parse import TraceParse
 from .scanner import EventStreamScanner
 from .schema import TABLE_COLUMNS
 

@@ -451,7 +451,7 @@ def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
                      ) -> dict[str, Any]:
     """Child: parse one file into the cache; return its summary (small, cheap to pickle)."""
     from ..cache import TraceCache
-    from ..ingest import load_trace
+    from ..load import load_trace
     from .views import summarize
 
     cache = TraceCache(Path(cache_root))

@@ -194,8 +194,6 @@ class RunStore:
         self._first_scan.set()
 
     def _apply_scan(self, runs: list[RunInfo]) -> None:
-        from ..analysis.memory_timeline import matching_timeline
-
         now, fresh = time.time(), []
         with self._lock:
             changed_at = now if self._first_scan.is_set() else None
@@ -207,8 +205,7 @@ class RunStore:
                     entries = []
                     for span_file in spans:
                         state = self._current_or_new(span_file.ref, changed_at, fresh)
-                        state.memory_timeline = matching_timeline(span_file.ref.name,
-                                                                  run.memory_timelines)
+                        state.memory_timeline = span_file.memory_timeline
                         files[span_file.ref.url] = state
                         entries.append((span_file.span, state))
                     workers[worker] = entries
@@ -500,7 +497,7 @@ class RunStore:
         if table is None:  # the cache entry vanished or could not be written: parse here, once
             log.warning("torch-prof: %s is not in the cache; parsing it in the server process",
                         state.ref.url)
-            from ..ingest import load_trace
+            from ..load import load_trace
 
             table = load_trace(state.ref, cache=self._cache)
         self._tables.put(state.identity, table, _table_bytes(table))

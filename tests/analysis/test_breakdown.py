@@ -7,7 +7,7 @@ from tb_plugin.analysis.breakdown import (
     is_comm_op_name,
     is_nccl_kernel_name,
 )
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import (
     cpu_op,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis import memory as mem
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.conftest import SAMPLES, SHARED_TRACES
 

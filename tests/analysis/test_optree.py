@@ -11,7 +11,8 @@ import pytest
 from tb_plugin.analysis.correlation import complete_rows
 from tb_plugin.analysis.operators import build_operators
 from tb_plugin.analysis.optree import NodeKind, build_op_tree, nest, node_kinds
-from tb_plugin.ingest import Kind, load_trace
+from tb_plugin.ingest import Kind
+from tb_plugin.load import load_trace
 
 from .helpers import make_table
 

@@ -7,7 +7,7 @@ import pytest
 from tb_plugin.analysis import report
 from tb_plugin.analysis.breakdown import CATEGORIES
 from tb_plugin.analysis.overview import build_overview, tensor_core_info
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import (
     cpu_op,

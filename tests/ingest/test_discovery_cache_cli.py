@@ -14,7 +14,8 @@ import pandas as pd
 
 from tb_plugin.cache import TraceCache
 from tb_plugin.discovery import discover_runs
-from tb_plugin.ingest import LoadState, load_trace
+from tb_plugin.ingest import LoadState
+from tb_plugin.load import load_trace
 from tb_plugin.storage import open_ref
 from tests.conftest import SHARED_TRACES, needs_shared
 

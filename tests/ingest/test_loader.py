@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_plugin.ingest import Kind, LoadState, load_trace
+from tb_plugin.ingest import Kind, LoadState
+from tb_plugin.load import load_trace
 from tests.conftest import SHARED_TRACES, needs_shared, shared_trace_files
 
 GOOD_EVENTS = [

@@ -16,7 +16,7 @@ import pytest
 
 from tb_plugin import storage
 from tb_plugin.ingest import TraceTable, parallel, parse_trace
-from tb_plugin.ingest.loader import MAX_PROBLEM_MESSAGES
+from tb_plugin.ingest.parse import MAX_PROBLEM_MESSAGES
 from tb_plugin.storage import open_ref
 from tests.conftest import needs_shared, shared_trace_files
 from tests.ingest.tables import assert_same_table, document, make_events

@@ -321,7 +321,7 @@ def test_view_predicates() -> None:
 
 
 def test_features_count_comm_ops_and_module_events() -> None:
-    from tb_plugin.ingest import load_trace
+    from tb_plugin.load import load_trace
     from tb_plugin.server.views import features
 
     ddp = load_trace(str(sorted((SAMPLES / "ddp_gloo").glob("*rank0*.pt.trace.json.gz"))[0]))
@@ -381,7 +381,7 @@ def test_run_level_routes_answer_202_while_any_file_loads(tmp_path: Path) -> Non
 def test_viewed_files_are_warmed_once_in_the_background(tmp_path: Path) -> None:
     from tb_plugin.cache import TraceCache
     from tb_plugin.discovery import discover_runs
-    from tb_plugin.ingest import load_trace
+    from tb_plugin.load import load_trace
 
     cache = TraceCache(tmp_path / "cache")
     store = RunStore(str(SAMPLES), cache=cache)
