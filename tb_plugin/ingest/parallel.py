@@ -15,7 +15,7 @@ file, so a second core only helps if the file itself is split:
   is slow, the parent kills it and parses on alone as if nothing happened.
 
 The merged table is exactly the sequential parse's: events are decoded one by one whatever the
-batch cuts, interners hand out codes in order of first appearance (decode.Interner), problems
+batch cuts, interners hand out codes in order of first appearance (interning.Interner), problems
 are capped per file (parse.TraceParse), and the child's status changes are replayed in order.
 
 Columns come back over the pipe as raw bytes, one column at a time (no pickle copy; measured

@@ -12,7 +12,8 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
-from .decode import ColumnBuilder, Event, recover_batch, try_decode_batch
+from .columns import ColumnBuilder
+from .decode import Event, recover_batch, try_decode_batch
 from .scanner import EventStreamScanner, ScanResult
 from .schema import (
     TABLE_COLUMNS,
