@@ -5,7 +5,9 @@ from __future__ import annotations
 import gzip
 import os
 
-from tb_plugin.compression import GZIP_MAGIC, decompressor
+import pytest
+
+from tb_plugin.compression import GZIP_MAGIC, GzipStream, decompressor
 
 TEXT = b'{"traceEvents": [' + b", ".join(b'{"n": %d}' % i for i in range(2000)) + b"]}"
 
@@ -52,3 +54,19 @@ def test_corrupt_data_sets_an_error_and_stops() -> None:
     out, stream = _feed(bytes(packed), 4096)
     assert out == b"" and stream.error is not None and stream.error.startswith("corrupt gzip")
     assert not stream.finished
+
+
+@pytest.mark.parametrize("split_at", [0, 1, 2, 3])
+def test_multi_member_gzip_split_inside_the_second_header(split_at: int) -> None:
+    first, second = gzip.compress(b'{"traceEvents": ['), gzip.compress(b"]}")
+    data = first + second
+    cut = len(first) + split_at  # the read boundary falls inside the second member's magic
+    stream = GzipStream()
+    out = b"".join([*stream.feed(data[:cut]), *stream.feed(data[cut:])])
+    assert out == b'{"traceEvents": []}' and stream.finished
+
+
+def test_trailing_garbage_after_a_complete_gzip_stream_is_ignored() -> None:
+    stream = GzipStream()
+    out = b"".join([*stream.feed(gzip.compress(b"[]") + b"xx"), *stream.feed(b"\x1f\x8bzz")])
+    assert out == b"[]" and stream.finished and stream.error is None
