@@ -22,7 +22,7 @@ VIEWS = ("overview", "operators", "kernels")
 def import_api() -> tuple[Callable[..., Any] | None, Callable[..., Any] | None, str]:
     """Import whatever of the API exists yet; the note says what is missing and why."""
     try:
-        from tb_plugin.ingest import load_trace
+        from tb_plugin.load import load_trace
     except ImportError as exc:
         return None, None, f"load_trace not importable: {exc}"
     try:

@@ -1,4 +1,5 @@
-"""On-disk cache of parsed tables and analysed payloads, keyed by file identity + parser version.
+"""On-disk cache of parsed tables, parsed memory-timeline exports and analysed payloads, keyed by
+file identity + parser (or export reader) version.
 
 Reopening a run must not re-parse a 1 GB trace. Entries are plain numpy arrays (`.npz`, loaded
 with allow_pickle=False) plus JSON, written to a temporary folder and renamed into place, so a
@@ -20,6 +21,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+from .ingest.memory_export import EXPORT_VERSION, RawTimeline
 from .ingest.schema import (
     PARSER_VERSION,
     TABLE_COLUMNS,
@@ -27,20 +29,23 @@ from .ingest.schema import (
     TraceMetadata,
     TraceTable,
 )
+from .settings import CACHE_DIR_ENV, settings
 from .storage import FileRef
+
+__all__ = ["CACHE_DIR_ENV", "TraceCache", "default_cache", "default_cache_dir"]
 
 log = logging.getLogger(__name__)
 
-CACHE_DIR_ENV = "TORCH_PROF_CACHE_DIR"
-CACHE_OFF_VALUES = {"off", "none", "0", "false"}
 _FORMAT = 1
+_EXPORT_ARRAYS = ("ts_ns", "action", "bytes", "category")
 
 
 def default_cache_dir() -> Path:
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    from platformdirs import user_cache_dir
+    """$TORCH_PROF_CACHE_DIR, else the user cache dir."""
+    configured = settings().cache_dir
+    if configured is not None:
+        return configured
+    from platformdirs import user_cache_dir  # not ours: imported only when it is needed
 
     return Path(user_cache_dir("torch-prof"))
 
@@ -55,39 +60,58 @@ class TraceCache:
     def enabled(self) -> bool:
         return self.root is not None
 
-    def _entry(self, ref: FileRef) -> Path:
+    def _entry(self, ref: FileRef, kind: str = "") -> Path:
+        """The entry folder of `ref`'s parsed table (kind ""), or of its parsed export."""
         assert self.root is not None
-        key = hashlib.sha256(f"{PARSER_VERSION}|{_FORMAT}|{ref.identity()}".encode()).hexdigest()
+        version = f"export{EXPORT_VERSION}" if kind == "export" else str(PARSER_VERSION)
+        key = hashlib.sha256(f"{version}|{_FORMAT}|{ref.identity()}".encode()).hexdigest()
         return self.root / key[:2] / key
 
     # -- parsed tables -------------------------------------------------------------------------
 
     def load_table(self, ref: FileRef) -> Optional[TraceTable]:
+        return self._load(ref, "", _read_table)
+
+    def save_table(self, ref: FileRef, table: TraceTable) -> None:
+        self._save(ref, "", lambda folder: _write_table(folder, ref, table))
+
+    # -- parsed memory-timeline exports --------------------------------------------------------
+
+    def load_export(self, ref: FileRef) -> Optional[RawTimeline]:
+        return self._load(ref, "export", _read_export)
+
+    def save_export(self, ref: FileRef, raw: RawTimeline) -> None:
+        self._save(ref, "export", lambda folder: _write_export(folder, ref, raw))
+
+    def _load(self, ref: FileRef, kind: str, read: Callable[[Path, FileRef], Any]) -> Any:
         if not self.enabled:
             return None
-        entry = self._entry(ref)
+        entry = self._entry(ref, kind)
         if not (entry / "manifest.json").exists():
             return None
         try:
-            return _read_table(entry, ref)
+            return read(entry, ref)
         except Exception as exc:  # corrupt, partial or foreign: recompute
             log.warning("discarding unreadable cache entry %s: %s", entry, exc)
             shutil.rmtree(entry, ignore_errors=True)
             return None
 
-    def save_table(self, ref: FileRef, table: TraceTable) -> None:
+    def _save(self, ref: FileRef, kind: str, write: Callable[[Path], None]) -> None:
+        """Write an entry into a staging folder, then rename it into place."""
         if not self.enabled:
             return
-        entry = self._entry(ref)
+        entry = self._entry(ref, kind)
+        staging: Optional[Path] = None
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
-            _write_table(staging, ref, table)
+            write(staging)
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
         except OSError as exc:  # a read-only or full cache dir only costs speed
             log.warning("cannot write the cache entry for %s: %s", ref.url, exc)
-            shutil.rmtree(locals().get("staging", entry / ".none"), ignore_errors=True)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
 
     # -- analysed payloads ---------------------------------------------------------------------
 
@@ -175,6 +199,30 @@ def _read_table(folder: Path, ref: FileRef) -> TraceTable:
                       **frames)
 
 
+def _write_export(folder: Path, ref: FileRef, raw: RawTimeline) -> None:
+    np.savez(folder / "records.npz", **{name: getattr(raw, name) for name in _EXPORT_ARRAYS})
+    manifest = {
+        "format": _FORMAT,
+        "export_version": EXPORT_VERSION,
+        "identity": ref.identity(),
+        "skipped": raw.skipped,
+        "messages": raw.messages,
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _read_export(folder: Path, ref: FileRef) -> RawTimeline:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if manifest.get("identity") != ref.identity() or manifest.get("export_version") != (
+        EXPORT_VERSION
+    ):
+        raise ValueError("entry belongs to another file or export reader version")
+    with np.load(folder / "records.npz", allow_pickle=False) as arrays:
+        records = {name: arrays[name].astype(np.int64, copy=False) for name in _EXPORT_ARRAYS}
+    return RawTimeline(**records, skipped=int(manifest["skipped"]),
+                       messages=list(manifest["messages"]))
+
+
 _default: Optional[TraceCache] = None
 
 
@@ -182,12 +230,5 @@ def default_cache() -> TraceCache:
     """The process-wide cache: $TORCH_PROF_CACHE_DIR, else the user cache dir; 'off' disables."""
     global _default
     if _default is None:
-        configured = os.environ.get(CACHE_DIR_ENV, "")
-        root = None if configured.lower() in CACHE_OFF_VALUES else default_cache_dir()
-        _default = TraceCache(root)
+        _default = TraceCache(None if settings().cache_off else default_cache_dir())
     return _default
-
-
-def set_default_cache(cache: TraceCache) -> None:
-    global _default
-    _default = cache

@@ -28,7 +28,8 @@ from typing import Any, Optional, TextIO
 
 from .cache import TraceCache, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
-from .ingest import TraceTable, load_trace
+from .ingest import TraceTable
+from .load import load_trace
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 
 
@@ -293,9 +294,7 @@ def _load(span: SpanFile, cache: TraceCache) -> TraceTable:
 
 
 def _export_of(run: RunInfo, span: SpanFile) -> Any:
-    from .analysis.memory_timeline import matching_timeline
-
-    export = matching_timeline(span.ref.name, run.memory_timelines)
+    export = span.memory_timeline
     if export is None:
         raise UsageError(f"no memory-timeline export (*.raw.json.gz) for {span.ref.name}")
     return export

@@ -3,7 +3,8 @@
 A run is any folder under the logdir (recursively, the logdir itself included) that holds trace
 files. Trace files are `<worker>[.<span>].pt.trace.json[.gz]` as torch's
 `tensorboard_trace_handler` names them, or any other `*.json[.gz]` whose first bytes show a
-Chrome trace. `*.raw.json.gz` memory-timeline exports belong to their run as memory data.
+Chrome trace. `*.raw.json.gz` memory-timeline exports belong to their run as memory data, and
+each span carries the export written next to its trace (`matching_timeline`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 
 TRACE_NAME = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
 MEMORY_TIMELINE_NAME = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.raw\.json(?:\.gz)?$")
+_TRACE_SUFFIX = re.compile(r"\.pt\.trace\.json(?:\.gz)?$")
+_RAW_SUFFIX = re.compile(r"\.raw\.json(?:\.gz)?$")
+_PAIRED_EXPORT = re.compile(r"\.\d+\.raw\.json(?:\.gz)?$")  # named after a trace (+ its ts)
 OTHER_JSON_NAME = re.compile(r"^(?P<worker>.+)\.json(?:\.gz)?$")
 DEFAULT_SPAN = "default"
 _SNIFF_BYTES = 64 << 10
@@ -36,6 +40,8 @@ class SpanFile:
     span: str  # "1", "2"... in numeric order of the file's timestamp, or "default"
     timestamp: int | None
     ref: FileRef
+    #: The memory-timeline export of this span (`matching_timeline`), if the run has one.
+    memory_timeline: FileRef | None = None
 
 
 @dataclass
@@ -47,9 +53,6 @@ class RunInfo:
 
     def span_file(self, worker: str, span: str) -> SpanFile | None:
         return next((s for s in self.workers.get(worker, []) if s.span == span), None)
-
-    def file_count(self) -> int:
-        return sum(len(spans) for spans in self.workers.values())
 
 
 def discover_runs(logdir: str) -> list[RunInfo]:
@@ -123,7 +126,20 @@ def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str,
     run = RunInfo(name=_run_name(root, folder), path=folder, memory_timelines=timelines)
     for worker, entries in sorted(traces.items()):
         run.workers[worker] = _spans(entries)
+        for span in run.workers[worker]:
+            span.memory_timeline = matching_timeline(span.ref.name, timelines)
     return run
+
+
+def matching_timeline(trace_name: str, timelines: list[FileRef]) -> FileRef | None:
+    """The export written next to a trace (`<worker>[.<ts>].raw.json[.gz]` for
+    `<worker>[.<ts>].pt.trace.json[.gz]`), else the only export of a run with no such pairing."""
+    stem = _TRACE_SUFFIX.sub("", trace_name)
+    for ref in timelines:
+        if _RAW_SUFFIX.sub("", ref.name) == stem:
+            return ref
+    lone = len(timelines) == 1 and not _PAIRED_EXPORT.search(timelines[0].name)
+    return timelines[0] if lone else None
 
 
 def _classify(fs: Any, path: str, base: str) -> tuple[str | None, int | None]:

@@ -96,8 +96,4 @@ def _pieces(data: bytes) -> Iterator[bytes]:
         yield data[start : start + CHUNK_SIZE]
 
 
-def makedirs(fs: Any, path: str) -> None:
-    fs.makedirs(path, exist_ok=True)
-
-
 __all__ = ["FileRef", "filesystem", "file_ref", "open_ref", "iter_decompressed", "fsspec"]

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 
 from tb_plugin import cli
-from tb_plugin.analysis.memory_timeline import matching_timeline
 from tb_plugin.analysis.report import (
     build_diff_view,
     build_distributed_view,
     build_view,
     view_rows,
 )
-from tb_plugin.discovery import RunInfo, discover_runs
-from tb_plugin.ingest import TraceTable, load_trace
+from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
+from tb_plugin.ingest import TraceTable
+from tb_plugin.load import load_trace
 from tb_plugin.server.encoding import encode_json
 from tb_plugin.server.tabular import tabulate, to_csv
 

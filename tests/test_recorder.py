@@ -302,11 +302,11 @@ def test_single_trace_parses_with_ingest(single_run: dict[str, Any]) -> None:
 
 
 def _ingest_loader() -> Any:
-    # tb_plugin.ingest is being written in parallel: skip until load_trace exists.
-    ingest = pytest.importorskip("tb_plugin.ingest")
-    if not hasattr(ingest, "load_trace"):
-        pytest.skip("tb_plugin.ingest.load_trace not available yet")
-    return ingest.load_trace
+    # tb_plugin.load is being written in parallel: skip until load_trace exists.
+    load = pytest.importorskip("tb_plugin.load")
+    if not hasattr(load, "load_trace"):
+        pytest.skip("tb_plugin.load.load_trace not available yet")
+    return load.load_trace
 
 
 # -- failures never crash training -----------------------------------------------------------

@@ -1,122 +1,31 @@
-"""Memory timeline by category from a `export_memory_timeline` raw export (`*.raw.json.gz`).
+"""Memory timeline by category from a parsed `export_memory_timeline` raw export.
 
-The export is a JSON list of `[ts_ns, action, bytes, category]` records written by
-`torch.profiler._memory_profiler.MemoryProfileTimeline.export_memory_timeline_raw`:
-- action: `_ACTION_TO_INDEX` = Action enum values PREEXISTING=1, CREATE=2, INCREMENT_VERSION=3,
-  DESTROY=4; the sign of `bytes` is already applied (DESTROY and the old version's half of
-  INCREMENT_VERSION are negative);
-- category: `_CATEGORY_TO_INDEX` = position in `_CATEGORY_TO_COLORS`: PARAMETER, OPTIMIZER_STATE,
-  INPUT, TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL, then None (UNKNOWN);
+The export is read (and cached) by ingest (`ingest/memory_export.py`, which documents the record
+format); this module only analyses the parsed records:
 - ts -1 marks memory that existed before profiling; like torch's `_coalesce_timeline` it is
-  placed at the earliest real timestamp.
-
-The file is streamed: records are matched in decompressed chunks (8 MB) with one regex per
-chunk and converted to int64 arrays, so at most one chunk's records exist as Python objects.
-Records that are not four integers, or carry an unknown action or category, are skipped and
-counted.
+  placed at the earliest real timestamp;
+- the stacked series, the peak and the leak flags are computed over int64 arrays.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, BinaryIO, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 
+from ..ingest.memory_export import CATEGORIES, CREATE, DESTROY, PREEXISTING, RawTimeline
 from ..ingest.schema import TraceTable
 from ..payloads import MemoryTimelinePayload
-from ..storage import FileRef, iter_decompressed
 from .memory_curves import downsample
 from .memory_leaks import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, growth_leak
 from .steps import compute_steps
 
-ACTIONS = {1: "PREEXISTING", 2: "CREATE", 3: "INCREMENT_VERSION", 4: "DESTROY"}
-PREEXISTING, CREATE, INCREMENT_VERSION, DESTROY = 1, 2, 3, 4
-CATEGORIES = ("PARAMETER", "OPTIMIZER_STATE", "INPUT", "TEMPORARY", "ACTIVATION", "GRADIENT",
-              "AUTOGRAD_DETAIL", "UNKNOWN")
 DEFAULT_MAX_POINTS = 2000
 #: Categories that legitimately outlive a step: weights, optimizer state and gradients.
 EXPECTED_TO_STAY = ("PARAMETER", "OPTIMIZER_STATE", "GRADIENT")
 #: Without step boundaries, growth is checked over this many equal slices of the timeline.
 DEFAULT_WINDOWS = 4
-
-_RECORD = re.compile(rb"\[\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\]")
-_TRACE_SUFFIX = re.compile(r"\.pt\.trace\.json(?:\.gz)?$")
-_RAW_SUFFIX = re.compile(r"\.raw\.json(?:\.gz)?$")
-#: Every innermost non-empty list, well-formed or not (the outer list encloses brackets, so it
-#: never matches).
-_ANY_RECORD = re.compile(rb"\[[^\[\]]*[^\[\]\s][^\[\]]*\]")
-
-
-@dataclass
-class RawTimeline:
-    """Records in file order: ts in ns (-1 = pre-existing), action code, signed bytes, category
-    index into CATEGORIES."""
-
-    ts_ns: np.ndarray
-    action: np.ndarray
-    bytes: np.ndarray
-    category: np.ndarray
-    skipped: int = 0
-    messages: list[str] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.ts_ns)
-
-
-Source = Union[FileRef, str, Path, BinaryIO]
-
-
-def read_raw_timeline(source: Source) -> RawTimeline:
-    """Stream a raw export (gzipped or plain) from a FileRef, a path or an open binary file."""
-    if isinstance(source, FileRef):
-        with source.open() as handle:
-            return _read(handle)
-    if isinstance(source, (str, Path)):
-        with open(source, "rb") as handle:
-            return _read(handle)
-    return _read(source)
-
-
-def _read(handle: BinaryIO) -> RawTimeline:
-    parts: list[np.ndarray] = []
-    skipped, tail = 0, b""
-    truncated: list[str] = []
-    for chunk in iter_decompressed(handle, on_truncated_gzip=truncated.append):
-        buffer = tail + chunk
-        cut = buffer.rfind(b"]") + 1  # records never nest: this ends a complete record
-        records, bad = _parse(buffer[:cut])
-        parts.append(records)
-        skipped += bad
-        tail = buffer[cut:]
-    skipped += int(b"[" in tail)  # a record cut off by the end of the file
-    data = np.concatenate(parts) if parts else np.empty((0, 4), dtype=np.int64)
-    return _validated(data, skipped, truncated)
-
-
-def _parse(body: bytes) -> tuple[np.ndarray, int]:
-    """The four-integer records of a chunk as an (n, 4) int64 array, and how many others."""
-    found = _RECORD.findall(body)
-    total = len(_ANY_RECORD.findall(body))
-    if not found:
-        return np.empty((0, 4), dtype=np.int64), total
-    return np.array(found, dtype=np.bytes_).astype(np.int64), total - len(found)
-
-
-def _validated(data: np.ndarray, skipped: int, truncated: list[str]) -> RawTimeline:
-    ok = np.isin(data[:, 1], list(ACTIONS)) & (data[:, 3] >= 0) & (data[:, 3] < len(CATEGORIES))
-    skipped += int((~ok).sum())
-    data = data[ok]
-    messages = []
-    if skipped:
-        messages.append(f"Skipped {skipped} malformed memory-timeline record(s): each record "
-                        "must be [ts_ns, action 1-4, bytes, category 0-7].")
-    if truncated:
-        messages.append(f"The memory-timeline file is truncated ({truncated[0]}); the records "
-                        "before the cut are shown.")
-    return RawTimeline(data[:, 0], data[:, 1], data[:, 2], data[:, 3], skipped, messages)
 
 
 # --- the stacked timeline ------------------------------------------------------------------
@@ -150,7 +59,7 @@ def _sort(raw: RawTimeline, base_time_ns: int = 0) -> _Sorted:
     return _Sorted(t_us, raw.bytes[order], raw.category[order], np.flatnonzero(last))
 
 
-def build_memory_timeline(source: Union[Source, RawTimeline],
+def build_memory_timeline(raw: RawTimeline,
                           step_ends_us: Optional[np.ndarray] = None,
                           step_names: Optional[list[str]] = None,
                           max_points: int = DEFAULT_MAX_POINTS,
@@ -162,7 +71,6 @@ def build_memory_timeline(source: Union[Source, RawTimeline],
     the trace clock, and `step_ends_us` (trace step ends) drive the step-over-step growth check;
     without steps the timeline is cut into equal windows.
     """
-    raw = source if isinstance(source, RawTimeline) else read_raw_timeline(source)
     base = int(base_time_ns or 0)
     data = _sort(raw, base)
     keep = data.ends[downsample(data.t_us[data.ends], data.total.astype(np.float64),
@@ -183,27 +91,12 @@ def build_memory_timeline(source: Union[Source, RawTimeline],
     }
 
 
-def matching_timeline(trace_name: str, timelines: list[FileRef]) -> Optional[FileRef]:
-    """The export written next to a trace (`<worker>[.<ts>].raw.json[.gz]` for
-    `<worker>[.<ts>].pt.trace.json[.gz]`), else the only export of a run with no such pairing."""
-    stem = _TRACE_SUFFIX.sub("", trace_name)
-    for ref in timelines:
-        if _RAW_SUFFIX.sub("", ref.name) == stem:
-            return ref
-    return timelines[0] if len(timelines) == 1 and not _paired(timelines[0]) else None
-
-
-def _paired(ref: FileRef) -> bool:
-    """Whether an export is named after a trace file (worker plus timestamp)."""
-    return bool(re.search(r"\.\d+\.raw\.json(?:\.gz)?$", ref.name))
-
-
-def build_memory_timeline_for(table: TraceTable, source: Union[Source, RawTimeline],
+def build_memory_timeline_for(table: TraceTable, raw: RawTimeline,
                               max_points: int = DEFAULT_MAX_POINTS) -> MemoryTimelinePayload:
     """The timeline of the span a trace belongs to, on that trace's clock and steps."""
     steps = compute_steps(table)
     ends = steps.ends if steps.from_markers and len(steps) else None
-    return build_memory_timeline(source, ends, steps.names if ends is not None else None,
+    return build_memory_timeline(raw, ends, steps.names if ends is not None else None,
                                  max_points, table.metadata.base_time_ns or 0)
 
 

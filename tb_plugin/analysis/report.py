@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from ..ingest.memory_export import RawTimeline
 from ..ingest.schema import TraceTable
+from ..load import load_memory_export
 from ..payloads import DiffPayload, DistributedPayload
 
 ViewBuilder = Callable[..., dict[str, Any]]
@@ -61,13 +63,15 @@ def _memory(table: TraceTable, **options: Any) -> dict[str, Any]:
 
 def _memory_timeline(table: Optional[TraceTable], source: Any, **options: Any
                      ) -> dict[str, Any]:
-    """The memory-timeline export `source` (a FileRef or path); on the trace's clock and steps
-    when the trace of the same span is given, else on its own clock."""
+    """The memory-timeline export `source` (a FileRef or path, read through the cache, or its
+    records); on the trace's clock and steps when the trace of the same span is given, else on
+    its own clock."""
     from .memory_timeline import build_memory_timeline, build_memory_timeline_for
 
+    raw = source if isinstance(source, RawTimeline) else load_memory_export(source)
     if table is None:
-        return build_memory_timeline(source, **options)
-    return build_memory_timeline_for(table, source, **options)
+        return build_memory_timeline(raw, **options)
+    return build_memory_timeline_for(table, raw, **options)
 
 
 def _modules(table: TraceTable) -> dict[str, Any]:

@@ -1,7 +1,10 @@
-"""Trace ingest: bytes -> columnar `TraceTable` (see schema.py for the layout)."""
+"""Trace ingest: bytes -> columnar `TraceTable` (see schema.py for the layout).
 
-from .loader import load_trace, parse_trace
+"Cache or parse" (`load_trace`) lives a step above, in `tb_plugin.load`: ingest never knows the
+cache.
+"""
+
+from .loader import parse_trace
 from .schema import Kind, LoadState, ParseStatus, TraceMetadata, TraceTable
 
-__all__ = ["Kind", "LoadState", "ParseStatus", "TraceMetadata", "TraceTable", "load_trace",
-           "parse_trace"]
+__all__ = ["Kind", "LoadState", "ParseStatus", "TraceMetadata", "TraceTable", "parse_trace"]

@@ -15,92 +15,59 @@ file, so a second core only helps if the file itself is split:
   is slow, the parent kills it and parses on alone as if nothing happened.
 
 The merged table is exactly the sequential parse's: events are decoded one by one whatever the
-batch cuts, interners hand out codes in order of first appearance (decode.Interner), problems
-are capped per file (loader.TraceParse), and the child's status changes are replayed in order.
+batch cuts, interners hand out codes in order of first appearance (interning.Interner), problems
+are capped per file (parse.TraceParse), and the child's status changes are replayed in order.
 
 Columns come back over the pipe as raw bytes, one column at a time (no pickle copy; measured
 cheaper than an .npz in a temporary folder), and only after the parent accepted the boundary.
+This module is the parent's side (deciding, starting, merging); split_child.py is the child's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import multiprocessing
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from ..compression import GZIP_MAGIC
-from ..heap import release_free_memory
-from ..storage import CHUNK_SIZE, FileRef, iter_decompressed
-from .decode import try_decode_batch
-from .loader import TraceParse
-from .scanner import EventStreamScanner
-from .schema import TABLE_COLUMNS
+from ..settings import settings, usable_cpus
+from ..storage import FileRef
+from .parse import ProgressCallback, TraceParse
+from .split_child import COLUMN_ORDER, SplitPlan, child_main, wire_dtype
 
 log = logging.getLogger(__name__)
 
-#: "1" parses every file in one process; "2" (the default) splits big local files in two.
-PROCESSES_ENV = "TORCH_PROF_PARSE_PROCESSES"
 #: Below this uncompressed size a second process costs more than it saves.
 SPLIT_MIN_BYTES = 64 << 20
-#: A candidate event boundary: the `{` of `}, {` (B is the offset of that `{`).
-_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
-_BOUNDARY_SPAN = 64  # a candidate straddling two chunks is found if it is at most this long
 #: Once the parent needs B it waits this long at least (the child only has to skip to `mid`,
 #: which takes a fraction of the time the parent took to parse its way there).
 _BOUNDARY_WAIT_S = 5.0
 #: A child that sends nothing (it reports progress every chunk) for this long is stuck.
 _SILENCE_LIMIT_S = 60.0
-_TRIM_EVERY = 16 << 20  # the child gives freed memory back to the OS every this many bytes sent
 _GZIP_SIZE_LIMIT = 1 << 32  # the gzip trailer holds the size mod 2**32
-
-#: The order in which the child ships its columns and the parent receives them.
-_COLUMN_ORDER = [(table, column) for table, columns in TABLE_COLUMNS.items()
-                 for column in columns]
-
-ProgressCallback = Callable[[int], None]
-
-
-class _Unsplittable(Exception):
-    """The child found no place to start (header too long, file shorter than expected...)."""
 
 
 # -- deciding -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SplitPlan:
-    path: str  # local path, opened again by the child
-    gzip: bool
-    mid: int  # uncompressed offset from which the child looks for its first event
-
-
 def wanted_processes(processes: Optional[int]) -> int:
-    """The `processes` argument, else $TORCH_PROF_PARSE_PROCESSES, else 2."""
-    if processes is not None:
-        return processes
-    value = os.environ.get(PROCESSES_ENV, "").strip()
-    try:
-        return int(value) if value else 2
-    except ValueError:
-        log.warning("ignoring %s=%r (not an integer)", PROCESSES_ENV, value)
-        return 2
+    """The `processes` argument, else $TORCH_PROF_PARSE_PROCESSES (settings), else 2."""
+    return processes if processes is not None else settings().parse_processes
 
 
 def plan_split(ref: FileRef, processes: Optional[int] = None,
                min_bytes: Optional[int] = None) -> Optional[SplitPlan]:
     """Where to split `ref`, or None to parse it in this process only."""
-    if wanted_processes(processes) < 2 or _usable_cpus() < 2:
+    if wanted_processes(processes) < 2 or usable_cpus() < 2:
         return None
     # Remote files stay sequential: the child would download (half) the file a second time.
     if not isinstance(ref.fs, LocalFileSystem):
@@ -134,12 +101,6 @@ def uncompressed_size(path: str) -> Optional[tuple[int, bool]]:
     return (isize, True) if isize >= size else None
 
 
-def _usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):  # the CPUs this process may run on (taskset, cgroups)
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _start_method() -> str:
     # fork: the child starts at once with everything imported (spawn re-imports numpy and
     # pandas, ~1 s). Not on macOS, where fork is unsafe with system frameworks.
@@ -168,7 +129,7 @@ class _ChildPart:
     events_closed: bool
     leftover: bytes
     peak_rss_mb: float  # the child's, for the debug log (memory is half the point)
-    columns: Optional[list[np.ndarray]] = None  # received after the summary, in _COLUMN_ORDER
+    columns: Optional[list[np.ndarray]] = None  # received after the summary, in COLUMN_ORDER
 
 
 class SplitJob:
@@ -281,7 +242,7 @@ class SplitJob:
             if self._part is None:
                 return None
             self._part.columns = [self._receive_column(table, column)
-                                  for table, column in _COLUMN_ORDER]
+                                  for table, column in COLUMN_ORDER]
         except (EOFError, OSError, _ChildSilent) as exc:
             self._fail(f"receiving the child's columns failed: {exc!r}")
             return None
@@ -290,7 +251,7 @@ class SplitJob:
     def _receive_column(self, table: str, column: str) -> np.ndarray:
         if not self.conn.poll(_SILENCE_LIMIT_S):
             raise _ChildSilent(f"{table}.{column}")
-        return np.frombuffer(self.conn.recv_bytes(), dtype=_wire_dtype(table, column))
+        return np.frombuffer(self.conn.recv_bytes(), dtype=wire_dtype(table, column))
 
     def _pump(self, timeout: float = 0.0) -> bool:
         """Handle the child's waiting messages (waiting up to `timeout` for the first);
@@ -341,7 +302,7 @@ def _merge(parse: TraceParse, part: _ChildPart) -> None:
     luts = builder.category_luts(part.categories)
     base = builder.event_rows
     columns, part.columns = part.columns or [], None
-    for table, column in _COLUMN_ORDER:  # each received column is released once appended
+    for table, column in COLUMN_ORDER:  # each received column is released once appended
         builder.append_part_column(table, column, columns.pop(0), luts, base)
     builder.event_rows += part.event_rows
     builder.negative_durations += part.negative_durations
@@ -355,16 +316,11 @@ def _merge(parse: TraceParse, part: _ChildPart) -> None:
                                                        part.leftover)
 
 
-def _wire_dtype(table: str, column: str) -> str:
-    dtype = TABLE_COLUMNS[table][column]
-    return "int32" if dtype == "category" else dtype
-
-
 def _start_child(plan: SplitPlan) -> tuple[Any, Any]:
     method = _start_method()
     context = multiprocessing.get_context(method)
     parent_conn, child_conn = context.Pipe(duplex=True)
-    process = context.Process(target=_child_main, args=(child_conn, plan), daemon=True,
+    process = context.Process(target=child_main, args=(child_conn, plan), daemon=True,
                               name="torch-prof-parse")
     # Frozen objects are never visited by the child's garbage collector, so the child does not
     # copy-on-write the parent's whole heap (a server holding other tables) page by page.
@@ -380,129 +336,3 @@ def _start_child(plan: SplitPlan) -> tuple[Any, Any]:
             gc.unfreeze()
         child_conn.close()  # the child holds its own end; ours must go for EOF to be seen
     return process, parent_conn
-
-
-# -- the child's side ---------------------------------------------------------------------------
-
-
-def _child_main(conn: Any, plan: SplitPlan) -> None:
-    """Entry point of the child process: never raises, reports to the parent instead."""
-    try:
-        parse = _parse_second_half(conn, plan)
-        if conn.recv() == "send":  # the parent accepted our boundary
-            _send_part(conn, parse)
-    except _Unsplittable as exc:
-        _send_quietly(conn, ("unsplittable", str(exc)))
-    except EOFError:  # the parent went away or gave up on us
-        pass
-    except BaseException as exc:
-        _send_quietly(conn, ("failed", f"{type(exc).__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
-def _parse_second_half(conn: Any, plan: SplitPlan) -> TraceParse:
-    parse = TraceParse(record=True)
-    with open(plan.path, "rb") as handle:
-        depth, start, stream = _stream_from_middle(handle, plan, parse.truncated_gzip)
-        boundary, first = _find_boundary(stream, start)
-        conn.send(("boundary", boundary))
-        parse.scanner = EventStreamScanner.resume(try_decode_batch, depth)
-        parse.feed(first)
-        del first
-        parse.consume(stream, lambda done: conn.send(("progress", done)))
-    return parse
-
-
-def _stream_from_middle(handle: Any, plan: SplitPlan, on_truncated_gzip: Callable[[str], None]
-                        ) -> tuple[int, int, Iterator[bytes]]:
-    """(depth of the events array, start, the uncompressed stream from offset start on): start
-    is `plan.mid`, or the end of the header if that is further (small files, big headers)."""
-    chunks = iter_decompressed(handle, on_truncated_gzip=on_truncated_gzip)
-    header = EventStreamScanner()
-    offset = 0
-    for chunk in chunks:
-        offset += len(chunk)
-        if header.feed_header(chunk):
-            break
-        if offset >= plan.mid:
-            raise _Unsplittable("the header reaches the middle of the file")
-    else:
-        raise _Unsplittable("no events array")
-    depth, start = header.array_depth, max(plan.mid, len(header.result.header))
-    del header
-    if not plan.gzip:
-        handle.seek(start)
-        return depth, start, iter(lambda: handle.read(CHUNK_SIZE), b"")
-    return depth, start, _skip_to(chunk, offset - len(chunk), chunks, start)
-
-
-def _skip_to(first: bytes, offset: int, rest: Iterator[bytes], start: int) -> Iterator[bytes]:
-    """The stream (`first` at `offset`, then `rest`) from offset `start` on."""
-    chunk: Optional[bytes] = first
-    while chunk is not None:
-        end = offset + len(chunk)
-        if end > start:
-            yield chunk[max(0, start - offset):]
-        offset = end
-        chunk = next(rest, None)
-
-
-def _find_boundary(stream: Iterator[bytes], start: int) -> tuple[int, bytes]:
-    """(B, the stream's bytes from B up to where we read): B is the `{` of the first `}, {`."""
-    window = bytearray()
-    for chunk in stream:
-        search_from = max(0, len(window) - _BOUNDARY_SPAN)
-        window += chunk
-        match = _BOUNDARY.search(window, search_from)
-        if match:
-            at = match.end() - 1
-            return start + at, bytes(window[at:])
-    raise _Unsplittable("no event boundary after the middle of the file")
-
-
-def _send_part(conn: Any, parse: TraceParse) -> None:
-    builder, scan, status = parse.builder, parse.scanner.result, parse.status
-    summary = {
-        "categories": {key: interner.categories for key, interner in builder.interners.items()},
-        "event_rows": builder.event_rows,
-        "negative_durations": builder.negative_durations,
-        "missing_timestamps": builder.missing_timestamps,
-        "process_metadata": builder.process_metadata,
-        "record": parse.record or [],
-        "problems": parse.problems,
-        "skipped_events": status.skipped_events,
-        "bytes_read": status.bytes_read,
-        "trailer": scan.trailer,
-        "events_closed": scan.events_closed,
-        "leftover": scan.leftover,
-        "peak_rss_mb": _peak_rss_mb(),
-    }
-    conn.send(("part", summary))
-    del summary
-    builder.interners.clear()
-    # What the parent receives we free, heap trimmed, so that both processes together hold
-    # about one copy of the columns, as the sequential parse does, all along the transfer.
-    freed = 0
-    for table, column in _COLUMN_ORDER:
-        values = builder.pop_column(table, column).astype(_wire_dtype(table, column), copy=False)
-        conn.send_bytes(values)  # the array's own buffer: no pickled copy
-        freed += values.nbytes
-        del values
-        if freed >= _TRIM_EVERY:  # after every column: +0.1 s on the 800 MB bench trace
-            release_free_memory()
-            freed = 0
-
-
-def _peak_rss_mb() -> float:
-    try:
-        import resource
-    except ImportError:  # Windows
-        return 0.0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes vs KiB
-
-
-def _send_quietly(conn: Any, message: tuple[str, str]) -> None:
-    with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
-        conn.send(message)

@@ -69,10 +69,6 @@ DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 LAUNCH_KINDS = (Kind.RUNTIME, Kind.DRIVER)
 
 
-def kind_of_category(cat: str | None) -> Kind:
-    return CATEGORY_KINDS.get((cat or "").lower(), Kind.OTHER)
-
-
 class LoadState:
     """Per-worker load outcome, shown to the user next to the worker."""
 

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
-from ..analysis.memory_timeline import matching_timeline
 from ..cache import TraceCache
 from ..discovery import RunInfo
 from ..ingest.schema import LoadState
@@ -159,8 +158,7 @@ class Catalog:
                     entries = []
                     for span_file in spans:
                         state = self._current_or_new(span_file.ref, changed_at, fresh)
-                        state.memory_timeline = matching_timeline(span_file.ref.name,
-                                                                  run.memory_timelines)
+                        state.memory_timeline = span_file.memory_timeline
                         files[span_file.ref.url] = state
                         entries.append((span_file.span, state))
                     workers[worker] = entries

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from ..cache import TraceCache
-from ..ingest import load_trace
+from ..load import load_trace
 from ..storage import FileRef
 from .views import FEATURES_VERSION, summarize
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..cache import TraceCache
-from ..ingest import TraceTable, load_trace
+from ..ingest import TraceTable
+from ..load import load_trace
 from ..settings import Settings, available_memory
 from .filestate import FileState
 from .memo import MemoryLRU, SingleFlight

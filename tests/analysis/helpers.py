@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tb_plugin.ingest import TraceTable, load_trace
+from tb_plugin.ingest import TraceTable
+from tb_plugin.load import load_trace
 
 _counter = itertools.count()
 

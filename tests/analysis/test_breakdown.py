@@ -3,7 +3,7 @@ import pytest
 
 from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
 from tb_plugin.analysis.events import is_comm_op_name, is_nccl_kernel_name
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import (
     cpu_op,

@@ -12,7 +12,7 @@ import pytest
 
 from tb_plugin.analysis.callstacks import FRAME_RE, MAX_FRAMES, python_call_stacks
 from tb_plugin.analysis.operators import build_call_stacks, build_operators
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import CPU_PID, CPU_TID, cpu_op, make_table
 

@@ -19,7 +19,7 @@ from tb_plugin.analysis.kernels import build_kernels
 from tb_plugin.analysis.node_kinds import NodeKind
 from tb_plugin.analysis.operators import build_operators
 from tb_plugin.analysis.optree import build_op_tree
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import make_table
 from .test_optree import kernel, op, runtime

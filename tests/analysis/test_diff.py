@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tb_plugin.analysis.diff import UnknownDiffPathError, build_diff
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import cpu_op, make_table, shared_traces, step
 from .test_modules import flow, py

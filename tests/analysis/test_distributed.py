@@ -11,7 +11,7 @@ import pytest
 
 from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
 from tb_plugin.analysis.distributed import build_distributed, comm_ops, worker_node_pid
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.conftest import SAMPLES, SHARED_TRACES
 

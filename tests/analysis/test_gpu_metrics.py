@@ -8,7 +8,7 @@ from tb_plugin.analysis.gpu_metrics import (
     kernel_frame,
 )
 from tb_plugin.analysis.launch import device_properties, dims_product, estimate_launch
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import kernel, make_table, runtime, shared_traces, step
 

@@ -179,7 +179,7 @@ def test_invalid_group_by(tmp_path):
 @needs_traces
 def test_resnet50_golden_kernel_table():
     """Golden: 67 kernel rows by name on resnet50_gpu_pt19 span 1, with the reference's values."""
-    from tb_plugin.ingest import load_trace
+    from tb_plugin.load import load_trace
 
     table = load_trace(f"{SHARED}/resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz",
                        use_cache=False)
@@ -208,7 +208,7 @@ def test_resnet50_golden_kernel_table():
 
 @needs_traces
 def test_amd_kernels_without_launch_args():
-    from tb_plugin.ingest import load_trace
+    from tb_plugin.load import load_trace
 
     (path,) = glob.glob(f"{SHARED}/amd_mi250_rocm/*.json.gz")
     result = build_kernels(load_trace(path, use_cache=False), "kernel_op_launch")

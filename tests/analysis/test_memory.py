@@ -13,7 +13,7 @@ import pytest
 from tb_plugin.analysis import memory as mem
 from tb_plugin.analysis.memory_curves import DEFAULT_MAX_POINTS, downsample
 from tb_plugin.analysis.memory_records import device_name
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.conftest import SAMPLES, SHARED_TRACES
 

@@ -1,10 +1,9 @@
-"""Memory timeline from `export_memory_timeline` raw exports: streaming parse, stacked categories,
-malformed records, leak flags, and the real exports."""
+"""Memory timeline from parsed `export_memory_timeline` raw exports: stacked categories, leak
+flags, and the real exports (reading the files is tested in tests/ingest/test_memory_export.py)."""
 
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from pathlib import Path
 
@@ -13,7 +12,8 @@ import pytest
 
 from tb_plugin.analysis import memory_timeline as mt
 from tb_plugin.discovery import discover_runs
-from tb_plugin.ingest import load_trace
+from tb_plugin.ingest.memory_export import CATEGORIES, RawTimeline, read_raw_timeline
+from tb_plugin.load import load_trace
 from tests.conftest import SAMPLES, SHARED_TRACES
 
 REAL = SHARED_TRACES / "memory_timeline_raw" / "memory_timeline.raw.json.gz"
@@ -35,25 +35,18 @@ RECORDS = [
 ]
 
 
-def _write(path: Path, records: object, compress: bool = True) -> Path:
-    text = json.dumps(records).encode()
-    path.write_bytes(gzip.compress(text) if compress else text)
+def _write(path: Path, records: object) -> Path:
+    path.write_bytes(gzip.compress(json.dumps(records).encode()))
     return path
 
 
-def test_torch_action_and_category_codes() -> None:
-    """The decoding tables match torch's `_memory_profiler` enums."""
-    from torch.profiler import _memory_profiler as torch_mp
-
-    assert {v: a.name for a, v in torch_mp._ACTION_TO_INDEX.items()} == mt.ACTIONS
-    names = [c.name if c is not None else "UNKNOWN" for c in torch_mp._CATEGORY_TO_INDEX]
-    assert tuple(names) == mt.CATEGORIES
-    assert list(torch_mp._CATEGORY_TO_INDEX.values()) == list(range(len(mt.CATEGORIES)))
+def _raw(path: Path, records: object) -> RawTimeline:
+    return read_raw_timeline(_write(path, records))
 
 
 def test_stacked_timeline(tmp_path: Path) -> None:
-    payload = mt.build_memory_timeline(_write(tmp_path / "m.raw.json.gz", RECORDS))
-    assert payload["categories"] == list(mt.CATEGORIES)
+    payload = mt.build_memory_timeline(_raw(tmp_path / "m.raw.json.gz", RECORDS))
+    assert payload["categories"] == list(CATEGORIES)
     assert payload["records"] == len(RECORDS) and payload["skipped"] == 0
     # pre-existing records sit at the first real timestamp (10 us), with its creations
     assert payload["t_us"] == [10.0, 12.0, 15.0, 20.0, 21.0]
@@ -80,59 +73,17 @@ def test_totals_equal_the_sum_of_categories(tmp_path: Path) -> None:
             size, cat = int(rng.integers(1, 1 << 20)), int(rng.integers(0, 8))
             live.append((size, cat))
             records.append([t * 1000, CREATE, size, cat])
-    payload = mt.build_memory_timeline(_write(tmp_path / "r.raw.json.gz", records),
+    payload = mt.build_memory_timeline(_raw(tmp_path / "r.raw.json.gz", records),
                                        max_points=300)
     assert len(payload["t_us"]) <= 300
-    stacked = np.sum([payload["series"][c] for c in mt.CATEGORIES], axis=0)
+    stacked = np.sum([payload["series"][c] for c in CATEGORIES], axis=0)
     assert stacked.tolist() == payload["total"]
     exact = np.cumsum([r[2] for r in records])
     assert payload["peak"]["bytes"] == int(exact.max()) == max(payload["total"])
 
 
-def test_malformed_records_are_skipped(tmp_path: Path) -> None:
-    text = b'[[1000, 2, 10, 0], [2000, 2, "x", 0], [3000, 9, 5, 0], [4000, 2, 5],' \
-           b' [5000, 2, 5, 12], [6000, 4, -10, 0]]'
-    path = tmp_path / "bad.raw.json"
-    path.write_bytes(text)
-    payload = mt.build_memory_timeline(path)
-    assert payload["records"] == 2 and payload["skipped"] == 4
-    assert payload["total"] == [10, 0]
-    assert any("Skipped 4 malformed" in m for m in payload["messages"])
-
-
-class _Trickle(io.RawIOBase):
-    """A file that hands out a few bytes per read, so records straddle chunk boundaries."""
-
-    def __init__(self, data: bytes, size: int = 7) -> None:
-        self._data, self._size, self._pos = data, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        chunk = self._data[self._pos:self._pos + self._size]
-        self._pos += len(chunk)
-        return chunk
-
-
-def test_streaming_across_chunk_boundaries() -> None:
-    raw = mt.read_raw_timeline(_Trickle(json.dumps(RECORDS).encode()))
-    assert len(raw) == len(RECORDS) and raw.skipped == 0
-    assert raw.ts_ns.tolist() == [r[0] for r in RECORDS]
-    assert raw.bytes.tolist() == [r[2] for r in RECORDS]
-
-
-def test_truncated_file_keeps_complete_records(tmp_path: Path) -> None:
-    data = gzip.compress(json.dumps(RECORDS * 200).encode())
-    path = tmp_path / "cut.raw.json.gz"
-    path.write_bytes(data[: len(data) * 2 // 3])
-    payload = mt.build_memory_timeline(path)
-    assert 0 < payload["records"] < len(RECORDS) * 200
-    assert any("truncated" in m for m in payload["messages"])
-
-
 def test_empty_export(tmp_path: Path) -> None:
-    payload = mt.build_memory_timeline(_write(tmp_path / "e.raw.json.gz", []))
+    payload = mt.build_memory_timeline(_raw(tmp_path / "e.raw.json.gz", []))
     assert payload["records"] == 0 and payload["skipped"] == 0
     assert payload["t_us"] == [] and payload["peak"] is None and payload["leaks"] == []
 
@@ -144,9 +95,9 @@ def test_growth_and_unfreed_flags(tmp_path: Path) -> None:
         t = (step + 1) * 1_000_000
         records += [[t, CREATE, mib, TMP], [t + 100, DESTROY, -mib, TMP],
                     [t + 200, CREATE, 2 * mib, ACT]]
-    path = _write(tmp_path / "g.raw.json.gz", records)
+    raw = _raw(tmp_path / "g.raw.json.gz", records)
     ends = np.array([(s + 1) * 1000 + 500 for s in range(4)], dtype=float)  # us
-    leaks = mt.build_memory_timeline(path, step_ends_us=ends,
+    leaks = mt.build_memory_timeline(raw, step_ends_us=ends,
                                      step_names=["1", "2", "3", "4"])["leaks"]
     growth, unfreed = leaks
     assert growth["kind"] == "growth" and growth["basis"] == "steps"
@@ -154,24 +105,24 @@ def test_growth_and_unfreed_flags(tmp_path: Path) -> None:
     assert growth["per_step_bytes"] == 2 * mib
     assert unfreed == {"kind": "unfreed", "count": 4, "bytes": 8 * mib,
                        "by_category": [{"category": "ACTIVATION", "bytes": 8 * mib}]}
-    windows = mt.build_memory_timeline(path)["leaks"][0]
+    windows = mt.build_memory_timeline(raw)["leaks"][0]
     assert windows["kind"] == "growth" and windows["basis"] == "windows"
 
 
 def test_expected_categories_are_not_leaks(tmp_path: Path) -> None:
     records = [[1000, CREATE, 5 << 20, GRAD], [2000, CREATE, 5 << 20, OPT],
                [3000, CREATE, 100, TMP], [4000, DESTROY, -100, TMP]]
-    payload = mt.build_memory_timeline(_write(tmp_path / "x.raw.json.gz", records))
+    payload = mt.build_memory_timeline(_raw(tmp_path / "x.raw.json.gz", records))
     assert payload["leaks"] == []
 
 
 @pytest.mark.skipif(not REAL.is_file(), reason="../shared/traces absent")
 def test_real_export() -> None:
-    payload = mt.build_memory_timeline(REAL)
+    payload = mt.build_memory_timeline(read_raw_timeline(REAL))
     assert payload["records"] == 16845 and payload["skipped"] == 0
     assert 100 < len(payload["t_us"]) <= mt.DEFAULT_MAX_POINTS
     assert np.all(np.diff(payload["t_us"]) > 0)
-    stacked = np.sum([payload["series"][c] for c in mt.CATEGORIES], axis=0)
+    stacked = np.sum([payload["series"][c] for c in CATEGORIES], axis=0)
     assert stacked.tolist() == payload["total"]
     assert payload["peak"]["bytes"] == max(payload["total"]) == 3082832104
     assert payload["series"]["PARAMETER"][-1] == 102440608
@@ -184,23 +135,11 @@ def test_sample_export_on_the_trace_clock() -> None:
     assert run.memory_timelines
     span = run.workers[next(iter(run.workers))][0]
     table = load_trace(str(CNN / span.ref.name), use_cache=False)
-    ref = mt.matching_timeline(span.ref.name, run.memory_timelines)
+    ref = span.memory_timeline
     assert ref is not None and ref.name.split(".")[1] == span.ref.name.split(".")[1]
-    payload = mt.build_memory_timeline_for(table, ref)
+    payload = mt.build_memory_timeline_for(table, read_raw_timeline(ref))
     assert payload["records"] > 100 and payload["skipped"] == 0
     start, end = table.events["ts"].min(), (table.events["ts"] + table.events["dur"]).max()
     assert start - 1000 <= payload["t_us"][0] and payload["t_us"][-1] <= end + 1000
-    stacked = np.sum([payload["series"][c] for c in mt.CATEGORIES], axis=0)
+    stacked = np.sum([payload["series"][c] for c in CATEGORIES], axis=0)
     assert stacked.tolist() == payload["total"]
-
-
-def test_matching_timeline(tmp_path: Path) -> None:
-    from tb_plugin.storage import open_ref
-
-    for name in ("w_1.100.raw.json.gz", "w_1.200.raw.json.gz", "memory_timeline.raw.json.gz"):
-        _write(tmp_path / name, RECORDS)
-    refs = [open_ref(str(tmp_path / n)) for n in ("w_1.100.raw.json.gz", "w_1.200.raw.json.gz")]
-    assert mt.matching_timeline("w_1.200.pt.trace.json.gz", refs).name == "w_1.200.raw.json.gz"
-    assert mt.matching_timeline("w_2.200.pt.trace.json.gz", refs) is None
-    lone = [open_ref(str(tmp_path / "memory_timeline.raw.json.gz"))]
-    assert mt.matching_timeline("rank0.1.pt.trace.json.gz", lone) is lone[0]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tb_plugin.analysis.modules import backward_attribution, build_modules
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import CPU_PID, CPU_TID, cpu_op, kernel, make_table, runtime, shared_traces, step
 

@@ -12,7 +12,8 @@ from tb_plugin.analysis.correlation import complete_rows
 from tb_plugin.analysis.node_kinds import NodeKind, node_kinds
 from tb_plugin.analysis.operators import build_operators
 from tb_plugin.analysis.optree import build_op_tree
-from tb_plugin.ingest import Kind, load_trace
+from tb_plugin.ingest import Kind
+from tb_plugin.load import load_trace
 
 from .helpers import make_table
 

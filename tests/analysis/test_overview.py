@@ -7,7 +7,7 @@ from tb_plugin.analysis.breakdown import CATEGORIES
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, build_kernels
 from tb_plugin.analysis.operators import GROUP_BY_INPUT_SHAPE, build_operators
 from tb_plugin.analysis.overview import build_overview
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import (
     cpu_op,

@@ -20,11 +20,11 @@ import pytest
 
 from tb_plugin.analysis import report
 from tb_plugin.analysis.kernels import build_kernel_pies
-from tb_plugin.analysis.memory_timeline import matching_timeline
 from tb_plugin.analysis.operators import build_call_stacks, build_operator_pies
 from tb_plugin.cache import TraceCache
-from tb_plugin.discovery import RunInfo, discover_runs
-from tb_plugin.ingest import TraceTable, load_trace
+from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
+from tb_plugin.ingest import TraceTable
+from tb_plugin.load import load_trace
 from tb_plugin.payloads import PAYLOADS, REPLIES
 from tb_plugin.server.encoding import encode_json
 from tb_plugin.server.errors import BadRequest, StillLoading, Unprocessable

@@ -1,7 +1,7 @@
 import pytest
 
 from tb_plugin.analysis.steps import compute_steps
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import cpu_op, kernel, make_table, memcpy, runtime, shared_traces, step
 

@@ -153,7 +153,7 @@ def test_no_kernels(tmp_path):
 def test_resnet50_golden_tensor_cores():
     """Golden: no TC kernels (Tensor Cores 0.0 %), and "Kernels with 68% time are launched by
     Tensor Cores eligible operators"."""
-    from tb_plugin.ingest import load_trace
+    from tb_plugin.load import load_trace
 
     table = load_trace(f"{SHARED}/resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz",
                        use_cache=False)

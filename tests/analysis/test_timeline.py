@@ -22,7 +22,7 @@ from tb_plugin.analysis.timeline import (
     event_details,
     search_timeline,
 )
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 
 from .helpers import CPU_PID, CPU_TID, cpu_op, kernel, make_table, runtime, step, trace_files
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_plugin.ingest import Kind, LoadState, load_trace
+from tb_plugin.ingest import Kind, LoadState
+from tb_plugin.load import load_trace
+from tb_plugin.storage import FileRef, filesystem
 from tests.conftest import SHARED_TRACES, needs_shared, shared_trace_files
 
 GOOD_EVENTS = [
@@ -171,8 +173,6 @@ def test_float_nanosecond_timestamps_keep_sub_us_resolution(tmp_path: Path) -> N
 
 
 def test_unreadable_file_is_an_error(tmp_path: Path) -> None:
-    from tb_plugin.storage import FileRef, filesystem
-
     fs, path = filesystem(str(tmp_path / "gone.json"))
     table = load_trace(FileRef(fs, path, 0, ""), use_cache=False)
     assert table.status.state == LoadState.ERROR
@@ -207,23 +207,3 @@ def test_variant_specifics() -> None:
     assert len(legacy.memory) == 12838
     cpu = load_trace(str(next((SHARED_TRACES / "cpu_only").glob("*.gz"))), use_cache=False)
     assert "Spans" in set(cpu.events["pid"])  # string pids survive
-
-
-@pytest.mark.parametrize("split_at", [0, 1, 2, 3])
-def test_multi_member_gzip_split_inside_the_second_header(split_at: int) -> None:
-    from tb_plugin.compression import GzipStream
-
-    first, second = gzip.compress(b'{"traceEvents": ['), gzip.compress(b"]}")
-    data = first + second
-    cut = len(first) + split_at  # the read boundary falls inside the second member's magic
-    stream = GzipStream()
-    out = b"".join([*stream.feed(data[:cut]), *stream.feed(data[cut:])])
-    assert out == b'{"traceEvents": []}' and stream.finished
-
-
-def test_trailing_garbage_after_a_complete_gzip_stream_is_ignored() -> None:
-    from tb_plugin.compression import GzipStream
-
-    stream = GzipStream()
-    out = b"".join([*stream.feed(gzip.compress(b"[]") + b"xx"), *stream.feed(b"\x1f\x8bzz")])
-    assert out == b"[]" and stream.finished and stream.error is None

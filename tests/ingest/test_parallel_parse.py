@@ -7,6 +7,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any, Optional
 import pytest
 
 from tb_plugin import storage
-from tb_plugin.ingest import TraceTable, parallel, parse_trace
-from tb_plugin.ingest.loader import MAX_PROBLEM_MESSAGES
+from tb_plugin.ingest import TraceTable, parallel, parse_trace, split_child
+from tb_plugin.ingest.parse import MAX_PROBLEM_MESSAGES
+from tb_plugin.settings import PARSE_PROCESSES_ENV
 from tb_plugin.storage import open_ref
 from tests.conftest import needs_shared, shared_trace_files
 from tests.ingest.tables import assert_same_table, document, make_events
@@ -149,7 +151,7 @@ def test_environment_and_keyword_force_sequential(tmp_path: Path,
     assert parallel.plan_split(ref, min_bytes=1) is not None
     assert parallel.plan_split(ref) is None  # below the default 64 MB
     assert parallel.plan_split(ref, processes=1, min_bytes=1) is None
-    monkeypatch.setenv(parallel.PROCESSES_ENV, "1")
+    monkeypatch.setenv(PARSE_PROCESSES_ENV, "1")
     assert parallel.plan_split(ref, min_bytes=1) is None
     with caplog.at_level(logging.DEBUG, logger=LOGGER):
         _parse(path, min_split_bytes=1)
@@ -190,7 +192,7 @@ def _hang(*_: Any) -> Any:
     time.sleep(60)
 
 
-_real_send_part = parallel._send_part
+_real_send_part = split_child._send_part
 
 
 def _die_while_sending(conn: Any, parse: Any) -> None:
@@ -213,18 +215,26 @@ def test_failing_child_falls_back(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     path = tmp_path / "w.json"
     path.write_bytes(document(events[:20_000]))
     if failure == "raises":
-        monkeypatch.setattr(parallel, "_parse_second_half", _raise)
+        monkeypatch.setattr(split_child, "_parse_second_half", _raise)
     elif failure == "hangs":
-        monkeypatch.setattr(parallel, "_parse_second_half", _hang)
+        monkeypatch.setattr(split_child, "_parse_second_half", _hang)
         monkeypatch.setattr(parallel, "_BOUNDARY_WAIT_S", 0.5)
     elif failure == "dies":
-        monkeypatch.setattr(parallel, "_send_part", _die_while_sending)
+        monkeypatch.setattr(split_child, "_send_part", _die_while_sending)
     else:  # the `"` before a name: inside an event
-        monkeypatch.setattr(parallel, "_BOUNDARY", parallel.re.compile(rb'"name": "'))
-    started = time.monotonic()
+        monkeypatch.setattr(split_child, "_BOUNDARY", re.compile(rb'"name": "'))
     _, log = _split_vs_sequential(path, caplog)
-    assert MERGED not in log and "alone" in log
-    assert time.monotonic() - started < 30
+    assert MERGED not in log and re.search(rf"alone: .*{re.escape(_WHY[failure])}", log)
+
+
+#: What the parent logs when it gives up on the child (for a hang: not the child's 60 s sleep,
+#: the parent's own patience).
+_WHY = {
+    "raises": "RuntimeError: boom",
+    "hangs": "no boundary from the child after",
+    "dies": "receiving the child's columns failed",
+    "bogus_boundary": "is not between two events",
+}
 
 
 def test_spawned_child(tmp_path: Path, caplog: pytest.LogCaptureFixture,

@@ -20,7 +20,7 @@ from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Response
 
 from tb_plugin.cache import TraceCache
-from tb_plugin.ingest import load_trace
+from tb_plugin.load import load_trace
 from tb_plugin.server import static
 from tb_plugin.server.api import Query, encode_json, endpoint
 from tb_plugin.server.errors import BadRequest

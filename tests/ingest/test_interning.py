@@ -1,10 +1,10 @@
-"""Interning of string columns (decode.Interner): codes in order of first appearance."""
+"""Interning of string columns (interning.Interner): codes in order of first appearance."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tb_plugin.ingest.decode import Interner, _id_string, _json_repr
+from tb_plugin.ingest.interning import Interner, id_string, json_repr
 
 
 def test_codes_follow_first_appearance_whatever_the_batches():
@@ -19,7 +19,7 @@ def test_codes_follow_first_appearance_whatever_the_batches():
 
 
 def test_missing_values_without_a_name_are_minus_one():
-    interner = Interner(normalize=_json_repr)
+    interner = Interner(normalize=json_repr)
     codes = interner.codes([b"", b"[[2, 3], []]", None, b"[]"])
     assert codes.tolist() == [-1, 0, -1, 1]
     assert interner.categories == ["[[2, 3], []]", "[]"]
@@ -27,7 +27,7 @@ def test_missing_values_without_a_name_are_minus_one():
 
 
 def test_ids_are_normalised_once_per_raw_value():
-    interner = Interner(normalize=_id_string, missing_as="")
+    interner = Interner(normalize=id_string, missing_as="")
     assert interner.codes([7, 7.0, "7", "stream 7", 7]).tolist() == [1, 1, 1, 2, 1]
     assert interner.categories == ["", "7", "stream 7"]
 

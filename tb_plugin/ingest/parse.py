@@ -1,0 +1,209 @@
+"""One parse of a trace stream: scanner, growing columns and status -> `TraceTable`.
+
+`TraceParse` is shared by the sequential parse (loader.parse_trace) and the two-process split
+parse (parallel.py), which runs one in each process and merges them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Callable, Optional
+
+import msgspec
+
+from .columns import ColumnBuilder
+from .decode import Event, recover_batch, try_decode_batch
+from .scanner import EventStreamScanner, ScanResult
+from .schema import (
+    TABLE_COLUMNS,
+    LoadState,
+    ParseStatus,
+    TraceMetadata,
+    TraceTable,
+    empty_frame,
+)
+
+log = logging.getLogger(__name__)
+
+#: Called with the number of (decompressed) bytes read so far.
+ProgressCallback = Callable[[int], None]
+
+
+#: Problems (malformed events...) listed by message; later ones only count. A cap per file, not
+#: per batch, so that the messages never depend on where the batches were cut.
+MAX_PROBLEM_MESSAGES = 5
+PROBLEM = "problem"  # a recorded `TraceParse.problem`, as opposed to a `LoadState`
+
+
+class TraceParse:
+    """The state of one parse: scanner, growing columns and status.
+
+    `record=True` (the second-half process of a split parse) also keeps every status change in
+    order, so that the first half can replay them after its own and end with exactly the
+    status a sequential parse would have.
+    """
+
+    def __init__(self, scanner: Optional[EventStreamScanner] = None, record: bool = False
+                 ) -> None:
+        self.status = ParseStatus()
+        self.builder = ColumnBuilder()
+        self.scanner = scanner or EventStreamScanner(try_decode=try_decode_batch)
+        self.problems = 0  # problems seen, listed or not
+        self.record: Optional[list[tuple[str, str]]] = [] if record else None
+
+    def feed(self, chunk: bytes) -> None:
+        self.status.bytes_read += len(chunk)
+        for batch, decoded in self.scanner.feed(chunk):
+            self._add_batch(batch, decoded)
+
+    def consume(self, chunks: Iterable[bytes], progress: Optional[ProgressCallback]) -> None:
+        """Feed the rest of the stream and close it."""
+        for chunk in chunks:
+            self.feed(chunk)
+            if progress is not None:
+                progress(self.status.bytes_read)
+        for batch, decoded in self.scanner.close():
+            self._add_batch(batch, decoded)
+
+    def cut_at_boundary(self) -> bool:
+        """The stream pauses here: cut what is buffered; True if that is between two events."""
+        for batch, decoded in self.scanner.cut_at_boundary():
+            self._add_batch(batch, decoded)
+        return self.scanner.at_event_boundary
+
+    def warn(self, state: str, message: str) -> None:
+        self.status.warn(state, message)
+        if self.record is not None:
+            self.record.append((state, message))
+
+    def problem(self, message: str) -> None:
+        """One malformed event: listed while under the cap, counted (state PARTIAL) always."""
+        self.problems += 1
+        if self.problems > MAX_PROBLEM_MESSAGES:
+            self.status.raise_to(LoadState.PARTIAL)
+            return
+        self.status.warn(LoadState.PARTIAL, message)
+        if self.record is not None:
+            self.record.append((PROBLEM, message))
+
+    def replay(self, record: list[tuple[str, str]], problems: int) -> None:
+        """Apply another parse's recorded status changes (the next part of the same stream)."""
+        for state, message in record:
+            if state == PROBLEM:
+                self.problem(message)
+            else:
+                self.warn(state, message)
+        unlisted = problems - sum(1 for state, _ in record if state == PROBLEM)
+        if unlisted > 0:
+            self.problems += unlisted
+            self.status.raise_to(LoadState.PARTIAL)
+
+    def truncated_gzip(self, why: str) -> None:
+        self.warn(LoadState.TRUNCATED, f"{why}: the file was cut off (still being written, or "
+                  "the job was killed); the complete events before the cut are shown")
+
+    def _add_batch(self, batch: bytes, decoded: Optional[list[Event]]) -> None:
+        if decoded is not None:
+            self.builder.add(decoded)
+            return
+        events, skipped, problems = recover_batch(batch)
+        self.builder.add(events)
+        self.status.skipped_events += skipped
+        for problem in problems:
+            self.problem(problem)
+
+    def table(self) -> TraceTable:
+        """The finished table: metadata, the final state and messages, the built columns."""
+        scan = self.scanner.result
+        metadata = _metadata(scan, self.status)
+        _judge(scan, self.builder, self.status)
+        metadata.process_metadata = self.builder.process_metadata
+        return _build_table(self.builder, metadata, self.status)
+
+
+def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> None:
+    """Turn what the scan saw into the worker's state and messages."""
+    if status.state == LoadState.ERROR:
+        return
+    if not scan.found_events:
+        status.warn(LoadState.ERROR, _why_no_events(scan.header))
+        return
+    if not scan.events_closed:
+        status.warn(LoadState.TRUNCATED, "the trace ends in the middle of its events (the file "
+                    "was cut off); the complete events before the cut are shown")
+    if status.skipped_events:
+        status.warn(LoadState.PARTIAL, f"{status.skipped_events} malformed events were skipped")
+    if builder.negative_durations:
+        status.warn(LoadState.PARTIAL, f"{builder.negative_durations} events had a negative "
+                    "duration; they were read as zero-length")
+    if builder.missing_timestamps:
+        status.warn(LoadState.PARTIAL, f"{builder.missing_timestamps} events had no numeric 'ts' "
+                    "and were skipped")
+    if builder.event_rows == 0 and status.state == LoadState.OK:
+        status.warn(LoadState.OK, "the trace has no events")
+
+
+def _why_no_events(document: bytes) -> str:
+    if not document.strip():
+        return "the file is empty"
+    try:
+        msgspec.json.decode(document)
+    except msgspec.DecodeError:
+        return "not valid JSON, or cut off before its events began"
+    return "no 'traceEvents' array: this is JSON but not a Chrome trace"
+
+
+_KNOWN_TOP_LEVEL = {
+    "schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds", "Framework",
+    "traceEvents",
+}
+
+
+def _metadata(scan: ScanResult, status: ParseStatus) -> TraceMetadata:
+    """Decode the document minus its events: header + `]` + trailer is a small valid object."""
+    if scan.bare_array or not scan.found_events:
+        return TraceMetadata()
+    tail = scan.trailer if scan.events_closed else b"}"
+    document = None
+    for candidate in (scan.header + b"]" + tail, scan.header + b"]}"):
+        try:
+            document = msgspec.json.decode(candidate)
+            break
+        except msgspec.DecodeError:
+            continue
+    if not isinstance(document, dict):
+        if scan.events_closed:
+            status.warn(LoadState.PARTIAL, "the trace's top-level metadata is not valid JSON")
+        return TraceMetadata()
+    device_properties = document.get("deviceProperties")
+    base_time = document.get("baseTimeNanoseconds")
+    extra = {k: v for k, v in document.items() if k not in _KNOWN_TOP_LEVEL and _small(v)}
+    return TraceMetadata(
+        schema_version=document.get("schemaVersion"),
+        device_properties=[p for p in device_properties if isinstance(p, dict)]
+        if isinstance(device_properties, list) else [],
+        distributed_info=document.get("distributedInfo")
+        if isinstance(document.get("distributedInfo"), dict) else None,
+        base_time_ns=int(base_time) if isinstance(base_time, (int, float)) else None,
+        framework=document.get("Framework") if isinstance(document.get("Framework"), str)
+        else None,
+        extra=extra,
+    )
+
+
+def _small(value: Any) -> bool:
+    return len(msgspec.json.encode(value)) <= 4096
+
+
+def _build_table(builder: ColumnBuilder, metadata: TraceMetadata, status: ParseStatus
+                 ) -> TraceTable:
+    frames = {}
+    for table, columns in TABLE_COLUMNS.items():
+        try:
+            frames[table] = builder.build(table, columns)
+        except ValueError as exc:  # defensive: never lose the worker over one bad table
+            log.exception("building table %s failed", table)
+            status.warn(LoadState.PARTIAL, f"could not build the {table} table: {exc}")
+            frames[table] = empty_frame(columns)
+    return TraceTable(metadata=metadata, status=status, **frames)

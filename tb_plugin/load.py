@@ -1,0 +1,64 @@
+"""Cache or parse: a trace file's `TraceTable` and a memory export's records, from the on-disk
+cache when it holds a valid entry, else parsed (and stored).
+
+This step sits above both ingest (which parses and never knows the cache) and the cache (which
+stores ingest's results and never parses).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Union
+
+from .cache import TraceCache, default_cache
+from .ingest.loader import parse_trace
+from .ingest.memory_export import RawTimeline, read_raw_timeline
+from .ingest.parse import ProgressCallback
+from .ingest.schema import LoadState, TraceTable
+from .storage import FileRef, open_ref
+
+
+def load_trace(
+    source: Union[str, FileRef],
+    *,
+    use_cache: bool = True,
+    cache: Optional[TraceCache] = None,
+    progress: Optional[ProgressCallback] = None,
+    processes: Optional[int] = None,
+) -> TraceTable:
+    """Parse one trace file (path or URL), from the on-disk cache when it is valid.
+
+    `processes`: 1 parses in this process only; 2 lets a big local file be parsed in two
+    halves by two processes; None follows $TORCH_PROF_PARSE_PROCESSES (see ingest/parallel.py).
+    A table whose parse failed (state ERROR) is not stored.
+    """
+    ref = _ref(source)
+    if not use_cache:
+        return parse_trace(ref, progress=progress, processes=processes)
+    store = cache or default_cache()
+    cached = store.load_table(ref)
+    if cached is not None:
+        return cached
+    table = parse_trace(ref, progress=progress, processes=processes)
+    if table.status.state != LoadState.ERROR:
+        store.save_table(ref, table)
+    return table
+
+
+def load_memory_export(source: Union[str, os.PathLike, FileRef], *, use_cache: bool = True,
+                       cache: Optional[TraceCache] = None) -> RawTimeline:
+    """The records of a memory-timeline export (path or URL), read once per file identity."""
+    ref = _ref(source)
+    if not use_cache:
+        return read_raw_timeline(ref)
+    store = cache or default_cache()
+    cached = store.load_export(ref)
+    if cached is not None:
+        return cached
+    raw = read_raw_timeline(ref)
+    store.save_export(ref, raw)
+    return raw
+
+
+def _ref(source: Union[str, os.PathLike, FileRef]) -> FileRef:
+    return source if isinstance(source, FileRef) else open_ref(os.fspath(source))
