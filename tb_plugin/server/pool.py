@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Optional
 
 from ..storage import FileRef
-from .views import FEATURES_VERSION
+from ..analysis.features import FEATURES_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -452,7 +452,7 @@ def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
     """Child: parse one file into the cache; return its summary (small, cheap to pickle)."""
     from ..cache import TraceCache
     from ..ingest import load_trace
-    from .views import summarize
+    from ..analysis.features import summarize
 
     cache = TraceCache(Path(cache_root))
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)

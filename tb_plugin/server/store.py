@@ -42,7 +42,7 @@ from .pool import (
     estimate_memory,
     peek_summary,
 )
-from .views import VIEWS, RunFacts, views_of_run
+from ..views.tabs import VIEWS, RunFacts, views_of_run
 
 log = logging.getLogger(__name__)
 
