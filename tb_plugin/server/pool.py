@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Optional
 
-from ..storage import FileRef
 from ..analysis.features import FEATURES_VERSION
+from ..storage import FileRef
 
 log = logging.getLogger(__name__)
 
@@ -450,9 +450,9 @@ class _ProgressReporter:
 def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
                      ) -> dict[str, Any]:
     """Child: parse one file into the cache; return its summary (small, cheap to pickle)."""
+    from ..analysis.features import summarize
     from ..cache import TraceCache
     from ..ingest import load_trace
-    from ..analysis.features import summarize
 
     cache = TraceCache(Path(cache_root))
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)

@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 from ..cache import TraceCache, default_cache
 from ..discovery import RunInfo, discover_runs
 from ..storage import FileRef
+from ..views.tabs import VIEWS, RunFacts, views_of_run
 from .errors import BadRequest, NotFound, StillLoading, Unprocessable
 from .memo import MemoryLRU, SingleFlight
 from .pool import (
@@ -42,7 +43,6 @@ from .pool import (
     estimate_memory,
     peek_summary,
 )
-from ..views.tabs import VIEWS, RunFacts, views_of_run
 
 log = logging.getLogger(__name__)
 

@@ -64,7 +64,6 @@ class OperatorPieOptions(msgspec.Struct, forbid_unknown_fields=True):
 class OperatorStackOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     group_by: OperatorGroup = "operator"
     name: Annotated[str, Meta(description="The operator name, as in the operator table.")]
-    group_by: OperatorGroup = "operator"
     input_shape: Optional[Annotated[str, Meta(description=(
         "Only with `group_by=operator_input_shape`; the row's input shape."))]] = None
 
