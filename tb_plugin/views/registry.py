@@ -36,7 +36,7 @@ from ..analysis.timeline import (
 from ..analysis.timeline_counters import timeline_extras
 from ..output import rows
 from .errors import NotInTrace, OptionError
-from .options import NoOptions
+from .options import NoOptions, option_fields
 from .spec import DISK, EXPORT, MEMORY, PAIR, SPAN, ViewSpec, never
 
 MAX_TOP_N = 1_000_000
@@ -318,8 +318,15 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
 ROUTES: dict[str, ViewSpec] = {spec.route: spec for spec in SPECS.values()}
 
 
-def build_view(table: Any, name: str, **options: Any) -> Any:
-    """The payload of the TABLE view `name` for `table`, options given by attribute name
-    (`build_view(table, "timeline", width=500)`): for scripts and benchmarks."""
-    spec = SPECS[name]
-    return spec.build(table, msgspec.convert(options, spec.options, from_attributes=False))
+def build_view(first: Any, view: str, /, *more: Any, **options: Any) -> Any:
+    """The payload of view spec `name`, options given by attribute name, for scripts, tests and
+    benchmarks: `build_view(table, "timeline", width=500)`; `build_view(tables, "distributed",
+    skipped)`; `build_view(base, "diff", exp, path="0-1")`; `build_view(table_or_none,
+    "memory_timeline", export)`. Options are validated as the server validates them."""
+    spec = SPECS[view]
+    params = {field.attr: field.param for field in option_fields(spec.options)}
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise OptionError(f"{', '.join(unknown)} not taken by the {view} view")
+    named = {params[attr]: value for attr, value in options.items()}
+    return spec.build(first, *more, msgspec.convert(named, spec.options))
