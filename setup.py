@@ -28,7 +28,7 @@ setup(
         "platformdirs>=3",
     ],
     extras_require={
-        "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5"],
+        "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5", "jsonschema>=4.18", "pyyaml>=6"],
         "s3": ["s3fs"],
         "gcs": ["gcsfs"],
         "azure": ["adlfs"],
