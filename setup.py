@@ -29,7 +29,7 @@ setup(
         "typing_extensions>=4.0",  # NotRequired for tb_plugin.payloads on Python < 3.11
     ],
     extras_require={
-        "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5"],
+        "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5", "jsonschema>=4.18", "pyyaml>=6"],
         "s3": ["s3fs"],
         "gcs": ["gcsfs"],
         "azure": ["adlfs"],

@@ -26,7 +26,7 @@ def import_api() -> tuple[Callable[..., Any] | None, Callable[..., Any] | None, 
     except ImportError as exc:
         return None, None, f"load_trace not importable: {exc}"
     try:
-        from tb_plugin.analysis.report import build_view
+        from tb_plugin.views.registry import build_view
     except ImportError as exc:
         return load_trace, None, f"build_view not importable: {exc}"
     return load_trace, build_view, ""

@@ -1,7 +1,8 @@
 """Command line: `python -m tb_plugin summary LOGDIR` and `python -m tb_plugin report LOGDIR ...`.
 
-`report` prints exactly the payloads the server returns (the same `analysis.report` builders, and
-the same CSV tables), so every view can be checked (and scripted) without a browser:
+`report` prints exactly the payloads the server returns (the same view specs of
+`tb_plugin.views.registry`, read from the same options, and the same CSV tables), so every view
+can be checked (and scripted) without a browser:
 
     report LOGDIR --run R [--worker W] [--span S] --view overview|operators|kernels [--group-by G]
     report ... --view timeline [--start-us A --end-us B --width W]
@@ -10,11 +11,13 @@ the same CSV tables), so every view can be checked (and scripted) without a brow
     report ... --view memory [--device D --start-us A --end-us B]
     report ... --view memory_timeline          (the export paired with the span)
     report ... --view modules
+    report ... --view operator_pies|kernel_pies [--top-n N] | operator_stack --name OP
     report LOGDIR --run R --view distributed [--span S]    (all workers of span S)
     report ... --view diff --exp-run R2 [--exp-worker W2 --exp-span S2] [--path P]
 
 `--worker`/`--span` (and `--exp-worker`/`--exp-span`) default to the first worker and span of the
-run. Usage errors (unknown names, options a view does not take, a bad window) exit with 2.
+run. Usage errors (unknown names, options a view does not take, a bad window) exit with 2, with
+the message the server answers with 400 or 404.
 """
 
 from __future__ import annotations
@@ -26,11 +29,18 @@ import time
 from pathlib import Path
 from typing import Any, Optional, TextIO
 
+from .analysis.report import build_distributed_view
 from .cache import TraceCache, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import TraceTable
 from .load import load_trace
+from .output.encoding import pretty_json
+from .output.rows import csv_bytes
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
+from .views.errors import NotInTrace, OptionError
+from .views.options import OptionField, option_fields, read_options
+from .views.registry import SPECS
+from .views.spec import EXPORT, PAIR, SPAN, ViewSpec
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -54,39 +64,34 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--run", required=True)
     report.add_argument("--worker", help="default: the first worker of the run")
     report.add_argument("--span", help="default: the first span of the worker")
-    report.add_argument("--view", required=True, help="overview, operators, kernels, timeline, "
-                        "timeline_search, timeline_event, memory, memory_timeline, modules, "
-                        "distributed, diff")
-    report.add_argument("--group-by", help="operator | operator_input_shape | kernel | "
-                        "kernel_op_launch")
-    report.add_argument("--start-us", type=float, help="range start, trace us (timeline, "
-                        "timeline_search, memory)")
-    report.add_argument("--end-us", type=float, help="range end, trace us (timeline, memory)")
-    report.add_argument("--width", type=int, help="timeline width in pixels (default 2000)")
-    report.add_argument("--device", help="memory: one device, e.g. CPU or GPU0")
-    report.add_argument("--query", help="timeline_search: text in event names")
-    report.add_argument("--limit", type=int, help="timeline_search: matches shown (default 200)")
-    report.add_argument("--event-id", type=int, help="timeline_event: the event id")
-    report.add_argument("--exp-run", help="diff: the run to compare with (required)")
-    report.add_argument("--exp-worker", help="diff: its worker (default: its first)")
-    report.add_argument("--exp-span", help="diff: its span (default: its first)")
-    report.add_argument("--path", help="diff: node path, e.g. 0-1 (default 0, the root)")
+    report.add_argument("--view", required=True, help=", ".join(SPECS))
+    for flag, takers in _option_flags().items():
+        report.add_argument(flag, dest=takers[0][1].attr, help=_flag_help(takers))
+    for side in ("run", "worker", "span"):
+        report.add_argument(f"--exp-{side}", help=f"diff: the {side} to compare with" + (
+            " (required)" if side == "run" else f" (default: its first {side})"))
     report.add_argument("--format", choices=("json", "csv"), default="json")
     return parser
 
 
-#: report flags (argparse dest) -> builder option, per view that takes them.
-VIEW_OPTIONS: dict[str, dict[str, str]] = {
-    "operators": {"group_by": "group_by"},
-    "kernels": {"group_by": "group_by"},
-    "timeline": {"start_us": "start_us", "end_us": "end_us", "width": "width"},
-    "timeline_search": {"query": "query", "limit": "limit", "start_us": "start_us"},
-    "timeline_event": {"event_id": "event_id"},
-    "memory": {"device": "device", "start_us": "start_us", "end_us": "end_us"},
-    "diff": {"exp_run": "", "exp_worker": "", "exp_span": "", "path": ""},
-}
-_ALL_OPTIONS = ("group_by", "start_us", "end_us", "width", "device", "query", "limit",
-                "event_id", "exp_run", "exp_worker", "exp_span", "path")
+def _option_flags() -> dict[str, list[tuple[str, OptionField]]]:
+    """Every view option's flag, with the views that take it and their fields."""
+    flags: dict[str, list[tuple[str, OptionField]]] = {}
+    for spec in SPECS.values():
+        for field in option_fields(spec.options):
+            flags.setdefault(field.flag, []).append((spec.name, field))
+    return flags
+
+
+def _flag_help(takers: list[tuple[str, OptionField]]) -> str:
+    first = takers[0][1]
+    choices = dict.fromkeys(c for _, field in takers for c in field.choices)
+    text = " | ".join(choices) if choices else first.description or first.param
+    if first.default is not None and not choices:
+        text += f" (default {first.default})"
+    if first.param != first.attr:
+        text += f" (parameter {first.param})"
+    return f"{', '.join(name for name, _ in takers)}: {text}"
 
 
 def _cache(args: argparse.Namespace) -> TraceCache:
@@ -199,76 +204,75 @@ class LoadError(Exception):
 
 def _report(args: argparse.Namespace, cache: TraceCache) -> int:
     try:
-        _check_options(args)
-        payload = _build_report(discover_runs(args.logdir), args, cache)
-        text = payload_to_csv(payload, args.view) if args.format == "csv" else None
+        spec = _spec(args.view)
+        options = _options(args, spec)
+        payload = _build_report(discover_runs(args.logdir), args, spec, options, cache)
+        text = _csv(spec, payload) if args.format == "csv" else pretty_json(payload)
     except LoadError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    except (UsageError, KeyError, ValueError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        sys.stderr.write(f"error: {message}\n")
+    except (UsageError, OptionError, NotInTrace) as exc:
+        sys.stderr.write(f"error: {exc}\n")
         return 2
-    sys.stdout.write(text if text is not None else payload_to_json(payload))
+    sys.stdout.write(text)
     return 0
 
 
-def payload_to_json(payload: Any) -> str:
-    """Indented JSON, encoded as the server encodes it (numpy values, NaN as null)."""
-    import msgspec
-
-    from .server.encoding import encode_json
-
-    return msgspec.json.format(encode_json(payload), indent=2).decode("utf-8") + "\n"
+def _spec(name: str) -> ViewSpec:
+    spec = SPECS.get(name)
+    if spec is None:
+        raise UsageError(f"unknown view {name!r}; known views: {', '.join(SPECS)}")
+    return spec
 
 
-def _check_options(args: argparse.Namespace) -> None:
-    allowed = VIEW_OPTIONS.get(args.view, {})
-    given = [name for name in _ALL_OPTIONS if getattr(args, name) is not None]
-    extra = [name for name in given if name not in allowed]
+def _options(args: argparse.Namespace, spec: ViewSpec) -> Any:
+    """The spec's options from the flags, read as the server reads its query string."""
+    fields = {field.param: field for field in option_fields(spec.options)}
+    taken = {field.attr for field in fields.values()}
+    if spec.kind == PAIR:
+        taken |= {"exp_run", "exp_worker", "exp_span"}
+    every = [takers[0][1].attr for takers in _option_flags().values()]
+    every += ["exp_run", "exp_worker", "exp_span"]
+    extra = [name for name in every if getattr(args, name) is not None and name not in taken]
     if extra:
         flags = ", ".join("--" + name.replace("_", "-") for name in extra)
-        raise UsageError(f"{flags} not taken by --view {args.view}")
-    if args.view == "diff" and args.exp_run is None:
-        raise UsageError("--view diff needs --exp-run (the run to compare with)")
-    if args.view == "timeline_search" and args.query is None:
-        raise UsageError("--view timeline_search needs --query")
-    if args.view == "timeline_event" and args.event_id is None:
-        raise UsageError("--view timeline_event needs --event-id")
+        raise UsageError(f"{flags} not taken by --view {spec.name}")
+    if spec.kind == PAIR and args.exp_run is None:
+        raise UsageError(f"--view {spec.name} needs --exp-run (the run to compare with)")
+    for field in fields.values():
+        if field.required and getattr(args, field.attr) is None:
+            raise UsageError(f"--view {spec.name} needs {field.flag}")
+    return read_options(spec.options, lambda param: getattr(args, fields[param].attr))
 
 
-def _build_report(runs: list[RunInfo], args: argparse.Namespace, cache: TraceCache
-                  ) -> dict[str, Any]:
-    from .analysis import report
+def _csv(spec: ViewSpec, payload: Any) -> str:
+    """The payload's table as CSV, exactly as the server's `format=csv` answer for that view
+    (nested fields as dotted columns, formula-like cells prefixed with `'`)."""
+    if spec.rows is None:
+        raise UsageError(f"the {spec.name} view has no table; use --format json")
+    return csv_bytes(spec.rows, payload).decode("utf-8")
 
+
+def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec, options: Any,
+                  cache: TraceCache) -> Any:
     run = _find_run(runs, args.run)
-    if args.view == "distributed":
+    if spec.kind == SPAN:
         return _distributed(run, args.span, cache)
-    if args.view == "memory_timeline" and not run.workers:
-        return report.build_view(None, "memory_timeline", source=_only_export(run))
+    if spec.kind == EXPORT and not run.workers:
+        return spec.build(None, _only_export(run), options)
     span = _select_span(run, args.worker, args.span)
     table = _load(span, cache)
-    if args.view == "diff":
+    if spec.kind == PAIR:
         exp_run = _find_run(runs, args.exp_run)
         exp = _load(_select_span(exp_run, args.exp_worker, args.exp_span), cache)
-        return report.build_diff_view(table, exp, args.path or "0")
-    if args.view == "memory_timeline":
-        return report.build_view(table, "memory_timeline", source=_export_of(run, span))
-    options = {option: getattr(args, flag) for flag, option in
-               VIEW_OPTIONS.get(args.view, {}).items() if getattr(args, flag) is not None}
-    from .analysis.memory import UnknownDeviceError
-
-    try:
-        return report.build_view(table, args.view, **options)
-    except UnknownDeviceError:
-        raise UsageError(f"no memory records of device {args.device!r} in {span.ref.name}"
-                         ) from None
+        return spec.build(table, exp, options)
+    if spec.kind == EXPORT:
+        return spec.build(table, _export_of(run, span), options)
+    return spec.build(table, options)
 
 
 def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> dict[str, Any]:
     """All workers of one span (default: the first worker's first span), like the server."""
-    from .analysis.report import build_distributed_view
-
     if not run.workers:
         raise UsageError(f"run {run.name} has no trace files")
     span_name = span_name or next(iter(run.workers.values()))[0].span
@@ -324,18 +328,6 @@ def _select_span(run: RunInfo, worker: Optional[str], span_name: Optional[str]) 
     if span is None:
         raise UsageError(f"no span {span_name!r}; spans: {', '.join(s.span for s in spans)}")
     return span
-
-
-def payload_to_csv(payload: dict[str, Any], view: str = "overview") -> str:
-    """The payload's table as CSV, exactly as the server's `format=csv` answer for that view
-    (nested fields as dotted columns, formula-like cells prefixed with `'`)."""
-    from .analysis.report import view_rows
-    from .server.tabular import tabulate, to_csv
-
-    rows = view_rows(view, payload)
-    if rows is None:
-        raise UsageError(f"the {view} view has no table; use --format json")
-    return to_csv(tabulate(rows)).decode("utf-8")
 
 
 if __name__ == "__main__":

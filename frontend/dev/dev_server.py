@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlparse
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tb_plugin.analysis.report import build_view  # noqa: E402
+from tb_plugin.views.registry import build_view  # noqa: E402
 from tb_plugin.discovery import discover_runs  # noqa: E402
 from tb_plugin.ingest.loader import load_trace  # noqa: E402
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import gzip
 import logging
-import math
 from typing import Any, Callable, Optional
 
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
-from .encoding import encode_json
-from .errors import ApiError, BadRequest, MethodNotAllowed, StillLoading
+from ..output.encoding import encode_json
+from ..views.errors import NotInTrace, OptionError
+from .errors import ApiError, BadRequest, MethodNotAllowed, NotFound, StillLoading
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,6 @@ CSV = "text/csv; charset=utf-8"
 MAX_PARAM_LENGTH = 4096
 
 Handler = Callable[[wrappers.Request], wrappers.Response]
-__all__ = ["encode_json"]  # re-exported: routes and tests use it from here
 
 
 def gzipped(body: bytes) -> bytes:
@@ -58,6 +57,10 @@ def endpoint(handler: Handler) -> Callable[..., Any]:
             return handler(request)
         except ApiError as exc:
             return error_response(request, exc)
+        except OptionError as exc:  # a view's options (views.options, a spec's builder)
+            return error_response(request, BadRequest(str(exc)))
+        except NotInTrace as exc:
+            return error_response(request, NotFound(str(exc)))
         except Exception as exc:  # a real bug: log the traceback, answer briefly
             log.exception("torch-prof: %s failed", request.path)
             error = ApiError(f"internal error ({type(exc).__name__}); see the TensorBoard log")
@@ -93,30 +96,3 @@ class Query:
             raise BadRequest(f"parameter {name!r} must be one of {', '.join(choices)}; "
                              f"got {value[:60]!r}")
         return value
-
-    def positive_int(self, name: str, maximum: int) -> Optional[int]:
-        return self.integer(name, 1, maximum)
-
-    def integer(self, name: str, minimum: int, maximum: int, *, required: bool = False
-                ) -> Optional[int]:
-        """A decimal integer in [minimum, maximum] (minimum >= 0: no sign accepted)."""
-        value = self.text(name, required=required)
-        if value is None:
-            return None
-        if not (value.isascii() and value.isdigit()) or not minimum <= int(value) <= maximum:
-            raise BadRequest(f"parameter {name!r} must be an integer from {minimum} to "
-                             f"{maximum}; got {value[:60]!r}")
-        return int(value)
-
-    def number(self, name: str) -> Optional[float]:
-        """An optional finite decimal number (e.g. a time in us)."""
-        value = self.text(name, required=False)
-        if value is None:
-            return None
-        try:
-            number = float(value) if value.isascii() else math.nan
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number):
-            raise BadRequest(f"parameter {name!r} must be a finite number; got {value[:60]!r}")
-        return number

@@ -23,6 +23,7 @@ from ..discovery import RunInfo
 from ..ingest.schema import LoadState
 from ..span_workers import NoWorkerHasSpan, NoWorkerReadable, quote, span_workers
 from ..storage import FileRef
+from ..views.tabs import VIEWS, views_of_run
 from .errors import BadRequest, NotFound, StillLoading, Unprocessable
 from .filestate import (
     LOADING,
@@ -37,7 +38,6 @@ from .filestate import (
 )
 from .parse_child import peek_summary
 from .pool import LoadJob, LoadOutcome, estimate_memory
-from .views import VIEWS, views_of_run
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,6 @@ class MethodNotAllowed(ApiError):
     code = 405
 
 
-class NotImplementedYet(ApiError):
-    code = 501
-
-
 class Unprocessable(ApiError):
     """The worker's file could not be parsed; `messages` says why."""
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..ingest.schema import LoadState
 from ..storage import FileRef
-from .views import RunFacts, views_of_run
+from ..views.tabs import RunFacts, views_of_run
 
 QUEUED, LOADING = "queued", "loading"  # before the parse outcome: the server's own states
 PENDING = (QUEUED, LOADING)

@@ -1,59 +1,78 @@
-"""Routes over more than one parsed worker span, or over raw files: thin adapters that look the
-files up in the store and call the same `analysis.report` builders as the CLI.
+"""The data routes, one per `ViewSpec` of `tb_plugin.views.registry`, served by kind:
 
-- `/distributed?run&span`: every usable worker's file of that span index (202 while any of them
-  is still loading; broken workers and workers without that span are left out with a message);
-- `/diff?run&worker&span&exp_run&exp_worker&exp_span[&path]`: two files (202 if either loads);
-- `/memory/timeline?run[&worker&span]`: the memory-timeline export paired with that span (else
-  the run's only unpaired export), on the trace's clock; without worker and span, the run's only
-  export on its own clock (a run that holds exports but no trace);
-- `/trace/download?run&worker&span`: the trace file's bytes as stored, streamed.
+- TABLE `?run&worker&span[&options]`: one worker span's payload;
+- SPAN `/distributed?run&span`: every usable worker's file of that span index (202 while any of
+  them is still loading; broken workers and workers without that span are left out with a
+  message);
+- PAIR `/diff?run&worker&span&exp_run&exp_worker&exp_span[&options]`: two files (202 if either
+  loads);
+- EXPORT `/memory/timeline?run[&worker&span]`: the memory-timeline export paired with that span
+  (else the run's only unpaired export), on the trace's clock; without worker and span, the
+  run's only export on its own clock (a run that holds exports but no trace).
 
-Payloads of several files are kept only in the in-memory body LRU, keyed by every file's
-identity; the memory timeline of a span is cached on disk next to that span's trace.
+Every route reads its options with the spec's Struct (`views.options.read_options`) and answers
+JSON, or CSV (`format=csv`) for specs with CSV rows. Payloads are cached per the spec's policy,
+under `ViewSpec.payload_key`; payloads of several files only in the in-memory body LRU, keyed
+by every file's identity. `/trace/download` streams a trace file as stored.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
+from tensorboard.backend import http_util
 from werkzeug import wrappers
 
+from ..output.rows import csv_bytes
+from ..output.tabular import csv_filename
 from ..storage import FileRef
+from ..views.options import read_options
+from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SPAN, TABLE, ViewSpec
+from ..views.tabs import views_of_file
 from .api import CSV, JSON, Query, encode_json, gzip_response, gzipped, json_response
 from .errors import BadRequest, NotFound
-from .routes import rows_table
 from .store import FileState, RunStore
-from .tabular import Table, csv_filename, to_csv
 
 Handler = Callable[[RunStore, wrappers.Request], wrappers.Response]
 DOWNLOAD_CHUNK = 1 << 20
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def handler_of(spec: ViewSpec) -> Handler:
+    """The handler that serves `spec`'s route (by its kind)."""
+    serve = {TABLE: _table, SPAN: _span, PAIR: _pair, EXPORT: _export}[spec.kind]
+    return functools.partial(serve, spec=spec)
+
+
 # -- responses ----------------------------------------------------------------------------------
 
 
-def output_format(query: Query, table: Optional[Callable[[Any], Table]]) -> str:
-    """`format`: json (default) or csv, the latter only for routes with a table."""
+def _options(query: Query, spec: ViewSpec) -> Any:
+    return read_options(spec.options, lambda name: query.text(name, required=False))
+
+
+def output_format(query: Query, spec: ViewSpec) -> str:
+    """`format`: json (default) or csv, the latter only for specs with CSV rows."""
     fmt = query.choice("format", ("json", "csv"), "json")
-    if fmt == "csv" and table is None:
+    if fmt == "csv" and spec.rows is None:
         raise BadRequest("this route has no CSV form; omit format or use format=json")
     return fmt
 
 
-def send_payload(request: wrappers.Request, store: RunStore, payload: Callable[[], Any], *,
-                 fmt: str, memo: Optional[tuple], table: Optional[Callable[[Any], Table]],
+def send_payload(request: wrappers.Request, store: RunStore, spec: ViewSpec,
+                 payload: Callable[[], Any], *, fmt: str, memo: Optional[tuple],
                  name: tuple[str, ...]) -> wrappers.Response:
     """JSON, or CSV for `fmt` "csv" (see `output_format`). With `memo`, encoded bodies are kept
     in the store's body LRU under that key; without, every request encodes anew."""
-    if fmt == "csv" and table is not None:
+    rows = spec.rows
+    if fmt == "csv" and rows is not None:
 
         def make_csv() -> bytes:
-            return gzipped(to_csv(table(payload())))
+            return gzipped(csv_bytes(rows, payload()))
 
         body = store.memo_body((*memo, "csv"), make_csv) if memo else make_csv()
         headers = [("Content-Disposition", f'attachment; filename="{csv_filename(*name)}"')]
@@ -64,94 +83,109 @@ def send_payload(request: wrappers.Request, store: RunStore, payload: Callable[[
     return gzip_response(request, body, JSON)
 
 
-# -- distributed --------------------------------------------------------------------------------
+# -- one worker span ----------------------------------------------------------------------------
 
 
-def distributed(store: RunStore, request: wrappers.Request) -> wrappers.Response:
+def _table(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
+    query = Query(request)
+    run, worker, span = query.text("run"), query.text("worker"), query.text("span")
+    options = _options(query, spec)
+    fmt = output_format(query, spec)
+    file = store.usable_file(run, worker, span)
+    if spec.view not in views_of_file(file.predicate_features()):
+        raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no {spec.view} view")
+    store.warm(file)  # the user looks at this worker span: index its timeline meanwhile
+    key, cache = spec.payload_key(options), spec.cache(options)
+
+    def compute(table: Any) -> Any:
+        if spec.prepare is not None:
+            store.prepare(file, table, spec.prepare)
+        return spec.build(table, options)
+
+    def payload() -> Any:
+        if cache == DISK:
+            return store.payload(file, key, compute)
+        return compute(store.table(file))
+
+    memo = None if cache not in (DISK, MEMORY) else (file.identity, key)
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
+                        name=(run, worker, span, spec.route.strip("/")))
+
+
+# -- every worker of a span ---------------------------------------------------------------------
+
+
+def _span(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     run, span = query.text("run"), query.text("span")
-    table = rows_table("distributed")
-    fmt = output_format(query, table)
-    if "Distributed" not in store.views(run):
-        raise NotFound(f"run {run[:120]!r} has no Distributed view (no worker has "
+    options = _options(query, spec)
+    fmt = output_format(query, spec)
+    if spec.view not in store.views(run):
+        raise NotFound(f"run {run[:120]!r} has no {spec.view} view (no worker has "
                        "communication ops)")
     files, skipped = store.span_files(run, span)
 
     def payload() -> Any:
-        from ..analysis.report import build_distributed_view
-
         tables = {worker: store.table(state) for worker, state in files.items()}
-        return build_distributed_view(tables, skipped)
+        return spec.build(tables, skipped, options)
 
-    memo = ("distributed", *sorted((w, f.identity) for w, f in files.items()),
-            *sorted(skipped.items()))
-    return send_payload(request, store, payload, fmt=fmt, memo=memo, table=table,
-                        name=(run, span, "distributed"))
-
-
-# -- diff ---------------------------------------------------------------------------------------
+    memo = (spec.name, *sorted((w, f.identity) for w, f in files.items()),
+            *sorted(skipped.items()), spec.payload_key(options))
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
+                        name=(run, span, spec.name))
 
 
-def diff(store: RunStore, request: wrappers.Request) -> wrappers.Response:
+# -- two worker spans ---------------------------------------------------------------------------
+
+
+def _pair(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     sides = [(query.text(f"{p}run"), query.text(f"{p}worker"), query.text(f"{p}span"))
              for p in ("", "exp_")]
-    path = query.text("path", required=False) or "0"
-    table = rows_table("diff")
-    fmt = output_format(query, table)
+    options = _options(query, spec)
+    fmt = output_format(query, spec)
     states = [store.file(*side) for side in sides]
     store.want(*states)  # both sides first in the parse queue, whichever answers 202
     base, exp = (store.usable(state, side[1], side[2]) for state, side in zip(states, sides))
 
     def payload() -> Any:
-        from ..analysis.diff import UnknownDiffPathError
-        from ..analysis.report import build_diff_view
+        return spec.build(store.table(base), store.table(exp), options)
 
-        try:
-            return build_diff_view(store.table(base), store.table(exp), path)
-        except UnknownDiffPathError as exc:
-            raise NotFound(str(exc.args[0] if exc.args else "no such diff node")[:300]
-                           ) from exc
-
-    memo = ("diff", base.identity, exp.identity, path)
-    return send_payload(request, store, payload, fmt=fmt, memo=memo, table=table,
-                        name=(*sides[0], "diff"))
+    memo = (spec.name, base.identity, exp.identity, spec.payload_key(options))
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
+                        name=(*sides[0], spec.name))
 
 
-# -- memory timeline ----------------------------------------------------------------------------
+# -- memory-timeline exports --------------------------------------------------------------------
 
 
-def memory_timeline(store: RunStore, request: wrappers.Request) -> wrappers.Response:
+def _export(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     run = query.text("run")
     worker, span = query.text("worker", required=False), query.text("span", required=False)
-    fmt = output_format(query, rows_table("memory_timeline"))
+    options = _options(query, spec)
+    fmt = output_format(query, spec)
     if (worker is None) != (span is None):
         raise BadRequest("give both worker and span, or neither (a run's only export)")
     if worker is None or span is None:
-        return _run_export(store, request, run, fmt)
+        return _run_export(store, request, spec, run, options, fmt)
     state = store.usable_file(run, worker, span)
     store.warm(state)
     export = state.memory_timeline
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "
                        f"span {span[:60]!r}")
+    key = spec.payload_key(options, export=export.identity())
 
     def payload() -> Any:
-        from ..analysis.report import build_view
+        return store.payload(state, key, lambda table: spec.build(table, export, options))
 
-        key = f"torch-prof-server/memory/timeline?{export.identity()}#{_fingerprint()}"
-        return store.payload(state, key, lambda table: build_view(
-            table, "memory_timeline", source=export))
-
-    return send_payload(request, store, payload, fmt=fmt,
-                        memo=(state.identity, "memory/timeline", export.identity()),
-                        table=rows_table("memory_timeline"),
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=(state.identity, key),
                         name=(run, worker, span, "memory-timeline"))
 
 
-def _run_export(store: RunStore, request: wrappers.Request, run: str, fmt: str
-                ) -> wrappers.Response:
+def _run_export(store: RunStore, request: wrappers.Request, spec: ViewSpec, run: str,
+                options: Any, fmt: str) -> wrappers.Response:
     exports = store.memory_exports(run)
     if not exports:
         raise NotFound(f"run {run[:120]!r} has no memory-timeline export")
@@ -161,42 +195,35 @@ def _run_export(store: RunStore, request: wrappers.Request, run: str, fmt: str
     export = exports[0]
 
     def payload() -> Any:
-        from ..analysis.report import build_view
+        return spec.build(None, export, options)
 
-        return build_view(None, "memory_timeline", source=export)
-
-    return send_payload(request, store, payload, fmt=fmt,
-                        memo=("memory/timeline", export.identity()),
-                        table=rows_table("memory_timeline"), name=(run, "memory-timeline"))
-
-
-def _fingerprint() -> str:
-    from .routes import analysis_fingerprint
-
-    return analysis_fingerprint()
+    key = spec.payload_key(options, export=export.identity())
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=(key,),
+                        name=(run, "memory-timeline"))
 
 
 # -- raw trace download -------------------------------------------------------------------------
 
 
 def trace_download(store: RunStore, request: wrappers.Request) -> wrappers.Response:
-    """The file as stored (gzip or JSON), whatever its parse state: nothing is decoded."""
+    """The file as stored (gzip or JSON), whatever its parse state: nothing is decoded.
+
+    `http_util.Respond` makes the response (nosniff, no-cache headers) around an empty body,
+    then the file is streamed in its place: Respond only takes a body held in memory, and a
+    trace may be gigabytes. HEAD too: werkzeug sends no body and closes the stream."""
     query = Query(request)
     state = store.file(query.text("run"), query.text("worker"), query.text("span"))
     ref = state.ref
-    gz = ref.path.endswith(".gz")
     name = _UNSAFE_NAME.sub("_", ref.name).strip("._")[:200] or "trace.json"
-    headers = {
-        "Content-Disposition": f'attachment; filename="{name}"',
-        "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "no-cache, must-revalidate",
-        "Expires": "0",
-    }
-    kind = "application/gzip" if gz else "application/json"
-    handle, size = _open(state)  # HEAD too: werkzeug sends no body and closes the stream
-    headers["Content-Length"] = str(size)
-    return wrappers.Response(_Stream(handle, size), headers=headers, content_type=kind,
-                             direct_passthrough=True)
+    disposition = ("Content-Disposition", f'attachment; filename="{name}"')
+    handle, size = _open(state)
+    response = http_util.Respond(request, b"", "application/octet-stream",
+                                 headers=[disposition])
+    response.content_type = "application/gzip" if ref.path.endswith(".gz") else JSON
+    response.response = _Stream(handle, size)
+    response.headers["Content-Length"] = str(size)
+    response.direct_passthrough = True
+    return response
 
 
 def _open(state: FileState) -> tuple[Any, int]:
@@ -238,11 +265,3 @@ class _Stream:
 
     def close(self) -> None:
         self._handle.close()
-
-
-HANDLERS: dict[str, Handler] = {
-    "/distributed": distributed,
-    "/diff": diff,
-    "/memory/timeline": memory_timeline,
-    "/trace/download": trace_download,
-}

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
+from ..analysis.features import FEATURES_VERSION, summarize
 from ..cache import TraceCache
 from ..load import load_trace
 from ..storage import FileRef
-from .views import FEATURES_VERSION, summarize
 
 #: Payload key of the per-file summary the children store next to the parsed table.
 SUMMARY_KEY = f"torch-prof-server/summary/v{FEATURES_VERSION}"

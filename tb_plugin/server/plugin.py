@@ -17,14 +17,14 @@ from typing import Any, Optional
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from ..views.registry import SPECS, warm_timeline
+from ..views.tabs import view_specs
 from . import static
 from .api import Query, endpoint, json_response
 from .errors import NotFound
-from .handlers import HANDLERS, Handler, output_format, send_payload
+from .handlers import Handler, handler_of, trace_download
 from .provider import TraceProvider
-from .routes import DATA_ROUTES, DISK, MEMORY, DataRoute, warm_timeline
 from .store import RunStore
-from .views import views_of_file
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +56,12 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             "/workers": endpoint(self._workers),
             "/spans": endpoint(self._spans),
             "/status": endpoint(self._status),
+            "/viewspecs": endpoint(self._viewspecs),
+            "/trace/download": endpoint(functools.partial(self._handle, handler=trace_download)),
         }
-        for route in DATA_ROUTES.values():
-            apps[route.path] = endpoint(functools.partial(self._data, route=route))
-        for path, handler in HANDLERS.items():
-            apps[path] = endpoint(functools.partial(self._handle, handler=handler))
+        for spec in SPECS.values():  # the data routes, one per view spec
+            apps[spec.route] = endpoint(functools.partial(self._handle,
+                                                          handler=handler_of(spec)))
         apps[CATCH_ALL] = endpoint(_unknown_route)  # JSON 404 instead of TensorBoard's text
         return apps
 
@@ -102,38 +103,13 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         run, worker = query.text("run"), query.text("worker")
         return json_response(request, self.store.spans(run, worker))
 
+    def _viewspecs(self, request: wrappers.Request) -> wrappers.Response:
+        return json_response(request, view_specs())
+
     def _status(self, request: wrappers.Request) -> wrappers.Response:
         query = Query(request)
         run, worker, span = query.text("run"), query.text("worker"), query.text("span")
         return json_response(request, self.store.status(run, worker, span))
-
-    def _data(self, request: wrappers.Request, route: DataRoute) -> wrappers.Response:
-        query = Query(request)
-        run, worker, span = query.text("run"), query.text("worker"), query.text("span")
-        options = route.parse(query)
-        fmt = output_format(query, route.table)
-        store = self.store
-        file = store.usable_file(run, worker, span)
-        if route.view not in views_of_file(file.predicate_features()):
-            raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no "
-                           f"{route.view} view")
-        store.warm(file)  # the user looks at this worker span: index its timeline meanwhile
-        key = route.payload_key(options)
-        cache = route.cache(options)
-
-        def compute(table: Any) -> Any:
-            if route.prepare is not None:
-                store.prepare(file, table, route.prepare)
-            return route.compute(table, options)
-
-        def payload() -> Any:
-            if cache == DISK:
-                return store.payload(file, key, compute)
-            return compute(store.table(file))
-
-        memo = None if cache not in (DISK, MEMORY) else (file.identity, key)
-        return send_payload(request, store, payload, fmt=fmt, memo=memo, table=route.table,
-                            name=(run, worker, span, route.path.strip("/")))
 
     def _handle(self, request: wrappers.Request, handler: Handler) -> wrappers.Response:
         return handler(self.store, request)

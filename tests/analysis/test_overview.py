@@ -2,12 +2,13 @@ import json
 
 import pytest
 
-from tb_plugin.analysis import report
 from tb_plugin.analysis.breakdown import CATEGORIES
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, build_kernels
 from tb_plugin.analysis.operators import GROUP_BY_INPUT_SHAPE, build_operators
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.load import load_trace
+from tb_plugin.views.errors import OptionError
+from tb_plugin.views.registry import build_view
 
 from .helpers import (
     cpu_op,
@@ -114,20 +115,20 @@ def test_tensor_core_share_per_gpu(tmp_path):
 
 
 def test_build_view_dispatch(tmp_path):
+    """The registry's builders are the analysis builders, with the options validated."""
     table = make_table(_gpu_events(), tmp_path)
-    assert report.build_view(table, "overview") == build_overview(table)
-    by_shape = report.build_view(table, "operators", group_by=GROUP_BY_INPUT_SHAPE)
+    assert build_view(table, "overview") == build_overview(table)
+    by_shape = build_view(table, "operators", group_by=GROUP_BY_INPUT_SHAPE)
     assert by_shape == build_operators(table, group_by=GROUP_BY_INPUT_SHAPE)
     assert {row["name"] for row in by_shape["rows"]} == {"aten::conv2d", "aten::copy_"}
-    by_op = report.build_view(table, "kernels", group_by=GROUP_BY_KERNEL_OP)
+    by_op = build_view(table, "kernels", group_by=GROUP_BY_KERNEL_OP)
     assert by_op == build_kernels(table, group_by=GROUP_BY_KERNEL_OP)
     assert [(row["name"], row["operator"]) for row in by_op["rows"]] == [
         ("void gemm_kernel<float>()", "aten::conv2d")]
-    with pytest.raises(KeyError, match="known views: overview, operators, kernels"):
-        report.build_view(table, "nope")
-    with pytest.raises(TypeError):
-        report.build_view(table, "overview", group_by="X")
-    assert set(report.VIEWS) >= {"overview", "operators", "kernels"}
+    with pytest.raises(KeyError, match="nope"):
+        build_view(table, "nope")
+    with pytest.raises(OptionError, match="group_by not taken by the overview view"):
+        build_view(table, "overview", group_by="X")
 
 
 TRACES = shared_traces()
@@ -140,7 +141,7 @@ GOLDEN = {"Kernel": 98589, "Memcpy": 1915, "Memset": 89, "Runtime": 2908, "DataL
 def test_resnet50_golden_overview():
     table = load_trace(str(TRACES / "resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"),
                        use_cache=False)
-    overview = report.build_view(table, "overview")
+    overview = build_view(table, "overview")
     assert [s["name"] for s in overview["steps"]] == ["5", "6", "7", "8", "9", "10"]
     assert overview["average"]["total_us"] == pytest.approx(177592, rel=0.005)
     for category, expected in GOLDEN.items():
@@ -162,7 +163,7 @@ def test_resnet50_golden_overview():
 @needs_traces
 @pytest.mark.parametrize("path", trace_files(), ids=lambda p: f"{p.parent.name}/{p.name[:12]}")
 def test_real_trace_overviews(path):
-    overview = report.build_view(load_trace(str(path), use_cache=False), "overview")
+    overview = build_view(load_trace(str(path), use_cache=False), "overview")
     json.dumps(overview, allow_nan=False)
     _assert_plain_json(overview)
     assert overview["steps"]

@@ -26,6 +26,8 @@ from typing import Any, Callable, Optional
 
 import pytest
 
+from .schema_check import check_reply
+
 SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PLUGIN = "torch_prof"
@@ -115,7 +117,7 @@ class Reply:
     url: str
 
     def json(self) -> Any:
-        return json.loads(self.body.decode("utf-8"))
+        return check_reply(self.url, self.status, json.loads(self.body.decode("utf-8")))
 
     def header(self, name: str) -> str:
         return self.headers.get(name.lower(), "")

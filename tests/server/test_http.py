@@ -32,6 +32,7 @@ from .harness import (
     write_bytes,
     write_trace,
 )
+from .helpers import assert_error
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC_INDEX = REPO / "tb_plugin" / "static" / "index.js"
@@ -44,7 +45,6 @@ TABLE_ROUTES = ["overview", "operators", "operators/pies", "kernels", "kernels/p
 GPU_VIEWS = ["Overview", "Operator", "Kernel", "Trace", "Diff"]
 CPU_VIEWS = ["Overview", "Operator", "Trace", "Diff"]
 HAS_PROC = Path("/proc/self/stat").exists()
-ERROR_KEYS = {"code", "message"}
 
 
 # The main server (`tb`) and its logdir are session fixtures in conftest.py, shared with
@@ -109,16 +109,6 @@ class Sampler(threading.Thread):
                 self.peak, self.seen = len(found), [_cmdline(p) for p in found]
             self.samples += 1
             self.stopped.wait(0.05)
-
-
-def assert_error(reply: Any, status: int) -> dict[str, Any]:
-    assert reply.status == status, (reply.url, reply.status, reply.body[:300])
-    assert reply.header("content-type").startswith("application/json"), reply.headers
-    body = reply.json()
-    assert set(body["error"]) >= ERROR_KEYS, body
-    assert body["error"]["code"] == status and body["error"]["message"], body
-    assert "Traceback" not in reply.body.decode(), reply.body
-    return body["error"]
 
 
 def find_run(listing: dict[str, Any], name: str) -> dict[str, Any]:

@@ -19,24 +19,25 @@ from tensorboard.plugins import base_plugin
 from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Response
 
+from tb_plugin.analysis.features import features
 from tb_plugin.cache import TraceCache
 from tb_plugin.load import load_trace
+from tb_plugin.output.encoding import encode_json
+from tb_plugin.output.tabular import csv_filename, tabulate, to_csv
 from tb_plugin.server import static
-from tb_plugin.server.api import Query, encode_json, endpoint
+from tb_plugin.server.api import Query, endpoint
 from tb_plugin.server.errors import BadRequest
 from tb_plugin.server.filestate import FileState, modified_at, run_state
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
 from tb_plugin.server.parse_child import SUMMARY_KEY, peek_summary
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
 from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadOutcome, LoadPool, estimate_memory
-from tb_plugin.server.routes import DATA_ROUTES
 from tb_plugin.server.store import RunStore
 from tb_plugin.server.tables import table_budget
-from tb_plugin.server.tabular import csv_filename, tabulate, to_csv
-from tb_plugin.server.views import RunFacts, features, views_of_file, views_of_run
 from tb_plugin.settings import Settings
 from tb_plugin.span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 from tb_plugin.storage import FileRef, open_ref
+from tb_plugin.views.tabs import RunFacts, views_of_file, views_of_run
 
 OPENAPI = Path(__file__).resolve().parents[2] / "tb_plugin" / "openapi.yaml"
 
@@ -58,19 +59,6 @@ def test_routes_equal_the_openapi_document() -> None:
     assert apps.pop(CATCH_ALL)  # the JSON 404 for unknown routes, not part of the API
     routes = {path.replace("/*", "/{file}") for path in apps}
     assert routes == documented_paths()
-
-
-def test_every_data_route_documents_its_options() -> None:
-    text = OPENAPI.read_text()
-    for path, route in DATA_ROUTES.items():
-        block = text.split(f"\n  {path}:\n", 1)[1].split("\n  /", 1)[0]
-        for option in route.options:
-            ref = {"group_by": "GroupBy", "top_n": "topN", "start_us": "parameters/startUs",
-                   "end_us": "parameters/endUs"}.get(option.name)
-            inline = f"name: {option.name}\n" in block
-            assert inline or (ref is not None and ref in block), (path, option.name)
-        has_csv = "#/components/parameters/format" in block
-        assert has_csv == (route.table is not None), path
 
 
 def test_plugin_metadata() -> None:
@@ -184,14 +172,9 @@ def test_query_validation() -> None:
     assert _query("run=a").text("run") == "a"
     assert _query("group_by=kernel").choice("group_by", ("kernel", "x"), "x") == "kernel"
     assert _query("").choice("group_by", ("kernel", "x"), "x") == "x"
-    assert _query("top_n=5").positive_int("top_n", 10) == 5
-    assert _query("").positive_int("top_n", 10) is None
     for qs, call in [("", lambda q: q.text("run")), ("run=a&run=b", lambda q: q.text("run")),
                      ("run=", lambda q: q.text("run")),
                      ("g=z", lambda q: q.choice("g", ("a",), "a")),
-                     ("n=0", lambda q: q.positive_int("n", 10)),
-                     ("n=11", lambda q: q.positive_int("n", 10)),
-                     ("n=%C2%B2", lambda q: q.positive_int("n", 10)),
                      ("run=a%00b", lambda q: q.text("run"))]:
         with pytest.raises(BadRequest):
             call(_query(qs))

@@ -1,7 +1,9 @@
-"""`python -m tb_plugin report` for the Trace, Memory, Module, Distributed and Diff views: it prints
-the payloads of the `analysis.report` builders (the server's code path), encoded as the server
-encodes them, and CSV as the server's `format=csv`; usage errors exit with 2.
+"""Wiring tests of `python -m tb_plugin report`: the CLI's flags reach the right view spec with
+the right options, and it prints that spec's payload encoded as the server encodes it (CSV as the
+server's `format=csv`); usage errors exit with 2.
 
+These compare the CLI with the same registry builders run in this process (`build_view`), so
+they check wiring (flags, file selection, encoding), not the numbers: the analysis tests do that.
 Runs `cli.main` in this process on samples/ (fast); one subprocess checks the module entry point.
 """
 
@@ -17,17 +19,12 @@ from typing import Any
 import pytest
 
 from tb_plugin import cli
-from tb_plugin.analysis.report import (
-    build_diff_view,
-    build_distributed_view,
-    build_view,
-    view_rows,
-)
 from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
 from tb_plugin.ingest import TraceTable
 from tb_plugin.load import load_trace
-from tb_plugin.server.encoding import encode_json
-from tb_plugin.server.tabular import tabulate, to_csv
+from tb_plugin.output.encoding import plain
+from tb_plugin.output.rows import csv_bytes
+from tb_plugin.views.registry import SPECS, build_view
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -57,12 +54,8 @@ def report_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     return json.loads(out)
 
 
-def plain(payload: Any) -> Any:
-    return json.loads(encode_json(payload))
-
-
 def csv_of(view: str, payload: Any) -> str:
-    return to_csv(tabulate(view_rows(view, payload))).decode("utf-8")
+    return csv_bytes(SPECS[view].rows, payload).decode("utf-8")
 
 
 # -- single-table views ---------------------------------------------------------------------------
@@ -120,7 +113,7 @@ def test_memory_timeline(capsys: pytest.CaptureFixture[str], runs: dict[str, Run
         payload = report_json(capsys, "--run", "cnn_bs32", "--span", span, "--view",
                               "memory_timeline")
         assert payload == plain(build_view(table(runs, "cnn_bs32", span=span),
-                                           "memory_timeline", source=ref))
+                                           "memory_timeline", ref))
     only = tmp_path / "logs" / "exports"
     only.mkdir(parents=True)
     shutil.copy(run.memory_timelines[0].path, only / "memory.raw.json.gz")
@@ -150,7 +143,7 @@ def test_distributed_all_workers_of_a_span(capsys: pytest.CaptureFixture[str],
         args = ["--run", "ddp_gloo", "--view", "distributed"] + (["--span", span] if span else [])
         payload = report_json(capsys, *args)
         tables = {w: table(runs, "ddp_gloo", w, span or "1") for w in DDP}
-        assert payload == plain(build_distributed_view(tables))
+        assert payload == plain(build_view(tables, "distributed", {}))
         assert payload["workers"] == list(DDP) and payload["skipped"] == {}
     code, out, _ = report(capsys, "--run", "ddp_gloo", "--view", "distributed", "--format",
                           "csv")
@@ -178,11 +171,11 @@ def test_diff_options(capsys: pytest.CaptureFixture[str], runs: dict[str, RunInf
     exp = table(runs, "cnn_bs64", span="2")
     args = ("--run", "cnn_bs32", "--view", "diff", "--exp-run", "cnn_bs64")
     root = report_json(capsys, *args, "--exp-worker", "vm_9710", "--exp-span", "2")
-    assert root == plain(build_diff_view(base, exp))
+    assert root == plain(build_view(base, "diff", exp))
     node = report_json(capsys, *args, "--exp-span", "2", "--path", "0-1")
-    assert node == plain(build_diff_view(base, exp, "0-1")) and node["path"] == "0-1"
+    assert node == plain(build_view(base, "diff", exp, path="0-1")) and node["path"] == "0-1"
     default = report_json(capsys, *args)  # exp worker and span: the first of cnn_bs64
-    assert default == plain(build_diff_view(base, table(runs, "cnn_bs64")))
+    assert default == plain(build_view(base, "diff", table(runs, "cnn_bs64")))
     code, out, _ = report(capsys, *args, "--format", "csv")
     assert code == 0 and out.startswith("name,base_calls,")
 
@@ -198,7 +191,8 @@ def test_diff_options(capsys: pytest.CaptureFixture[str], runs: dict[str, RunInf
     (("--view", "memory", "--width", "10"), "--width not taken by --view memory"),
     (("--view", "memory", "--device", "GPU3"), "device 'GPU3'"),
     (("--view", "timeline", "--start-us", "5", "--end-us", "1"), "bad timeline window"),
-    (("--view", "timeline", "--width", "0"), "bad timeline width"),
+    (("--view", "timeline", "--width", "0"),
+     "parameter 'width' must be an integer from 1 to 16384; got '0'"),
     (("--view", "timeline", "--format", "csv"), "no table"),
     (("--view", "timeline_search"), "needs --query"),
     (("--view", "timeline_event", "--event-id", "999999"), "no event"),
@@ -218,7 +212,30 @@ def test_entry_point_and_argparse_errors(tmp_path: Path) -> None:
                                *args], capture_output=True, text=True, cwd=REPO, timeout=300)
 
     bad = run("--view", "timeline", "--width", "wide")
-    assert bad.returncode == 2 and "--width" in bad.stderr
+    assert bad.returncode == 2 and "parameter 'width' must be an integer" in bad.stderr
     good = run("--view", "modules")
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["available"] is True
+
+
+def test_view_names_and_flags_come_from_the_registry(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    code, _, err = report(capsys, "--run", "cnn_bs32", "--view", "bogus")
+    assert code == 2 and err.strip().endswith("known views: " + ", ".join(SPECS))
+    assert {"operator_pies", "operator_stack", "kernel_pies"} <= set(SPECS)
+    code, _, err = report(capsys, "--run", "cnn_bs32", "--view", "memory", "--top-n", "3")
+    assert code == 2 and "--top-n not taken by --view memory" in err
+
+
+def test_pies_and_stacks(capsys: pytest.CaptureFixture[str], runs: dict[str, RunInfo]) -> None:
+    cnn = table(runs, "cnn_bs32")
+    args = ("--run", "cnn_bs32")
+    pies = report_json(capsys, *args, "--view", "operator_pies", "--top-n", "3")
+    assert pies == plain(build_view(cnn, "operator_pies", top_n=3))
+    name = report_json(capsys, *args, "--view", "operators")["rows"][0]["name"]
+    stack = report_json(capsys, *args, "--view", "operator_stack", "--name", name)
+    assert stack == plain(build_view(cnn, "operator_stack", name=name))
+    code, _, err = report(capsys, *args, "--view", "operator_stack", "--name", "no such op")
+    assert code == 2 and "no operator 'no such op' in this worker span" in err
+    code, _, err = report(capsys, *args, "--view", "kernel_pies", "--top-n", "0")
+    assert code == 2 and "parameter 'top_n' must be an integer from 1 to 1000000" in err

@@ -18,22 +18,24 @@ from typing import Any
 import msgspec
 import pytest
 
-from tb_plugin.analysis import report
+from tb_plugin.analysis.features import summarize
 from tb_plugin.analysis.kernels import build_kernel_pies
+from tb_plugin.analysis.modules import build_modules
 from tb_plugin.analysis.operators import build_call_stacks, build_operator_pies
+from tb_plugin.analysis.report import build_distributed_view
 from tb_plugin.cache import TraceCache
 from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
 from tb_plugin.ingest import TraceTable
 from tb_plugin.load import load_trace
+from tb_plugin.output.encoding import encode_json
 from tb_plugin.payloads import PAYLOADS, REPLIES
-from tb_plugin.server.encoding import encode_json
 from tb_plugin.server.errors import BadRequest, StillLoading, Unprocessable
 from tb_plugin.server.parse_child import SUMMARY_KEY
 from tb_plugin.server.store import RunStore
-from tb_plugin.server.views import summarize
 from tb_plugin.settings import Settings
+from tb_plugin.views.registry import build_view
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 SHARED = ROOT.parent / "shared" / "traces"
 ROUTES_WITH_PAYLOADS = {"/overview", "/operators", "/operators/pies", "/operators/stack",
@@ -73,9 +75,9 @@ def check(route: str, payload: Any) -> None:
 
 def trace_payloads(table: TraceTable, export: Any) -> Iterator[tuple[str, Any]]:
     """Every per-span route's payload, with the option variants the frontend sends."""
-    yield "/overview", report.build_view(table, "overview")
+    yield "/overview", build_view(table, "overview")
     for group_by in ("operator", "operator_input_shape"):
-        operators = report.build_view(table, "operators", group_by=group_by)
+        operators = build_view(table, "operators", group_by=group_by)
         yield "/operators", operators
         yield "/operators/pies", build_operator_pies(table, 10, group_by)
         yield "/operators/pies", build_operator_pies(table, None, group_by)
@@ -83,40 +85,41 @@ def trace_payloads(table: TraceTable, export: Any) -> Iterator[tuple[str, Any]]:
             yield "/operators/stack", build_call_stacks(table, row["name"],
                                                         row.get("input_shape"), group_by)
     for group_by in ("kernel", "kernel_op_launch"):
-        yield "/kernels", report.build_view(table, "kernels", group_by=group_by)
+        yield "/kernels", build_view(table, "kernels", group_by=group_by)
     yield "/kernels/pies", build_kernel_pies(table, 10)
     yield from _timeline_payloads(table)
     yield from _memory_payloads(table)
     if export is not None:
-        yield "/memory/timeline", report.build_view(table, "memory_timeline", source=export)
-    yield "/modules", report.build_view(table, "modules")
+        yield "/memory/timeline", build_view(table, "memory_timeline", export)
+    if build_modules(table)["available"]:  # else the route answers 404 (NotInTrace)
+        yield "/modules", build_view(table, "modules")
 
 
 def _timeline_payloads(table: TraceTable) -> Iterator[tuple[str, Any]]:
-    whole = report.build_view(table, "timeline", width=1200)
+    whole = build_view(table, "timeline", width=1200)
     yield "/timeline", whole
     start, end = whole["trace_start_us"], whole["trace_end_us"]
     if end > start:
-        zoom = report.build_view(table, "timeline", start_us=start + (end - start) * 0.4,
+        zoom = build_view(table, "timeline", start_us=start + (end - start) * 0.4,
                                  end_us=start + (end - start) * 0.41, width=800)
         yield "/timeline", zoom
     ids = {0, len(table.events) - 1}
     for query in ("a", "ProfilerStep", "nccl", "zzz-none"):
-        found = report.build_view(table, "timeline_search", query=query, limit=50)
+        found = build_view(table, "timeline_search", query=query, limit=50)
         yield "/timeline/search", found
         ids.update(m["id"] for m in found["matches"][:5])
     for event_id in sorted(ids):
-        yield "/timeline/event", report.build_view(table, "timeline_event", event_id=event_id)
+        yield "/timeline/event", build_view(table, "timeline_event", event_id=event_id)
 
 
 def _memory_payloads(table: TraceTable) -> Iterator[tuple[str, Any]]:
-    whole = report.build_view(table, "memory")
+    whole = build_view(table, "memory")
     yield "/memory", whole
     for device in whole["devices"]:
-        yield "/memory", report.build_view(table, "memory", device=device)
+        yield "/memory", build_view(table, "memory", device=device)
     origin = whole["time_origin_us"]
     if origin is not None:
-        yield "/memory", report.build_view(table, "memory", start_us=origin,
+        yield "/memory", build_view(table, "memory", start_us=origin,
                                            end_us=origin + 1000.0)
 
 
@@ -130,17 +133,17 @@ def run_payloads(run: RunInfo) -> Iterator[tuple[str, Any]]:
             yield from trace_payloads(table, matching_timeline(span.ref.name,
                                                                run.memory_timelines))
     if not run.workers and run.memory_timelines:  # a run holding only exports
-        yield "/memory/timeline", report.build_view(None, "memory_timeline",
-                                                    source=run.memory_timelines[0])
+        yield "/memory/timeline", build_view(None, "memory_timeline",
+                                                    run.memory_timelines[0])
     for span in sorted({s for _, s in tables}):
         mine = {w: t for (w, s), t in tables.items() if s == span}
-        yield "/distributed", report.build_distributed_view(mine, {"absent": "no such span"})
+        yield "/distributed", build_distributed_view(mine, {"absent": "no such span"})
     pair = list(tables.values())[:2]
     if pair:
-        root = report.build_diff_view(pair[0], pair[-1])
+        root = build_view(pair[0], "diff", pair[-1])
         yield "/diff", root
         for child in [c for c in root["children"] if c["expandable"]][:2]:
-            yield "/diff", report.build_diff_view(pair[0], pair[-1], child["path"])
+            yield "/diff", build_view(pair[0], "diff", pair[-1], path=child["path"])
 
 
 def _check_run(run: RunInfo) -> set[str]:
@@ -164,8 +167,8 @@ def test_samples_cover_the_optional_routes() -> None:
     cnn = runs["cnn_bs32"]
     assert matching_timeline(cnn.workers["vm_9710"][0].ref.name, cnn.memory_timelines)
     ddp = load_trace(runs["ddp_gloo"].workers["vm_9852_rank0"][0].ref, use_cache=False)
-    assert report.build_view(ddp, "modules")["available"] is True
-    assert report.build_distributed_view({"rank0": ddp})["comm_ops"]["rank0"]["rows"]
+    assert build_view(ddp, "modules")["available"] is True
+    assert build_distributed_view({"rank0": ddp})["comm_ops"]["rank0"]["rows"]
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/traces absent")
@@ -231,22 +234,22 @@ def cnn_table() -> TraceTable:
 
 
 def test_a_wrong_type_is_rejected(cnn_table: TraceTable) -> None:
-    overview = json.loads(encode_json(report.build_view(cnn_table, "overview")))
+    overview = json.loads(encode_json(build_view(cnn_table, "overview")))
     overview["steps"][0]["total_us"] = "12.5"
     with pytest.raises(msgspec.ValidationError, match=r"steps\[0\].total_us"):
         check("/overview", overview)
-    operators = json.loads(encode_json(report.build_view(cnn_table, "operators")))
+    operators = json.loads(encode_json(build_view(cnn_table, "operators")))
     operators["rows"][0]["calls"] = 1.5  # counts are integers
     with pytest.raises(msgspec.ValidationError, match=r"rows\[0\].calls"):
         check("/operators", operators)
-    search = json.loads(encode_json(report.build_view(cnn_table, "timeline_search", query="a")))
+    search = json.loads(encode_json(build_view(cnn_table, "timeline_search", query="a")))
     del search["matches"][0]["track"]
     with pytest.raises(msgspec.ValidationError, match="track"):
         check("/timeline/search", search)
 
 
 def test_an_undeclared_key_is_reported(cnn_table: TraceTable) -> None:
-    operators = json.loads(encode_json(report.build_view(cnn_table, "operators")))
+    operators = json.loads(encode_json(build_view(cnn_table, "operators")))
     operators["rows"][1]["flops"] = 3
     typed = msgspec.json.decode(json.dumps(operators), type=PAYLOADS["/operators"], strict=True)
     assert undeclared(typed, operators) == ["$.rows[1].flops"]
@@ -258,7 +261,7 @@ def test_closed_string_sets_are_enforced(cnn_table: TraceTable) -> None:
     pies = json.loads(encode_json(build_operator_pies(cnn_table)))
     pies["host_self"] = None  # allowed: no operator qualifies
     check("/operators/pies", pies)
-    operators = json.loads(encode_json(report.build_view(cnn_table, "operators")))
+    operators = json.loads(encode_json(build_view(cnn_table, "operators")))
     operators["sort_by"] = "calls"
     with pytest.raises(msgspec.ValidationError, match="sort_by"):
         check("/operators", operators)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -27,3 +28,13 @@ _encoder = msgspec.json.Encoder(enc_hook=_encode_extra)
 def encode_json(payload: Any) -> bytes:
     """UTF-8 JSON; NaN and infinities become null (browsers reject bare NaN)."""
     return _encoder.encode(payload)
+
+
+def pretty_json(payload: Any) -> str:
+    """Indented JSON, encoded as `encode_json` encodes it (what `report` prints)."""
+    return msgspec.json.format(encode_json(payload), indent=2).decode("utf-8") + "\n"
+
+
+def plain(payload: Any) -> Any:
+    """A payload as a client decodes it (numpy values as Python ones, NaN as None)."""
+    return json.loads(encode_json(payload))

@@ -1,8 +1,12 @@
-"""End-to-end tests of the Trace, Memory, Distributed, Module and Diff routes, on the session's
-main TensorBoard (conftest.py): samples/ copies (cnn_bs32/cnn_bs64 with memory, modules and
-memory-timeline exports; ddp_gloo with 2 gloo ranks; ddp_broken; export_only), generated traces,
-and ../shared/traces when present. Payloads are compared with the `analysis.report` builders run
-in this process on the same files (one code path), and per-route latencies are recorded.
+"""Wiring tests of the Trace, Memory, Distributed, Module and Diff routes, end to end on the
+session's main TensorBoard (conftest.py): samples/ copies (cnn_bs32/cnn_bs64 with memory, modules
+and memory-timeline exports; ddp_gloo with 2 gloo ranks; ddp_broken; export_only), generated
+traces, and ../shared/traces when present.
+
+Payloads are compared with the same registry builders run in this process on the same files
+(`views.registry.build_view`), so these check wiring (routes, options, file selection, caching,
+encoding, errors), not the numbers: the analysis tests do that. The last tests check that every
+view spec is served and that the CLI answers bad options with the server's message.
 """
 
 from __future__ import annotations
@@ -10,33 +14,27 @@ from __future__ import annotations
 import csv
 import io
 import json
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tb_plugin.analysis.report import (
-    build_diff_view,
-    build_distributed_view,
-    build_view,
-    view_rows,
-)
+from tb_plugin import cli
 from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
 from tb_plugin.ingest import TraceTable
 from tb_plugin.load import load_trace
-from tb_plugin.server.encoding import encode_json
+from tb_plugin.output.encoding import plain
+from tb_plugin.output.rows import module_rows
+from tb_plugin.views.registry import SPECS, build_view
 
 from .harness import TIMINGS, Reply, TensorBoard
-from .test_http import assert_error
+from .helpers import assert_error
 
 CNN = {"run": "cnn_bs32", "worker": "vm_9710", "span": "1"}
 CNN64 = {"exp_run": "cnn_bs64", "exp_worker": "vm_9710", "exp_span": "1"}
 GPU = {"run": "gen_gpu", "worker": "w0", "span": "1"}
 DDP = ("vm_9852_rank0", "vm_9853_rank1")
 MAX_TIMELINE_BYTES = 1 << 20
-LATENCY: dict[str, list[float]] = {}
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -64,19 +62,6 @@ def tables(runs: dict[str, RunInfo]) -> Any:
         return memo[key]
 
     return get
-
-
-def plain(payload: Any) -> Any:
-    """A builder's payload as the server's JSON decodes."""
-    return json.loads(encode_json(payload))
-
-
-def timed(tb: TensorBoard, route: str, params: dict[str, Any]) -> Reply:
-    started = time.perf_counter()
-    reply = tb.get(route, params)
-    if reply.status == 200:
-        LATENCY.setdefault(route, []).append(time.perf_counter() - started)
-    return reply
 
 
 def ok(reply: Reply) -> Any:
@@ -129,13 +114,13 @@ def test_views_and_workers_of_the_new_views(tb: TensorBoard, loaded: dict[str, A
 
 def test_timeline_windows_sizes_and_parity(tb: TensorBoard, loaded: dict[str, Any],
                                           tables: Any) -> None:
-    whole = ok(timed(tb, "timeline", CNN))
+    whole = ok(tb.get("timeline", CNN))
     assert whole["view"] == "timeline" and whole["width"] == 2000 and whole["tracks"]
     start, end = whole["trace_start_us"], whole["trace_end_us"]
     assert whole["start_us"] == start and whole["end_us"] == end
     mid = (start + end) / 2
     params = {**CNN, "start_us": repr(start), "end_us": repr(mid), "width": "640"}
-    half = ok(timed(tb, "timeline", params))
+    half = ok(tb.get("timeline", params))
     assert half["width"] == 640 and half["end_us"] == pytest.approx(mid)
     table = tables("cnn_bs32", "vm_9710", "1")
     assert half == plain(build_view(table, "timeline", start_us=start, end_us=mid, width=640))
@@ -160,7 +145,7 @@ def test_timeline_on_every_trace_stays_under_1_mb(tb: TensorBoard, loaded: dict[
         if "Trace" not in run["views"]:
             continue
         for params in spans_of(tb, run["name"], "Trace"):
-            whole = timed(tb, "timeline", {**params, "width": "4000"})
+            whole = tb.get("timeline", {**params, "width": "4000"})
             body = ok(whole)
             assert len(whole.body) < MAX_TIMELINE_BYTES, (params, len(whole.body))
             TIMINGS["timeline_max_kb"] = max(TIMINGS.get("timeline_max_kb", 0),
@@ -168,7 +153,7 @@ def test_timeline_on_every_trace_stays_under_1_mb(tb: TensorBoard, loaded: dict[
             span = body["trace_end_us"] - body["trace_start_us"]
             zoom = {**params, "start_us": repr(body["trace_start_us"] + span * 0.4),
                     "end_us": repr(body["trace_start_us"] + span * 0.45), "width": "4000"}
-            zoomed = timed(tb, "timeline", zoom)
+            zoomed = tb.get("timeline", zoom)
             assert ok(zoomed) and len(zoomed.body) < MAX_TIMELINE_BYTES
             checked += 1
     assert checked >= 10
@@ -180,7 +165,7 @@ def test_timeline_event_details(tb: TensorBoard, loaded: dict[str, Any], tables:
            for i in row["events"]["id"]]
     assert ids
     for event_id in ids[:: max(1, len(ids) // 15)]:
-        details = ok(timed(tb, "timeline/event", {**CNN, "id": str(event_id)}))
+        details = ok(tb.get("timeline/event", {**CNN, "id": str(event_id)}))
         assert details["id"] == event_id and details["name"]
     table = tables("cnn_bs32", "vm_9710", "1")
     assert ok(tb.get("timeline/event", {**CNN, "id": str(ids[0])})) == plain(
@@ -192,7 +177,7 @@ def test_timeline_event_details(tb: TensorBoard, loaded: dict[str, Any], tables:
 
 
 def test_timeline_search(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
-    found = ok(timed(tb, "timeline/search", {**CNN, "q": "CONV"}))
+    found = ok(tb.get("timeline/search", {**CNN, "q": "CONV"}))
     assert found["total"] > 0 and found["matches"] and not found["truncated"]
     assert all("conv" in m["name"].lower() for m in found["matches"])
     table = tables("cnn_bs32", "vm_9710", "1")
@@ -215,7 +200,7 @@ def test_trace_download_is_the_file(tb: TensorBoard, loaded: dict[str, Any],
                          ({"run": "mixed", "worker": "badjson", "span": "default"},
                           "application/json")):  # a broken file downloads too
         ref = runs[params["run"]].span_file(params["worker"], params["span"]).ref
-        reply = timed(tb, "trace/download", params)
+        reply = tb.get("trace/download", params)
         assert reply.status == 200, reply.body[:200]
         assert reply.body == Path(ref.path).read_bytes()
         assert reply.header("content-type").startswith(kind), reply.headers
@@ -235,7 +220,7 @@ def test_trace_download_is_the_file(tb: TensorBoard, loaded: dict[str, Any],
 
 
 def test_memory(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
-    memory = ok(timed(tb, "memory", CNN))
+    memory = ok(tb.get("memory", CNN))
     table = tables("cnn_bs32", "vm_9710", "1")
     assert memory == plain(build_view(table, "memory"))
     assert memory["devices"] == ["CPU"] and memory["curves"]["CPU"]["t_us"]
@@ -243,7 +228,7 @@ def test_memory(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
     assert ok(tb.get("memory", {**CNN, "device": "CPU"}))["devices"] == ["CPU"]
     t = memory["curves"]["CPU"]["t_us"]
     window = {**CNN, "start_us": repr(t[len(t) // 4]), "end_us": repr(t[len(t) // 2])}
-    ranged = ok(timed(tb, "memory", window))
+    ranged = ok(tb.get("memory", window))
     assert ranged["range_us"] == [t[len(t) // 4], t[len(t) // 2]]
     assert ranged == plain(build_view(table, "memory", start_us=t[len(t) // 4],
                                       end_us=t[len(t) // 2]))
@@ -263,7 +248,7 @@ def test_memory_on_shared_gpu_trace(tb: TensorBoard, loaded: dict[str, Any],
     if "resnet50_gpu_pt19" not in shared_runs:
         pytest.skip("needs ../shared/traces")
     params = {"run": "resnet50_gpu_pt19", "worker": "worker0", "span": "1"}
-    memory = ok(timed(tb, "memory", params))
+    memory = ok(tb.get("memory", params))
     gpus = [d for d in memory["devices"] if d.startswith("GPU")]
     assert gpus
     one = ok(tb.get("memory", {**params, "device": gpus[0]}))
@@ -275,19 +260,19 @@ def test_memory_timeline(tb: TensorBoard, loaded: dict[str, Any], tables: Any,
     run = runs["cnn_bs32"]
     for span in ("1", "2"):
         params = {**CNN, "span": span}
-        payload = ok(timed(tb, "memory/timeline", params))
+        payload = ok(tb.get("memory/timeline", params))
         ref = matching_timeline(run.span_file("vm_9710", span).ref.name, run.memory_timelines)
         assert ref is not None
         assert payload == plain(build_view(tables("cnn_bs32", "vm_9710", span),
-                                           "memory_timeline", source=ref))
+                                           "memory_timeline", ref))
         assert payload["records"] > 0 and payload["total"]
     rows = csv_rows(tb.get("memory/timeline", {**CNN, "format": "csv"}))
     assert rows and {"t_us", "PARAMETER", "total"} <= set(rows[0])
     alone = ok(tb.get("memory/timeline", {"run": "export_only"}))
     assert alone == plain(build_view(None, "memory_timeline",
-                                     source=runs["export_only"].memory_timelines[0]))
+                                     runs["export_only"].memory_timelines[0]))
     if "memory_timeline_raw" in shared_runs:
-        assert ok(timed(tb, "memory/timeline", {"run": "memory_timeline_raw"}))["records"] > 0
+        assert ok(tb.get("memory/timeline", {"run": "memory_timeline_raw"}))["records"] > 0
     error = assert_error(tb.get("memory/timeline", {"run": "ddp_gloo", "worker": DDP[0],
                                                     "span": "1"}), 404)
     assert "export" in error["message"]
@@ -301,9 +286,9 @@ def test_memory_timeline(tb: TensorBoard, loaded: dict[str, Any], tables: Any,
 
 def test_distributed(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
     for span in ("1", "2"):
-        payload = ok(timed(tb, "distributed", {"run": "ddp_gloo", "span": span}))
+        payload = ok(tb.get("distributed", {"run": "ddp_gloo", "span": span}))
         assert payload["workers"] == list(DDP) and payload["skipped"] == {}
-        expected = build_distributed_view({w: tables("ddp_gloo", w, span) for w in DDP})
+        expected = build_view({w: tables("ddp_gloo", w, span) for w in DDP}, "distributed", {})
         assert payload == plain(expected)
         assert all(payload["comm_ops"][w]["rows"] for w in DDP)
     rows = csv_rows(tb.get("distributed", {"run": "ddp_gloo", "span": "1", "format": "csv"}))
@@ -331,7 +316,7 @@ def test_distributed_on_shared_traces(tb: TensorBoard, loaded: dict[str, Any],
     if not names:
         pytest.skip("needs ../shared/traces")
     for name in names:
-        payload = ok(timed(tb, "distributed", {"run": name, "span": "1"}))
+        payload = ok(tb.get("distributed", {"run": name, "span": "1"}))
         assert payload["workers"] and payload["comm_ops"]
 
 
@@ -339,11 +324,11 @@ def test_distributed_on_shared_traces(tb: TensorBoard, loaded: dict[str, Any],
 
 
 def test_modules(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
-    payload = ok(timed(tb, "modules", CNN))
+    payload = ok(tb.get("modules", CNN))
     assert payload["available"] is True and payload["rows"] and payload["flamegraph"]
     assert payload == plain(build_view(tables("cnn_bs32", "vm_9710", "1"), "modules"))
     rows = csv_rows(tb.get("modules", {**CNN, "format": "csv"}))
-    assert len(rows) == len(view_rows("modules", payload))
+    assert len(rows) == len(module_rows(payload))
     assert {"depth", "key", "name"} <= set(rows[0])
     ddp = ok(tb.get("modules", {"run": "ddp_gloo", "worker": DDP[0], "span": "1"}))
     assert ddp["available"]
@@ -354,14 +339,14 @@ def test_modules(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
 
 
 def test_diff(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
-    root = ok(timed(tb, "diff", {**CNN, **CNN64}))
+    root = ok(tb.get("diff", {**CNN, **CNN64}))
     base, exp = tables("cnn_bs32", "vm_9710", "1"), tables("cnn_bs64", "vm_9710", "1")
-    assert root == plain(build_diff_view(base, exp))
+    assert root == plain(build_view(base, "diff", exp))
     assert root["path"] == "0" and root["children"] and root["per_step"] is True
     child = next(c for c in root["children"] if c["expandable"])
-    node = ok(timed(tb, "diff", {**CNN, **CNN64, "path": child["path"]}))
+    node = ok(tb.get("diff", {**CNN, **CNN64, "path": child["path"]}))
     assert node["path"] == child["path"] and node["left"] == child["left"]
-    assert node == plain(build_diff_view(base, exp, child["path"]))
+    assert node == plain(build_view(base, "diff", exp, path=child["path"]))
     rows = csv_rows(tb.get("diff", {**CNN, **CNN64, "format": "csv"}))
     assert len(rows) == len(root["operator_deltas"]) and "delta_calls" in rows[0]
     same_run = ok(tb.get("diff", {**CNN, "exp_run": "cnn_bs32", "exp_worker": "vm_9710",
@@ -376,15 +361,64 @@ def test_diff(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
     assert_error(tb.get("diff", {**CNN, **broken}), 422)
 
 
-# -- all replies ----------------------------------------------------------------------------------
+# -- the registry ---------------------------------------------------------------------------------
 
 
-def test_new_routes_latency_and_hardening(tb: TensorBoard, loaded: dict[str, Any]) -> None:
-    """Every reply so far carries nosniff; record p50/max latency per route (warm server)."""
-    for reply in tb.replies:
+@pytest.fixture(scope="module")
+def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The CLI's parsed-trace cache, shared by this module's CLI runs."""
+    return str(tmp_path_factory.mktemp("cli-cache"))
+
+
+def test_every_spec_route_is_served(tb: TensorBoard, loaded: dict[str, Any]) -> None:
+    """Without its parameters, every spec's route answers its own 400 (not the catch-all 404
+    for unknown routes), with nosniff; `/viewspecs` lists every view."""
+    for spec in SPECS.values():
+        reply = tb.get(spec.route.strip("/"), {})
+        assert_error(reply, 400)
         assert reply.header("x-content-type-options") == "nosniff", reply.url
-    for route, seconds in sorted(LATENCY.items()):
-        TIMINGS[f"{route}_ms"] = {"n": len(seconds),
-                                  "p50": round(statistics.median(seconds) * 1000, 1),
-                                  "max": round(max(seconds) * 1000, 1)}
-    assert LATENCY
+    names = [v["name"] for v in ok(tb.get("viewspecs", {}))["views"]]
+    assert names == ["Overview", "Operator", "Kernel", "Trace", "Memory", "Distributed",
+                     "Module", "Diff"]
+
+
+@pytest.mark.parametrize("route, params, flags, status", [
+    ("timeline", {"width": "0"}, ("--view", "timeline", "--width", "0"), 400),
+    ("timeline", {"width": "wide"}, ("--view", "timeline", "--width", "wide"), 400),
+    ("timeline", {"start_us": "5", "end_us": "1"},
+     ("--view", "timeline", "--start-us", "5", "--end-us", "1"), 400),
+    ("timeline/search", {"q": "a", "limit": "10001"},
+     ("--view", "timeline_search", "--query", "a", "--limit", "10001"), 400),
+    ("operators/pies", {"group_by": "kernel"},
+     ("--view", "operator_pies", "--group-by", "kernel"), 400),
+    ("operators/pies", {"top_n": "-1"}, ("--view", "operator_pies", "--top-n", "-1"), 400),
+    ("memory", {"start_us": "nan"}, ("--view", "memory", "--start-us", "nan"), 400),
+    ("memory", {"device": "GPU7"}, ("--view", "memory", "--device", "GPU7"), 404),
+    ("timeline/event", {"id": "99999999"},
+     ("--view", "timeline_event", "--event-id", "99999999"), 404),
+])
+def test_cli_and_server_reject_options_alike(tb: TensorBoard, loaded: dict[str, Any],
+                                            logdir: Path, cli_cache: str,
+                                            capsys: pytest.CaptureFixture[str], route: str,
+                                            params: dict[str, str], flags: tuple[str, ...],
+                                            status: int) -> None:
+    """Bounds, wrong types, bad windows, unknown names: one message, a 400/404 or exit 2."""
+    error = assert_error(tb.get(route, {**CNN, **params}), status)
+    code = cli.main(["--cache-dir", cli_cache, "report", str(logdir), "--run", "cnn_bs32",
+                     "--worker", "vm_9710", "--span", "1", *flags])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"error: {error['message']}\n")
+
+
+def test_cli_prints_the_server_payload(tb: TensorBoard, loaded: dict[str, Any], logdir: Path,
+                                       cli_cache: str, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    for route, params, flags in (
+            ("operators/pies", {"top_n": "3"}, ("--view", "operator_pies", "--top-n", "3")),
+            ("kernels/pies", {}, ("--view", "kernel_pies")),
+            ("timeline", {"width": "300"}, ("--view", "timeline", "--width", "300"))):
+        at = GPU if route.startswith("kernels") else CNN
+        reply = tb.get(route, {**at, **params})
+        code = cli.main(["--cache-dir", cli_cache, "report", str(logdir), "--run",
+                         at["run"], "--worker", at["worker"], "--span", at["span"], *flags])
+        assert code == 0 and json.loads(capsys.readouterr().out) == ok(reply), route

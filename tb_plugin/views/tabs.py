@@ -1,11 +1,9 @@
-"""The registry of views, and the small per-file summary that decides which views a run has.
+"""The views (tabs) of the UI, and which ones a file or a run offers.
 
-A parser process computes `summarize(table)` once per file; the server keeps only that (a few
-numbers) for every file, so `/runs` and `/views` never need a parsed table in memory. A view
-registers a predicate on one file's features, and optionally a run-level predicate on the
-features of all the run's usable files plus a few facts about the run and the logdir
-(`RunFacts`). Run-level views (Distributed, Diff) cover the whole run: any usable file offers
-them once the run does.
+A `View` is a tab: its name (as the UI shows it and sends back in `workers?view=`), its display
+order, whether it covers the whole run, and predicates on the per-file features that
+`analysis.features.summarize` computes in the parser processes. The routes that serve a view's
+data are `ViewSpec`s (`registry.py`), each naming its `View`.
 
 Predicates:
 - Overview, Operator, Trace: every parsed file.
@@ -19,20 +17,15 @@ Predicates:
 - Diff: run-level; the run has two usable traces (spans or workers) to compare, or another run
   of the logdir has one. The run list is global, so a single-trace run still offers Diff when
   there is another run to compare it with.
-
-This module is imported by the parser processes: keep it free of TensorBoard imports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
-#: Bumped when `features()` changes, so summaries cached on disk are recomputed.
-FEATURES_VERSION = 2
-
-Features = dict[str, Any]
+from ..analysis.features import Features
 
 
 @dataclass(frozen=True)
@@ -56,13 +49,6 @@ class View:
     run_available: Optional[RunPredicate] = None
     #: The view covers the whole run (Distributed, Diff): not a per-file view.
     run_level: bool = False
-
-
-VIEWS: dict[str, View] = {}
-
-
-def register_view(view: View) -> None:
-    VIEWS[view.name] = view
 
 
 def _always(_features: Features) -> bool:
@@ -98,19 +84,22 @@ def _run_can_diff(files: Sequence[Features], facts: RunFacts) -> bool:
     return bool(files) and (len(files) >= 2 or facts.usable_runs >= 2)
 
 
-register_view(View("Overview", 1, _always))
-register_view(View("Operator", 2, _always))
-register_view(View("Kernel", 3, _has_kernels))
-register_view(View("Trace", 4, _always))
-register_view(View("Memory", 5, _has_memory, _run_has_memory))
-register_view(View("Distributed", 6, _always, _run_has_comm, run_level=True))
-register_view(View("Module", 7, _has_modules))
-register_view(View("Diff", 8, _always, _run_can_diff, run_level=True))
+#: Every view, in display order (`/views`, `/viewspecs`).
+VIEWS: dict[str, View] = {view.name: view for view in sorted((
+    View("Overview", 1, _always),
+    View("Operator", 2, _always),
+    View("Kernel", 3, _has_kernels),
+    View("Trace", 4, _always),
+    View("Memory", 5, _has_memory, _run_has_memory),
+    View("Distributed", 6, _always, _run_has_comm, run_level=True),
+    View("Module", 7, _has_modules),
+    View("Diff", 8, _always, _run_can_diff, run_level=True),
+), key=lambda view: view.order)}
 
 
 def views_of_file(features: Features) -> list[str]:
     """Per-file views one parsed file offers (run-level views are not per file)."""
-    return [v.name for v in sorted(VIEWS.values(), key=lambda v: v.order)
+    return [v.name for v in VIEWS.values()
             if not v.run_level and v.available(features)]
 
 
@@ -118,7 +107,7 @@ def views_of_run(files: Sequence[Features], facts: Optional[RunFacts] = None) ->
     """Views the run offers given its usable files' features, in display order."""
     facts = facts or RunFacts()
     names = []
-    for view in sorted(VIEWS.values(), key=lambda v: v.order):
+    for view in VIEWS.values():
         if view.run_available is not None:
             ok = view.run_available(files, facts)
         else:
@@ -128,49 +117,7 @@ def views_of_run(files: Sequence[Features], facts: Optional[RunFacts] = None) ->
     return names
 
 
-def features(table: Any) -> Features:
-    """Counts the view predicates need, from a parsed `TraceTable`."""
-    from ..ingest.schema import Kind
-
-    kinds = table.events["kind"].to_numpy()
-    return {
-        **_analysis_counts(table),
-        "events": int(table.event_count),
-        "cpu_ops": int((kinds == Kind.CPU_OP).sum()),
-        "kernels": int((kinds == Kind.KERNEL).sum()),
-        "memcpy": int((kinds == Kind.MEMCPY).sum()),
-        "memset": int((kinds == Kind.MEMSET).sum()),
-        "python_functions": int((kinds == Kind.PYTHON_FUNCTION).sum()),
-        "memory_events": int(len(table.memory)),
-        "flows": int(len(table.flows)),
-        "distributed": table.metadata.distributed_info is not None,
-        "framework": table.metadata.framework,
-    }
-
-
-def _analysis_counts(table: Any) -> Features:
-    """Communication ops and module events (name and argument scans, no op tree)."""
-    import numpy as np
-
-    from ..analysis.breakdown import comm_op_mask
-
-    events = table.events
-    module_ids = table.python_args.get("python_module_id")
-    python_modules = 0 if module_ids is None else int(np.isfinite(
-        module_ids.to_numpy(dtype=np.float64, na_value=np.nan)).sum())
-    names = events["name"]
-    pl = np.flatnonzero(names.cat.categories.astype(str).str.startswith("[pl][module]"))
-    lightning = int(np.isin(names.cat.codes.to_numpy(), pl).sum()) if pl.size else 0
-    return {"comm_ops": int(comm_op_mask(events).sum()),
-            "module_events": python_modules + lightning}
-
-
-def summarize(table: Any) -> dict[str, Any]:
-    """What the server keeps about one parsed file: state, messages, counts, features."""
-    status = table.status
-    return {
-        "state": status.state,
-        "messages": list(status.messages),
-        "events": int(table.event_count),
-        "features": features(table),
-    }
+def view_specs() -> dict[str, list[dict[str, object]]]:
+    """The `/viewspecs` answer: every view in display order, for the frontend's registry."""
+    return {"views": [{"name": v.name, "order": v.order, "run_level": v.run_level}
+                      for v in VIEWS.values()]}

@@ -1,0 +1,62 @@
+"""The small per-file summary that decides which views a file offers (`tb_plugin.views`).
+
+A parser process computes `summarize(table)` once per file; the server keeps only that (a few
+numbers) for every file, so `/runs` and `/views` never need a parsed table in memory. This
+module runs in the parser processes: it imports analysis and ingest code only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ingest.schema import Kind, TraceTable
+from .breakdown import comm_op_mask
+
+#: Bumped when `features()` changes, so summaries cached on disk are recomputed.
+FEATURES_VERSION = 2
+
+Features = dict[str, Any]
+
+
+def features(table: TraceTable) -> Features:
+    """Counts the view predicates need, from a parsed `TraceTable`."""
+    kinds = table.events["kind"].to_numpy()
+    return {
+        **_analysis_counts(table),
+        "events": int(table.event_count),
+        "cpu_ops": int((kinds == Kind.CPU_OP).sum()),
+        "kernels": int((kinds == Kind.KERNEL).sum()),
+        "memcpy": int((kinds == Kind.MEMCPY).sum()),
+        "memset": int((kinds == Kind.MEMSET).sum()),
+        "python_functions": int((kinds == Kind.PYTHON_FUNCTION).sum()),
+        "memory_events": int(len(table.memory)),
+        "flows": int(len(table.flows)),
+        "distributed": table.metadata.distributed_info is not None,
+        "framework": table.metadata.framework,
+    }
+
+
+def _analysis_counts(table: TraceTable) -> Features:
+    """Communication ops and module events (name and argument scans, no op tree)."""
+    events = table.events
+    module_ids = table.python_args.get("python_module_id")
+    python_modules = 0 if module_ids is None else int(np.isfinite(
+        module_ids.to_numpy(dtype=np.float64, na_value=np.nan)).sum())
+    names = events["name"]
+    pl = np.flatnonzero(names.cat.categories.astype(str).str.startswith("[pl][module]"))
+    lightning = int(np.isin(names.cat.codes.to_numpy(), pl).sum()) if pl.size else 0
+    return {"comm_ops": int(comm_op_mask(events).sum()),
+            "module_events": python_modules + lightning}
+
+
+def summarize(table: TraceTable) -> dict[str, Any]:
+    """What the server keeps about one parsed file: state, messages, counts, features."""
+    status = table.status
+    return {
+        "state": status.state,
+        "messages": list(status.messages),
+        "events": int(table.event_count),
+        "features": features(table),
+    }

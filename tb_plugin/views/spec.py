@@ -1,0 +1,86 @@
+"""`ViewSpec`: everything about one data route of a view, declared once (see `registry.py`).
+
+From the specs come the server's data routes, the CLI's `report --view` names and flags, the
+OpenAPI paths and parameters, and the CSV a payload exports to. A spec's `kind` says what its
+builder reads:
+
+- `TABLE`: one worker span's table, `build(table, options)`;
+- `SPAN`: every usable worker's table of one span, `build(tables, skipped, options)`;
+- `PAIR`: two worker spans (base and experiment), `build(base, exp, options)`;
+- `EXPORT`: a memory-timeline export, `build(table_or_none, export, options)`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+from urllib.parse import urlencode
+
+import msgspec
+
+from ..output.rows import RowsOf
+from .options import NoOptions, option_fields
+
+TABLE, SPAN, PAIR, EXPORT = "table", "span", "pair", "export"
+#: Where payloads are cached: on disk (one entry per file version and options), only in the
+#: server's in-memory body LRU (many small variants, e.g. zoomed ranges), or not at all
+#: (timeline windows: each a new key, and cheap once the index is built).
+DISK, MEMORY, NONE = "disk", "memory", "none"
+
+
+def always_disk(_options: Any) -> str:
+    return DISK
+
+
+def never(_options: Any) -> str:
+    return NONE
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    name: str  # `report --view` name, e.g. "operator_pies"
+    route: str  # data route under /data/plugin/torch_prof, e.g. "/operators/pies"
+    view: str  # the view (tab) it belongs to, a name of `tabs.VIEWS`
+    build: Callable[..., Any]
+    kind: str = TABLE
+    options: type[msgspec.Struct] = NoOptions
+    rows: Optional[RowsOf] = None  # the CSV rows of a payload (None: JSON only)
+    cache: Callable[[Any], str] = always_disk  # DISK, MEMORY or NONE per options
+    #: Idempotent work on the table that the server may already be doing in the background
+    #: (the timeline index): run before `build`, once per table.
+    prepare: Optional[Callable[[Any], Any]] = None
+    payload: Any = dict[str, Any]  # the payload's type, for OpenAPI `components.schemas`
+    summary: str = ""  # OpenAPI summary and CLI help
+    description: str = ""  # OpenAPI description
+    #: OpenAPI: status -> description of answers that differ from the generic error.
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def payload_key(self, options: Any, **extra: str) -> str:
+        """Cache key of a payload: route, options, `extra` and the code's fingerprint."""
+        shown = [(f.param, "" if value is None else str(value)) for f in option_fields(
+            self.options) for value in [getattr(options, f.attr)]]
+        query = urlencode(sorted([*shown, *extra.items()]))
+        return f"torch-prof-server{self.route}?{query}#{code_fingerprint()}"
+
+
+_fingerprint: Optional[str] = None
+_fingerprint_lock = threading.Lock()
+
+
+def code_fingerprint() -> str:
+    """A hash of the code that builds payloads: payloads cached on disk by an older version of
+    it are never served after an upgrade or a local edit."""
+    global _fingerprint
+    with _fingerprint_lock:
+        if _fingerprint is None:
+            package = Path(__file__).resolve().parent.parent
+            digest = hashlib.sha1()
+            for folder in ("analysis", "ingest", "output", "views"):
+                for path in sorted((package / folder).glob("*.py")):
+                    digest.update(path.name.encode())
+                    digest.update(path.read_bytes())
+            _fingerprint = digest.hexdigest()[:16]
+        return _fingerprint
