@@ -206,7 +206,9 @@ class Logdir:
 
     @staticmethod
     def _worker(info: RunInfo, worker: Optional[str]) -> str:
-        if worker is None and info.workers:
+        if not info.workers:  # a run of memory-timeline exports only
+            raise NotFoundError(f"run {info.name!r} has no trace files")
+        if worker is None:
             return next(iter(info.workers))
         if worker not in info.workers:
             raise NotFoundError(f"no worker {worker!r} in run {info.name!r}; workers: "
