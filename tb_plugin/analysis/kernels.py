@@ -27,6 +27,7 @@ GROUP_BY_KERNEL_OP = "kernel_op_launch"
 GROUP_BY = (GROUP_BY_KERNEL, GROUP_BY_KERNEL_OP)
 NO_OPERATOR = "N/A"
 _LAUNCH_KEYS = ("grid", "block", "registers_per_thread", "shared_memory")
+_FLAG_COLUMNS = (("blocks_per_sm", "has_blocks_per_sm"), ("occupancy_pct", "has_occupancy"))
 
 
 def kernel_frame(table: TraceTable) -> pd.DataFrame:
@@ -74,11 +75,14 @@ def _weighted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out.drop(columns=["bpsm_w", "occ_w"])
 
 
-def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> KernelsPayload:
-    """The kernel table (spec 1.3): rows sorted by total time desc, ties by the key columns.
+def kernel_table(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> pd.DataFrame:
+    """The Kernel view as a DataFrame, the one source its payload is shaped from (spec 1.3):
+    rows sorted by total time desc, ties by the key columns.
 
-    `has_blocks_per_sm` / `has_occupancy` say whether any kernel had (or got derived) the value;
-    when false the row value is None. Durations are us (3 decimals), means 2 decimals.
+    Columns: name, [operator, grid, block (text or None), registers_per_thread, shared_memory
+    (NaN when absent), op_tc_eligible] when grouped by kernel_op_launch, then tensor_cores,
+    calls, total/mean/max/min duration (us, unrounded), duration-weighted blocks_per_sm and
+    occupancy_pct (NaN in every row when no kernel had, or got derived, the value).
     """
     if group_by not in GROUP_BY:
         raise ValueError(f"group_by must be one of {GROUP_BY}, not {group_by!r}")
@@ -90,11 +94,39 @@ def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> Kernels
         agg, keys = _by_operator(table, frame)
         for column in ("grid", "block"):
             agg[f"{column}_text"] = agg[column].map(lambda v: "None" if pd.isna(v) else str(v))
-    flags = {"has_blocks_per_sm": bool(frame["blocks_per_sm"].notna().any()),
-             "has_occupancy": bool(frame["occupancy"].notna().any())}
+            agg[column] = pd.Series([None if pd.isna(v) else str(v) for v in agg[column]],
+                                    index=agg.index, dtype=object)
+        agg["op_tc_eligible"] = agg["op_tc_eligible"].astype(bool)
     agg = agg.sort_values(["total_us", *keys], ascending=[False] + [True] * len(keys),
                           kind="stable")
-    return {"rows": _rows(agg, group_by, flags), **flags}
+    flags = _flags(frame)
+    for column, flag in _FLAG_COLUMNS:
+        if not flags[flag]:
+            agg[column] = np.nan
+    out = agg[_columns(group_by)].reset_index(drop=True)
+    return out.astype({"tensor_cores": bool, "calls": np.int64})
+
+
+def _columns(group_by: str) -> list[str]:
+    columns = ["name"]
+    if group_by == GROUP_BY_KERNEL_OP:
+        columns += ["operator", *_LAUNCH_KEYS, "op_tc_eligible"]
+    return columns + ["tensor_cores", "calls", "total_us", "mean_us", "max_us", "min_us",
+                      "blocks_per_sm", "occupancy_pct"]
+
+
+def _flags(frame: pd.DataFrame) -> dict[str, bool]:
+    """Whether any kernel had (or got derived) blocks/SM, occupancy."""
+    return {"has_blocks_per_sm": bool(frame["blocks_per_sm"].notna().any()),
+            "has_occupancy": bool(frame["occupancy"].notna().any())}
+
+
+def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> KernelsPayload:
+    """`kernel_table` shaped for JSON: durations us with 3 decimals, blocks/SM and occupancy
+    with 2, or None in every row when `has_blocks_per_sm` / `has_occupancy` is false."""
+    rows = kernel_table(table, group_by)
+    flags = _flags(kernel_frame(table))
+    return {"rows": _rows(rows, group_by, flags), **flags}
 
 
 def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -128,18 +160,11 @@ def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, 
 
 
 def _rows(agg: pd.DataFrame, group_by: str, flags: dict[str, bool]) -> list[dict[str, Any]]:
-    columns = ["name"]
-    if group_by == GROUP_BY_KERNEL_OP:
-        columns += ["operator", *_LAUNCH_KEYS, "op_tc_eligible"]
-    columns += ["tensor_cores", "calls", "total_us", "mean_us", "max_us", "min_us",
-                "blocks_per_sm", "occupancy_pct"]
-    out = agg[columns].copy()
+    out = agg.copy()
     for column in ("total_us", "mean_us", "max_us", "min_us"):
         out[column] = out[column].round(3)
     out["calls"] = out["calls"].astype(int)
-    out["tensor_cores"] = out["tensor_cores"].astype(bool)
-    for column, flag in (("blocks_per_sm", "has_blocks_per_sm"), ("occupancy_pct",
-                                                                  "has_occupancy")):
+    for column, flag in _FLAG_COLUMNS:
         out[column] = out[column].round(2).astype(object) if flags[flag] else None
     records = out.to_dict("records")
     if group_by == GROUP_BY_KERNEL_OP:
@@ -154,10 +179,6 @@ def _clean_launch(record: dict[str, Any]) -> None:
     for column in ("registers_per_thread", "shared_memory"):
         value = record[column]
         record[column] = int(value) if value is not None and np.isfinite(value) else None
-    for column in ("grid", "block"):
-        value = record[column]
-        record[column] = None if value is None or (isinstance(value, float) and np.isnan(
-            value)) else str(value)
 
 
 def build_kernel_pies(table: TraceTable, top_n: Optional[int] = 10) -> KernelPiesPayload:

@@ -23,6 +23,9 @@ from .optree import build_op_tree
 GROUP_BY_OPERATOR = "operator"
 GROUP_BY_INPUT_SHAPE = "operator_input_shape"
 GROUP_BY = (GROUP_BY_OPERATOR, GROUP_BY_INPUT_SHAPE)
+#: The Operator view's columns after the key columns (name, input shape): us and percent.
+TABLE_COLUMNS = ("calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us",
+                 "tc_eligible", "tc_self_pct", "tc_total_pct")
 
 
 class UnknownOperatorError(KeyError):
@@ -135,60 +138,77 @@ def _ratio(part: pd.Series, whole: pd.Series) -> np.ndarray:
         return np.round(np.where(whole > 0, 100.0 * part.to_numpy() / whole, 0.0), 2)
 
 
-def _sort(agg: pd.DataFrame, by: str, keys: list[str]) -> pd.DataFrame:
-    return agg.sort_values([by, *keys], ascending=[False] + [True] * len(keys), kind="stable")
+def _sort_column(table: TraceTable) -> str:
+    """Rows sort by device self time when the trace has device work, else by host self time."""
+    return "device_self_us" if has_device_work(table) else "host_self_us"
 
 
-def _rows(agg: pd.DataFrame, shape_mode: bool, extra: str) -> list[dict[str, Any]]:
+def _table(table: TraceTable, frame: pd.DataFrame, keys: list[str], shown: list[str]
+           ) -> pd.DataFrame:
+    """`frame` aggregated per `keys`, sorted (ties by `keys`) and cut to the `shown` columns."""
+    agg = _aggregate(table, frame, keys)
+    agg = agg.sort_values([_sort_column(table), *keys], ascending=[False] + [True] * len(keys),
+                          kind="stable")
     agg = agg.assign(tc_self_pct=_ratio(agg["tc_self_us"], agg["device_self_us"]),
                      tc_total_pct=_ratio(agg["tc_total_us"], agg["device_total_us"]))
-    columns = ["name", *(["input_shape"] if shape_mode else []), "calls", "host_self_us",
-               "host_total_us", "device_self_us", "device_total_us", "tc_eligible",
-               "tc_self_pct", "tc_total_pct", extra]
-    out = agg[columns].copy()
-    for column in ("host_self_us", "host_total_us", "device_self_us", "device_total_us"):
-        out[column] = out[column].round(3)
-    out["calls"] = out["calls"].astype(int)
-    return out.to_dict("records")
+    return agg[shown].reset_index(drop=True)
 
 
-def build_operators(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> OperatorsPayload:
-    """The operator table: one row per name (or name + input shape), spec 1.2.
+def operator_table(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> pd.DataFrame:
+    """The Operator view as a DataFrame, the one source its payload is shaped from: one row per
+    name (or name + input shape), in the view's order.
 
-    Rows sort by device self time when the trace has device work, else by host self time;
-    ties by name (and shape). Durations are us (3 decimals), ratios percent (2 decimals).
+    Columns: name, [input_shape], calls, host/device self/total time (us, unrounded),
+    tc_eligible, tensor-core share of device self/total time (percent, 2 decimals) and
+    has_call_stack. Rows sort by device self time when the trace has device work, else by host
+    self time; ties by name (and shape).
     """
     _check_group_by(group_by)
-    frame, keys = operator_frame(table), _keys(group_by)
-    has_device = has_device_work(table)
-    sort_by = "device_self_us" if has_device else "host_self_us"
-    agg = _aggregate(table, frame, keys)
-    rows = _rows(_sort(agg, sort_by, keys), group_by == GROUP_BY_INPUT_SHAPE, "has_call_stack")
-    return {"rows": rows, "sort_by": sort_by, "has_device": has_device}
+    keys = _keys(group_by)
+    return _table(table, operator_frame(table), keys, [*keys, *TABLE_COLUMNS, "has_call_stack"])
 
 
-def build_call_stacks(table: TraceTable, name: str, input_shape: Optional[str] = None,
-                      group_by: str = GROUP_BY_OPERATOR) -> CallStacksPayload:
-    """Rows of one operator (group), one per distinct non-empty call stack (spec 1.2 stack).
+def call_stack_table(table: TraceTable, name: str, input_shape: Optional[str] = None,
+                     group_by: str = GROUP_BY_OPERATOR) -> pd.DataFrame:
+    """Rows of one operator (group), one per distinct non-empty call stack, with the columns of
+    `operator_table` and `call_stack` last (spec 1.2 stack).
 
     Raises `UnknownOperatorError` when no operator has that name (and input shape).
     """
     _check_group_by(group_by)
-    shape_mode = group_by == GROUP_BY_INPUT_SHAPE
     frame = operator_frame(table)
     mask = frame["name"] == name
-    if shape_mode and input_shape is not None:
+    if group_by == GROUP_BY_INPUT_SHAPE and input_shape is not None:
         mask &= frame["input_shape"] == input_shape
     if not mask.any():
         what = f"{name!r}" + (f" with input shape {input_shape!r}" if input_shape else "")
         raise UnknownOperatorError(f"no operator {what}")
     selected = frame[mask & frame["has_call_stack"]]
-    keys = [*_keys(group_by), "call_stack"]
-    has_device = has_device_work(table)
-    sort_by = "device_self_us" if has_device else "host_self_us"
-    agg = _sort(_aggregate(table, selected, keys), sort_by, keys)
-    return {"rows": _rows(agg, shape_mode, "call_stack"), "sort_by": sort_by,
-            "has_device": has_device}
+    keys = _keys(group_by)
+    return _table(table, selected, [*keys, "call_stack"], [*keys, *TABLE_COLUMNS, "call_stack"])
+
+
+def _payload(rows: pd.DataFrame, table: TraceTable) -> dict[str, Any]:
+    """{"rows", "sort_by", "has_device"}: times rounded to 3 decimals for JSON."""
+    out = rows.copy()
+    for column in ("host_self_us", "host_total_us", "device_self_us", "device_total_us"):
+        out[column] = out[column].round(3)
+    out["calls"] = out["calls"].astype(int)
+    sort_by = _sort_column(table)
+    return {"rows": out.to_dict("records"), "sort_by": sort_by,
+            "has_device": sort_by == "device_self_us"}
+
+
+def build_operators(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> OperatorsPayload:
+    """The operator table (spec 1.2): `operator_table` shaped for JSON, durations us with 3
+    decimals, ratios percent with 2."""
+    return _payload(operator_table(table, group_by), table)
+
+
+def build_call_stacks(table: TraceTable, name: str, input_shape: Optional[str] = None,
+                      group_by: str = GROUP_BY_OPERATOR) -> CallStacksPayload:
+    """`call_stack_table` shaped for JSON like `build_operators`."""
+    return _payload(call_stack_table(table, name, input_shape, group_by), table)
 
 
 def build_operator_pies(table: TraceTable, top_n: Optional[int] = 10,
