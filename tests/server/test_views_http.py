@@ -28,8 +28,7 @@ from tb_plugin.discovery import RunInfo, discover_runs
 from tb_plugin.ingest import TraceTable, load_trace
 from tb_plugin.server.encoding import encode_json
 
-from .harness import TIMINGS, Reply, TensorBoard
-from .test_http import assert_error
+from .harness import TIMINGS, Reply, TensorBoard, assert_error
 
 CNN = {"run": "cnn_bs32", "worker": "vm_9710", "span": "1"}
 CNN64 = {"exp_run": "cnn_bs64", "exp_worker": "vm_9710", "exp_span": "1"}
