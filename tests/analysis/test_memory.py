@@ -13,7 +13,7 @@ import pytest
 from tb_plugin.analysis import memory as mem
 from tb_plugin.ingest import load_trace
 from tests.analysis.helpers import make_table
-from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 # --- test_memory_view (reference test_profiler.py) ---------------------------------------------
 
@@ -348,7 +348,7 @@ def test_cnn_sample_memory() -> None:
     json.dumps(payload)
 
 
-@pytest.mark.skipif(not PT19.is_file(), reason="../shared/traces absent")
+@needs_shared
 def test_pytorch_19_trace_memory() -> None:
     payload = mem.build_memory(load_trace(str(PT19), use_cache=False))
     assert payload["devices"] == ["CPU", "GPU0"] and payload["default_device"] == "GPU0"

@@ -8,6 +8,7 @@ from tb_plugin.analysis import report
 from tb_plugin.analysis.breakdown import CATEGORIES
 from tb_plugin.analysis.overview import build_overview, tensor_core_info
 from tb_plugin.ingest import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import (
     cpu_op,
@@ -15,7 +16,6 @@ from .helpers import (
     make_table,
     memcpy,
     runtime,
-    shared_traces,
     step,
     trace_files,
 )
@@ -145,13 +145,12 @@ def test_build_view_dispatch(tmp_path, monkeypatch, no_tensor_cores):
     assert set(report.VIEWS) >= {"overview", "operators", "kernels"}
 
 
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+TRACES = SHARED_TRACES
 GOLDEN = {"Kernel": 98589, "Memcpy": 1915, "Memset": 89, "Runtime": 2908, "DataLoader": 59262,
           "CPU Exec": 13674, "Other": 1156}
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_overview():
     table = load_trace(str(TRACES / "resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"),
                        use_cache=False)
@@ -175,7 +174,7 @@ def test_resnet50_golden_overview():
         assert items["mixed_precision"]["metric"] == pytest.approx(68, abs=0.5)
 
 
-@needs_traces
+@needs_shared
 @pytest.mark.parametrize("path", trace_files(), ids=lambda p: f"{p.parent.name}/{p.name[:12]}")
 def test_real_trace_overviews(path):
     overview = report.build_view(load_trace(str(path), use_cache=False), "overview")
