@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tb_plugin.load import load_trace
 from tb_plugin.recorder import (
     MEMORY_ACTIONS,
     MEMORY_CATEGORIES,
@@ -293,20 +294,11 @@ def test_disabled_recorder_writes_nothing(single_run: dict[str, Any]) -> None:
 
 
 def test_single_trace_parses_with_ingest(single_run: dict[str, Any]) -> None:
-    load_trace = _ingest_loader()
     for path in trace_files(single_run["run_dir"]):
         table = load_trace(str(path), use_cache=False)
         assert len(table) > 0
         names = table.events["name"].astype(str)
         assert names.str.startswith("ProfilerStep#").sum() == 2
-
-
-def _ingest_loader() -> Any:
-    # tb_plugin.load is being written in parallel: skip until load_trace exists.
-    load = pytest.importorskip("tb_plugin.load")
-    if not hasattr(load, "load_trace"):
-        pytest.skip("tb_plugin.load.load_trace not available yet")
-    return load.load_trace
 
 
 # -- failures never crash training -----------------------------------------------------------
@@ -385,7 +377,6 @@ def test_ddp_two_workers_with_ranks(ddp_run: dict[str, Any]) -> None:
 
 
 def test_ddp_traces_parse_with_ingest(ddp_run: dict[str, Any]) -> None:
-    load_trace = _ingest_loader()
     for path in trace_files(ddp_run["run_dir"]):
         table = load_trace(str(path), use_cache=False)
         assert len(table) > 0

@@ -1,7 +1,5 @@
-"""Shared test helpers for the analysis tests: build a `TraceTable` from a few event dicts.
-
-Kept small and stable: other analysis tests import `make_table`.
-"""
+"""Shared test helpers for the analysis tests: build a `TraceTable` from a few event dicts, and
+the event factories several test modules use (test modules never import each other)."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from typing import Any
 
 from tb_plugin.ingest import TraceTable
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES
 
 _counter = itertools.count()
 
@@ -28,18 +27,12 @@ def make_table(events: list[dict[str, Any]], tmp_path: Path, **top_level: Any) -
     return load_trace(str(path), use_cache=False)
 
 
-def shared_traces() -> Path | None:
-    """`../shared/traces` beside the checkout (real traces; never committed), if present."""
-    root = Path(__file__).resolve().parents[3] / "shared" / "traces"
-    return root if root.is_dir() else None
-
-
 def trace_files() -> list[Path]:
     """Every real trace file (not the raw memory-timeline export), sorted."""
-    root = shared_traces()
-    if root is None:
+    if not SHARED_TRACES.is_dir():
         return []
-    return sorted(p for p in root.glob("*/*.pt.trace.json*") if "memory_timeline" not in p.name)
+    return sorted(p for p in SHARED_TRACES.glob("*/*.pt.trace.json*")
+                  if "memory_timeline" not in p.name)
 
 
 # Event factories (legacy-free PyTorch 1.9+ spelling; pass extra args as keyword arguments).
@@ -92,3 +85,41 @@ def memset(ts: float, dur: float, corr: int | None = None, ext: int = 0, **args:
 def step(number: Any, ts: float, dur: float, *, cat: str = "user_annotation", **kw: Any
          ) -> dict[str, Any]:
     return cpu_op(f"ProfilerStep#{number}", ts, dur, cat=cat, **kw)
+
+
+# Python tracer events and forward/backward flows (the Module and Diff views).
+
+
+def py(name: str, ts: float, dur: float | None, python_id: int, parent: int | None = None,
+       module: int | None = None, tid: Any = CPU_TID) -> dict[str, Any]:
+    args: dict[str, Any] = {"Python id": python_id, "Python thread": 0}
+    if parent is not None:
+        args["Python parent id"] = parent
+    if module is not None:
+        args["Python module id"] = module
+    event = {"ph": "X", "cat": "python_function", "name": name, "pid": CPU_PID, "tid": tid,
+             "ts": ts, "args": args}
+    if dur is not None:
+        event["dur"] = dur
+    return event
+
+
+def flow(ph: str, flow_id: int, ts: float, tid: Any = CPU_TID) -> dict[str, Any]:
+    event = {"ph": ph, "cat": "fwdbwd", "name": "fwdbwd", "id": flow_id, "pid": CPU_PID,
+             "tid": tid, "ts": ts}
+    if ph == "f":
+        event["bp"] = "e"
+    return event
+
+
+def overlap_events() -> list[dict[str, Any]]:
+    """Two steps whose device work overlaps the next step and the gap before it (steps and
+    breakdown tests)."""
+    return [
+        step(1, 100, 200), step(2, 350, 150),
+        runtime(90, 20, corr=123, name="cudaMemcpyAsync"), memcpy(150, 90, corr=123),
+        cpu_op("aten::to", 200, 55, ext=2),
+        runtime(205, 5, corr=40, ext=2), kernel(275, 105, corr=40),
+        cpu_op("aten::mm", 360, 50, ext=4),
+        runtime(380, 5, corr=41, ext=4), kernel(410, 200, corr=41),
+    ]

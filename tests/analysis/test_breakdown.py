@@ -4,6 +4,7 @@ import pytest
 from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
 from tb_plugin.analysis.events import is_comm_op_name, is_nccl_kernel_name
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import (
     cpu_op,
@@ -11,12 +12,11 @@ from .helpers import (
     make_table,
     memcpy,
     memset,
+    overlap_events,
     runtime,
-    shared_traces,
     step,
     trace_files,
 )
-from .test_steps import overlap_events
 
 
 def _step_costs(breakdown, i=0):
@@ -201,13 +201,12 @@ def test_nccl_kernel_names():
     assert not is_nccl_kernel_name("void at::native::reduce_kernel<512, 1>()")
 
 
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+TRACES = SHARED_TRACES
 GOLDEN = {"Total": 177592, "Kernel": 98589, "Memcpy": 1915, "Memset": 89, "Runtime": 2908,
           "DataLoader": 59262, "CPU Exec": 13674, "Other": 1156}
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_breakdown():
     table = load_trace(str(TRACES / "resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"),
                        use_cache=False)
@@ -219,7 +218,7 @@ def test_resnet50_golden_breakdown():
     assert average["Communication"] == 0.0 and not b.has_communication
 
 
-@needs_traces
+@needs_shared
 @pytest.mark.parametrize("path", trace_files(), ids=lambda p: f"{p.parent.name}/{p.name[:12]}")
 def test_real_traces_categories_sum_to_step_length(path):
     b = compute_breakdown(load_trace(str(path), use_cache=False))

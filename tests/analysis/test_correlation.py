@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import os
 
 import numpy as np
 import pandas as pd
@@ -20,12 +19,12 @@ from tb_plugin.analysis.node_kinds import NodeKind
 from tb_plugin.analysis.operators import build_operators
 from tb_plugin.analysis.optree import build_op_tree
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import make_table
-from .test_optree import kernel, op, runtime
+from .legacy_events import kernel, op, runtime
 
-SHARED = "/work/shared/traces"
-needs_traces = pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared traces absent")
+SHARED = str(SHARED_TRACES)
 
 
 def by_name(table):
@@ -162,7 +161,7 @@ def test_external_ids_usable():
     assert external_ids_usable(np.array([np.nan, 0.0]), np.array([1.0, 2.0]))
 
 
-@needs_traces
+@needs_shared
 def test_triton_kernel_attributed_to_its_op():
     (path,) = glob.glob(f"{SHARED}/triton_kernels/*.json.gz")
     rows = by_name(load_trace(path, use_cache=False))
@@ -171,7 +170,7 @@ def test_triton_kernel_attributed_to_its_op():
     assert rows["Torch-Compiled Region: 0/0"]["device_total_us"] == triton["device_total_us"]
 
 
-@needs_traces
+@needs_shared
 @pytest.mark.parametrize("run", ["ddp_2ranks_sampled", "alexnet_gpu"])
 def test_traces_with_correlation_external_ids_still_attribute_kernels(run):
     path = sorted(glob.glob(f"{SHARED}/{run}/*.json.gz"))[0]

@@ -9,13 +9,12 @@ import pytest
 
 from tb_plugin.analysis.diff import UnknownDiffPathError, build_diff
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
-from .helpers import cpu_op, make_table, shared_traces, step
-from .test_modules import flow, py
+from .helpers import cpu_op, flow, make_table, py, step
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+TRACES = SHARED_TRACES
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 OPTIMIZER = "Optimizer.step#SGD.step"
 BWD = "autograd::engine::evaluate_function: "
@@ -221,7 +220,7 @@ def test_cnn_batch_sizes_align_and_differ():
     assert names(model)[0] == ("nn.Module: Sequential_0", "nn.Module: Sequential_0")
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_spans_align_on_loader_and_optimizer():
     files = sorted((TRACES / "resnet50_gpu_pt19").glob("*.pt.trace.json*"))
     base, exp = (load_trace(str(f), use_cache=False) for f in files[:2])

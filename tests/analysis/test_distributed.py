@@ -13,7 +13,7 @@ from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
 from tb_plugin.analysis.distributed import build_distributed, comm_ops, worker_node_pid
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
-from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 
 def _op(name: str, tid: Any, ts: float, dur: float, ext: int, dims: Any = None,
@@ -338,7 +338,6 @@ DDP = SHARED_TRACES / "ddp_2ranks_sampled"
 NCCL = SHARED_TRACES / "nccl_collectives"
 CPU_ONLY = SHARED_TRACES / "cpu_only"
 DDP_GLOO = SAMPLES / "ddp_gloo"
-needs_shared = pytest.mark.skipif(not DDP.is_dir(), reason="../shared/traces absent")
 
 
 @needs_shared

@@ -9,8 +9,9 @@ from tb_plugin.analysis.gpu_metrics import (
 )
 from tb_plugin.analysis.launch import device_properties, dims_product, estimate_launch
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
-from .helpers import kernel, make_table, runtime, shared_traces, step
+from .helpers import kernel, make_table, runtime, step
 
 V100 = {"id": 0, "name": "Tesla V100", "totalGlobalMem": 34089730048, "computeMajor": 7,
         "computeMinor": 0, "numSms": 80, "maxThreadsPerMultiprocessor": 2048, "warpSize": 32,
@@ -120,8 +121,7 @@ def test_device_properties_are_matched_by_id(tmp_path):
     assert device_properties(table, 0) == {}
 
 
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+TRACES = SHARED_TRACES
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def resnet50():
                       use_cache=False)
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_gpu_metrics(resnet50):
     m = gpu_metrics(resnet50)[0]
     assert 100 * m.utilization == pytest.approx(55.51, abs=0.1)
@@ -138,7 +138,7 @@ def test_resnet50_golden_gpu_metrics(resnet50):
     assert m.achieved_occupancy == pytest.approx(49.13, abs=0.1)
 
 
-@needs_traces
+@needs_shared
 def test_derived_occupancy_agrees_with_kineto(resnet50):
     """Our estimate from grid/block/registers/shared memory vs the value Kineto wrote."""
     frame = kernel_frame(resnet50)

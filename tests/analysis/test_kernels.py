@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import os
 
 import numpy as np
 import pytest
@@ -14,12 +13,12 @@ from tb_plugin.analysis.kernels import (
     kernel_frame,
 )
 from tb_plugin.analysis.launch import dims_product, estimate_launch
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import make_table
-from .test_optree import kernel, op, runtime
+from .legacy_events import kernel, op, runtime
 
-SHARED = "/work/shared/traces"
-needs_traces = pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared traces absent")
+SHARED = str(SHARED_TRACES)
 V100 = {"id": 0, "name": "Tesla V100", "computeMajor": 7, "computeMinor": 0,
         "maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536, "warpSize": 32,
         "sharedMemPerMultiprocessor": 98304, "numSms": 80}
@@ -176,7 +175,7 @@ def test_invalid_group_by(tmp_path):
         build_kernels(make_table([], tmp_path), "KernelNameAndOpName")
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_kernel_table():
     """Golden: 67 kernel rows by name on resnet50_gpu_pt19 span 1, with the reference's values."""
     from tb_plugin.load import load_trace
@@ -206,7 +205,7 @@ def test_resnet50_golden_kernel_table():
     assert len(build_kernels(table, "kernel_op_launch")["rows"]) > 67
 
 
-@needs_traces
+@needs_shared
 def test_amd_kernels_without_launch_args():
     from tb_plugin.load import load_trace
 

@@ -15,7 +15,7 @@ from tb_plugin.analysis.memory_curves import DEFAULT_MAX_POINTS, downsample
 from tb_plugin.analysis.memory_records import device_name
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
-from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 # --- test_memory_view (reference test_profiler.py) ---------------------------------------------
 
@@ -350,7 +350,7 @@ def test_cnn_sample_memory() -> None:
     json.dumps(payload)
 
 
-@pytest.mark.skipif(not PT19.is_file(), reason="../shared/traces absent")
+@needs_shared
 def test_pytorch_19_trace_memory() -> None:
     payload = mem.build_memory(load_trace(str(PT19), use_cache=False))
     assert payload["devices"] == ["CPU", "GPU0"] and payload["default_device"] == "GPU0"

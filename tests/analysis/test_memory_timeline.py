@@ -14,7 +14,7 @@ from tb_plugin.analysis import memory_timeline as mt
 from tb_plugin.discovery import discover_runs
 from tb_plugin.ingest.memory_export import CATEGORIES, RawTimeline, read_raw_timeline
 from tb_plugin.load import load_trace
-from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 REAL = SHARED_TRACES / "memory_timeline_raw" / "memory_timeline.raw.json.gz"
 CNN = SAMPLES / "cnn_bs32"
@@ -116,7 +116,7 @@ def test_expected_categories_are_not_leaks(tmp_path: Path) -> None:
     assert payload["leaks"] == []
 
 
-@pytest.mark.skipif(not REAL.is_file(), reason="../shared/traces absent")
+@needs_shared
 def test_real_export() -> None:
     payload = mt.build_memory_timeline(read_raw_timeline(REAL))
     assert payload["records"] == 16845 and payload["skipped"] == 0

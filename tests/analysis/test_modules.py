@@ -6,38 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tb_plugin.analysis.modules import backward_attribution, build_modules
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
-from .helpers import CPU_PID, CPU_TID, cpu_op, kernel, make_table, runtime, shared_traces, step
+from .helpers import cpu_op, flow, kernel, make_table, py, runtime, step
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
-
-
-def py(name: str, ts: float, dur: float | None, python_id: int, parent: int | None = None,
-       module: int | None = None, tid: Any = CPU_TID) -> dict[str, Any]:
-    args: dict[str, Any] = {"Python id": python_id, "Python thread": 0}
-    if parent is not None:
-        args["Python parent id"] = parent
-    if module is not None:
-        args["Python module id"] = module
-    event = {"ph": "X", "cat": "python_function", "name": name, "pid": CPU_PID, "tid": tid,
-             "ts": ts, "args": args}
-    if dur is not None:
-        event["dur"] = dur
-    return event
-
-
-def flow(ph: str, flow_id: int, ts: float, tid: Any = CPU_TID) -> dict[str, Any]:
-    event = {"ph": ph, "cat": "fwdbwd", "name": "fwdbwd", "id": flow_id, "pid": CPU_PID,
-             "tid": tid, "ts": ts}
-    if ph == "f":
-        event["bp"] = "e"
-    return event
+TRACES = SHARED_TRACES
 
 
 def by_name(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -246,7 +222,7 @@ def test_cnn_sample_module_tree():
     assert out["flamegraph"][1]["value"] == cnn["host_total_us"]
 
 
-@needs_traces
+@needs_shared
 def test_pytorch19_trace_has_no_modules():
     path = sorted((TRACES / "resnet50_gpu_pt19").glob("*.pt.trace.json*"))[0]
     out = build_modules(load_trace(str(path), use_cache=False))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 
 import pytest
 
@@ -16,13 +15,13 @@ from tb_plugin.analysis.operators import (
 )
 from tb_plugin.analysis.optree import build_op_tree
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, import_torch, needs_shared
 
 from .helpers import make_table
-from .test_optree import kernel, op, runtime
+from .legacy_events import kernel, op, runtime
 
-SHARED = "/work/shared/traces"
+SHARED = str(SHARED_TRACES)
 RESNET = f"{SHARED}/resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"
-needs_traces = pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared traces absent")
 TO_SHAPE = "[[2, 8, 5], [], [], [], [], [], [], []]"
 NLL_SHAPE = "[[], [32, 1000], [32], [], [], [], []]"
 
@@ -142,7 +141,7 @@ def test_shape_pies_label_each_shape(tmp_path):
     assert labels == ["aten::mm [[2, 3]]", "aten::mm [[4, 5]]", "aten::add []"]
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_operator_table():
     """Golden: 76 rows grouped by operator on resnet50_gpu_pt19 span 1, the reference's values."""
     table = load_trace(RESNET, use_cache=False)
@@ -179,7 +178,7 @@ def _digest(lines):
     return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_recorded_call_stacks_unchanged():
     """PyTorch 1.x `Call stack` args are used as recorded: the flags and every stack row (both
     groupings) are those computed before 2.x stacks were derived (digests of that output)."""
@@ -209,7 +208,7 @@ def test_resnet50_recorded_call_stacks_unchanged():
 def _record(tmp_path):
     """A small CPU model, three iterations, plus a custom op that calls itself twice through
     the dispatcher: nested single-child same-name ops, which both sides must collapse."""
-    torch = pytest.importorskip("torch")
+    torch = import_torch()  # a failure instead of a skip when REQUIRE_TORCH=1 (CI)
     from torch import nn
 
     rec = _recursive_op(torch)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import os
 
 import numpy as np
 import pytest
@@ -14,26 +13,12 @@ from tb_plugin.analysis.operators import build_operators
 from tb_plugin.analysis.optree import build_op_tree
 from tb_plugin.ingest import Kind
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import make_table
+from .legacy_events import kernel, op, runtime
 
-SHARED = "/work/shared/traces"
-needs_traces = pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared traces absent")
-
-
-def op(name, ts, dur, ext, tid="456", cat="Operator", **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 13721, "tid": tid, "ts": ts, "dur": dur,
-            "args": {"Input Dims": [], "External id": ext, **args}}
-
-
-def runtime(ts, dur, corr, ext, tid="456", name="cudaLaunchKernel", cat="Runtime"):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 13721, "tid": tid, "ts": ts, "dur": dur,
-            "args": {"correlation": corr, "external id": ext}}
-
-
-def kernel(ts, dur, corr, ext, name="void gemmSN_TN_kernel_64addr", **args):
-    return {"ph": "X", "cat": "Kernel", "name": name, "pid": 0, "tid": "stream 7", "ts": ts,
-            "dur": dur, "args": {"correlation": corr, "external id": ext, "device": 0, **args}}
+SHARED = str(SHARED_TRACES)
 
 
 def by_name(table):
@@ -235,7 +220,7 @@ def test_tree_is_memoised(tmp_path):
     assert build_op_tree(table) is build_op_tree(table)
 
 
-@needs_traces
+@needs_shared
 def test_ns_resolution_drops_no_op():
     """Float-ns timestamps make 63 children overshoot their parent by rounding: all are kept."""
     (path,) = glob.glob(f"{SHARED}/ns_resolution/*.json.gz")

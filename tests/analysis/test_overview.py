@@ -9,6 +9,7 @@ from tb_plugin.analysis.overview import build_overview
 from tb_plugin.load import load_trace
 from tb_plugin.views.errors import OptionError
 from tb_plugin.views.registry import build_view
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import (
     cpu_op,
@@ -16,7 +17,6 @@ from .helpers import (
     make_table,
     memcpy,
     runtime,
-    shared_traces,
     step,
     trace_files,
 )
@@ -131,13 +131,12 @@ def test_build_view_dispatch(tmp_path):
         build_view(table, "overview", group_by="X")
 
 
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+TRACES = SHARED_TRACES
 GOLDEN = {"Kernel": 98589, "Memcpy": 1915, "Memset": 89, "Runtime": 2908, "DataLoader": 59262,
           "CPU Exec": 13674, "Other": 1156}
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_overview():
     table = load_trace(str(TRACES / "resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"),
                        use_cache=False)
@@ -160,7 +159,7 @@ def test_resnet50_golden_overview():
     assert items["mixed_precision"]["metric"] == pytest.approx(68, abs=0.5)
 
 
-@needs_traces
+@needs_shared
 @pytest.mark.parametrize("path", trace_files(), ids=lambda p: f"{p.parent.name}/{p.name[:12]}")
 def test_real_trace_overviews(path):
     overview = build_view(load_trace(str(path), use_cache=False), "overview")

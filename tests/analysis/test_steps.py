@@ -2,8 +2,9 @@ import pytest
 
 from tb_plugin.analysis.steps import compute_steps
 from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
 
-from .helpers import cpu_op, kernel, make_table, memcpy, runtime, shared_traces, step
+from .helpers import cpu_op, kernel, make_table, memcpy, overlap_events, runtime, step
 
 
 def _ranges(steps):
@@ -42,17 +43,6 @@ def test_overlapping_device_work_from_previous_launch(tmp_path):
     """A memcpy launched before step 1 ends at 240, step 1's own kernel starts at 275."""
     table = make_table(overlap_events(), tmp_path)
     assert _ranges(compute_steps(table)) == [(240, 380), (380, 610)]
-
-
-def overlap_events():
-    return [
-        step(1, 100, 200), step(2, 350, 150),
-        runtime(90, 20, corr=123, name="cudaMemcpyAsync"), memcpy(150, 90, corr=123),
-        cpu_op("aten::to", 200, 55, ext=2),
-        runtime(205, 5, corr=40, ext=2), kernel(275, 105, corr=40),
-        cpu_op("aten::mm", 360, 50, ext=4),
-        runtime(380, 5, corr=41, ext=4), kernel(410, 200, corr=41),
-    ]
 
 
 def test_last_step_with_too_few_kernels_is_dropped(tmp_path):
@@ -140,11 +130,10 @@ def test_steps_are_memoised(tmp_path):
     assert compute_steps(table) is compute_steps(table)
 
 
-TRACES = shared_traces()
-needs_traces = pytest.mark.skipif(TRACES is None, reason="needs ../shared/traces")
+TRACES = SHARED_TRACES
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_steps():
     table = load_trace(str(TRACES / "resnet50_gpu_pt19/worker0.1623143089861.pt.trace.json.gz"),
                        use_cache=False)
@@ -153,7 +142,7 @@ def test_resnet50_golden_steps():
     assert steps.trimmed == 0 and steps.device_adjusted
 
 
-@needs_traces
+@needs_shared
 def test_rocm_trace_ignores_gpu_side_step_markers():
     table = load_trace(str(TRACES / "amd_mi250_rocm/worker0.1700000000000.pt.trace.json.gz"),
                        use_cache=False)

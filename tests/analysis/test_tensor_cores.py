@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,12 +16,12 @@ from tb_plugin.analysis.tensor_cores import (
     is_tc_eligible_op,
     kernel_uses_tensor_cores,
 )
+from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import make_table
-from .test_optree import kernel, op, runtime
+from .legacy_events import kernel, op, runtime
 
-SHARED = "/work/shared/traces"
-needs_traces = pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared traces absent")
+SHARED = str(SHARED_TRACES)
 S884 = "volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1"
 
 USES_TC = [
@@ -149,7 +147,7 @@ def test_no_kernels(tmp_path):
                        "tc_ratio_by_device": {}}
 
 
-@needs_traces
+@needs_shared
 def test_resnet50_golden_tensor_cores():
     """Golden: no TC kernels (Tensor Cores 0.0 %), and "Kernels with 68% time are launched by
     Tensor Cores eligible operators"."""

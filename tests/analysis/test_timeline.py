@@ -23,6 +23,7 @@ from tb_plugin.analysis.timeline import (
     search_timeline,
 )
 from tb_plugin.load import load_trace
+from tests.support import needs_shared
 
 from .helpers import CPU_PID, CPU_TID, cpu_op, kernel, make_table, runtime, step, trace_files
 
@@ -508,7 +509,7 @@ def test_search_is_case_insensitive_sorted_and_not_limited_to_a_window(tmp_path)
 # Real traces
 
 
-@pytest.mark.skipif(not trace_files(), reason="../shared/traces absent")
+@needs_shared
 @pytest.mark.parametrize("path", trace_files(), ids=lambda p: p.parent.name + "/" + p.name[:12])
 def test_shared_traces_whole_and_zoomed_payloads(path):
     table = load_trace(str(path), use_cache=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
@@ -188,8 +189,10 @@ def _raise(*_: Any) -> Any:
     raise RuntimeError("boom")
 
 
-def _hang(*_: Any) -> Any:
-    time.sleep(60)
+def _hang(finished: Path, *_: Any) -> Any:
+    """A second half that takes a minute, then leaves a mark (only if nobody killed it)."""
+    time.sleep(60)  # stands for a hung child; the parent must not wait for it
+    finished.write_text("the parent waited for the hung child")
 
 
 _real_send_part = split_child._send_part
@@ -217,14 +220,19 @@ def test_failing_child_falls_back(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     if failure == "raises":
         monkeypatch.setattr(split_child, "_parse_second_half", _raise)
     elif failure == "hangs":
-        monkeypatch.setattr(split_child, "_parse_second_half", _hang)
+        monkeypatch.setattr(split_child, "_parse_second_half",
+                            functools.partial(_hang, tmp_path / "finished"))
         monkeypatch.setattr(parallel, "_BOUNDARY_WAIT_S", 0.5)
     elif failure == "dies":
         monkeypatch.setattr(split_child, "_send_part", _die_while_sending)
     else:  # the `"` before a name: inside an event
         monkeypatch.setattr(split_child, "_BOUNDARY", re.compile(rb'"name": "'))
+    children_before = set(multiprocessing.active_children())
     _, log = _split_vs_sequential(path, caplog)
     assert MERGED not in log and re.search(rf"alone: .*{re.escape(_WHY[failure])}", log)
+    # The child was ended and reaped, not waited for (behaviour, not a time limit).
+    assert set(multiprocessing.active_children()) == children_before
+    assert not (tmp_path / "finished").exists()
 
 
 #: What the parent logs when it gives up on the child (for a hang: not the child's 60 s sleep,

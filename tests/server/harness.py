@@ -6,19 +6,19 @@ plugin through its `tensorboard_plugins` entry point (`pip install -e .` provide
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import http.client
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -26,14 +26,15 @@ from typing import Any, Callable, Optional
 
 import pytest
 
+from tests.support import SAMPLES, SHARED_TRACES, launcher
+
 from .schema_check import check_reply
 
-SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
-SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PLUGIN = "torch_prof"
 #: Measurements printed at the end of the session (see conftest.py).
 TIMINGS: dict[str, Any] = {}
 OLD = time.time() - 3600  # mtime of "broken forever" files (not being written)
+ERROR_KEYS = {"code", "message"}
 
 
 # -- traces ------------------------------------------------------------------------------------
@@ -125,11 +126,19 @@ class Reply:
 
 @dataclass
 class TensorBoard:
-    process: subprocess.Popen
-    base: str  # http://127.0.0.1:PORT[/prefix]
-    log_path: Path
+    """HTTP helpers around a TensorBoard started by tests/support/launcher.py."""
+
+    launched: launcher.Process
     replies: list[Reply] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def process(self) -> subprocess.Popen:
+        return self.launched.popen
+
+    @property
+    def base(self) -> str:  # http://127.0.0.1:PORT[/prefix]
+        return self.launched.base
 
     def plugin_url(self, route: str, params: Optional[dict[str, Any]] = None) -> str:
         query = "?" + urllib.parse.urlencode(params, doseq=True) if params else ""
@@ -151,8 +160,6 @@ class TensorBoard:
 
     def raw(self, path: str) -> Reply:
         """GET a path exactly as written (no client-side normalisation or quoting)."""
-        import http.client
-
         parsed = urllib.parse.urlsplit(self.base)
         connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
         try:
@@ -168,6 +175,7 @@ class TensorBoard:
 
     def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 60,
                  interval: float = 0.2) -> Any:
+        """Poll `check` until it returns something true (an observable state, not a delay)."""
         deadline = time.monotonic() + timeout
         while True:
             value = check()
@@ -194,50 +202,89 @@ class TensorBoard:
         return self.wait_for("all runs loaded", done, timeout, interval=0.25)
 
     def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return self.launched.log_tail(lines)
 
     def stop(self, timeout: float = 20) -> float:
         """SIGTERM (TensorBoard's graceful exit); returns how long the exit took."""
-        started = time.monotonic()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-                raise AssertionError(f"TensorBoard ignored SIGTERM for {timeout} s") from None
-        return time.monotonic() - started
+        return self.launched.stop(timeout)
 
 
 def _headers(response: Any) -> dict[str, str]:
     return {k.lower(): v for k, v in response.headers.items()}
 
 
-_URL_LINE = re.compile(r"TensorBoard \S+ at (http://\S+?)/? \(Press CTRL\+C")
-
-
 def start_tensorboard(logdir: Optional[Path], log_path: Path, env: dict[str, str],
                       *extra: str, timeout: float = 90) -> TensorBoard:
-    args = [sys.executable, "-m", "tensorboard.main", "--port", "0", "--host", "127.0.0.1",
-            *extra]
-    if logdir is not None:
-        args += ["--logdir", str(logdir)]
-    log_file = open(log_path, "wb")  # noqa: SIM115 (closed with the process)
-    process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=env,
-                               cwd=str(log_path.parent))
-    log_file.close()
-    board = TensorBoard(process, "", log_path)
+    return TensorBoard(launcher.start(logdir, log_path, env, *extra, timeout=timeout))
 
-    def started() -> Optional[str]:
-        match = _URL_LINE.search(log_path.read_text(errors="replace"))
-        return match.group(1) if match else None
 
-    board.base = board.wait_for("TensorBoard to start", started, timeout, interval=0.1)
-    return board
+@contextlib.contextmanager
+def running_tensorboard(logdir: Optional[Path], log_path: Path, env: dict[str, str],
+                        *extra: str) -> Iterator[TensorBoard]:
+    """A TensorBoard for one `with` block, stopped with SIGTERM when it ends."""
+    with launcher.running(logdir, log_path, env, *extra) as launched:
+        yield TensorBoard(launched)
+
+
+def assert_error(reply: Reply, status: int) -> dict[str, Any]:
+    """`reply` is the plugin's JSON error envelope with this status (and no traceback)."""
+    assert reply.status == status, (reply.url, reply.status, reply.body[:300])
+    assert reply.header("content-type").startswith("application/json"), reply.headers
+    body = reply.json()
+    assert set(body["error"]) >= ERROR_KEYS, body
+    assert body["error"]["code"] == status and body["error"]["message"], body
+    assert "Traceback" not in reply.body.decode(), reply.body
+    return body["error"]
+
+
+# -- logdirs -----------------------------------------------------------------------------------
+
+#: Sample runs copied into the server logdirs (see samples/README.md).
+SAMPLE_RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo")
+
+
+def generated_runs(root: Path) -> None:
+    """Small generated runs (GPU, CPU-only, one big, broken files, a nested name)."""
+    gpu = root / "gen_gpu"
+    write_trace(gpu / "w0.1700000000001.pt.trace.json", steps=3, mtime=OLD)
+    write_trace(gpu / "w0.1700000000002.pt.trace.json.gz", steps=4, mtime=OLD)
+    write_trace(gpu / "w0.1700000000010.pt.trace.json", steps=2, mtime=OLD)
+    write_trace(gpu / "w1.pt.trace.json", steps=2, mtime=OLD)
+    for i in range(1, 11):  # spans 1..10 must come back in numeric order
+        write_trace(gpu / f"w2.{1700000000000 + i}.pt.trace.json", steps=1, ops_per_step=1,
+                    mtime=OLD)
+    write_trace(root / "gen_cpu" / "cpu.pt.trace.json", kernels=False, mtime=OLD)
+    write_trace(root / "gen_big" / "big.pt.trace.json", steps=250, ops_per_step=100, mtime=OLD)
+    mixed = root / "mixed"
+    write_trace(mixed / "good.pt.trace.json", mtime=OLD)
+    write_bytes(mixed / "trunc.pt.trace.json.gz", truncated_gzip(make_trace(steps=40), 0.6))
+    write_bytes(mixed / "badjson.pt.trace.json", b"this is { not json")
+    write_bytes(mixed / "empty.pt.trace.json", b"")
+    write_trace(root / "nested" / "deep run \u00fc" / "w.pt.trace.json", mtime=OLD)
+
+
+def sample_runs(root: Path) -> None:
+    """samples/ runs, plus two variants: `ddp_broken` (ddp_gloo's rank 0, and a rank 2 whose
+    only file is broken) and `export_only` (one memory-timeline export, no trace)."""
+    for name in SAMPLE_RUNS:
+        _copy(SAMPLES / name, root / name)
+    broken = root / "ddp_broken"
+    for path in sorted((SAMPLES / "ddp_gloo").glob("*rank0*")):
+        _copy(path, broken / path.name)
+    write_bytes(broken / "vm_9999_rank2.1795260318969.pt.trace.json.gz", b"\x1f\x8b broken")
+    export = sorted((SAMPLES / "cnn_bs32").glob("*.raw.json.gz"))[0]
+    _copy(export, root / "export_only" / "memory.raw.json.gz")
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target, copy_function=shutil.copy2)
+        for path in target.rglob("*"):
+            path.chmod(0o644 if path.is_file() else 0o755)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    target.chmod(0o644)
 
 
 def require_entry_point() -> None:

@@ -27,8 +27,7 @@ from tb_plugin.output.encoding import plain
 from tb_plugin.output.rows import module_rows
 from tb_plugin.views.registry import SPECS, build_view
 
-from .harness import TIMINGS, Reply, TensorBoard
-from .helpers import assert_error
+from .harness import TIMINGS, Reply, TensorBoard, assert_error
 
 CNN = {"run": "cnn_bs32", "worker": "vm_9710", "span": "1"}
 CNN64 = {"exp_run": "cnn_bs64", "exp_worker": "vm_9710", "exp_span": "1"}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,9 @@ from .harness import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    SAMPLE_RUNS,
+    SAMPLES,
+    SHARED_TRACES,
     RequestLog,
     TensorBoard,
     build_logdir,
@@ -87,10 +91,6 @@ VIEWS_SHARED_RUNS = ("ddp_2ranks_sampled", "nccl_collectives", "memory_timeline_
 
 
 def build_views_logdir(root: Path) -> dict[str, Any]:
-    import shutil
-
-    from .harness import SAMPLE_RUNS, SAMPLES, SHARED_TRACES
-
     runs: dict[str, Any] = {"samples": [], "shared": []}
     for name in SAMPLE_RUNS:
         src = SAMPLES / name

@@ -20,9 +20,7 @@ import gzip
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlparse
+
+from tests.support import REPO, SAMPLES, SHARED_TRACES, launcher
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -41,9 +41,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "samples"
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+
 ARTIFACTS = REPO / "tests" / "_artifacts"
 SAMPLE_RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo")
 SHARED_RUNS = ("resnet50_gpu_pt19", "cpu_only", "triton_kernels")
@@ -105,12 +103,6 @@ def build_logdir(root: Path) -> dict[str, Any]:
 
 
 # -- TensorBoard ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TensorBoard:
@@ -215,33 +207,20 @@ def new_page(browser: Any, scheme: str, requests: RequestLog, width: int = 1440,
 @contextlib.contextmanager
 def running_tensorboard(root: Path, logdir: Path, runs: dict[str, Any],
                         repo_first: bool = False) -> Iterator[TensorBoard]:
-    """A real `tensorboard --logdir` on a free port with its own cache, stopped afterwards.
+    """A real `tensorboard --logdir` (tests/support/launcher.py: `--port 0`) with its own
+    cache, stopped with SIGTERM afterwards.
 
     `repo_first` puts this checkout first on PYTHONPATH, so a git worktree's plugin (not the
     one the venv's editable install points at) is what TensorBoard loads.
     """
     cache = root / "cache"
     cache.mkdir(exist_ok=True)
-    port = free_port()
     env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1")
     if repo_first:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     log_path = root / "tensorboard.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
-             str(port), "--host", "127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root),
-        )
-    tb = TensorBoard(f"http://127.0.0.1:{port}", logdir, runs, log_path)
-    try:
-        wait_ready(tb, proc)
+    with launcher.running(logdir, log_path, env, timeout=STARTUP_TIMEOUT_S) as process:
+        tb = TensorBoard(process.base, logdir, runs, log_path)
+        wait_ready(tb, process.popen)
         yield tb
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -4,22 +4,24 @@ errors, URL state, 100k-row table, themes, and no request outside 127.0.0.1 (che
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
-from .harness import CHROMIUM, PLUGIN, RequestLog, TensorBoard, free_port, new_page
+from tests.support import launcher
+
+from .harness import CHROMIUM, PLUGIN, RequestLog, TensorBoard, new_page
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
@@ -479,67 +481,47 @@ def test_worker_and_span_selection(page, tensorboard):
 # -- separate TensorBoards: empty log dir, --path_prefix --------------------------------------
 
 
-def _start_tensorboard(logdir: Path, cache: Path, extra: list[str]) -> tuple[subprocess.Popen,
-                                                                            str]:
-    port = free_port()
+@contextlib.contextmanager
+def _own_tensorboard(tmp_path: Path, logdir: Path, *extra: str) -> Iterator[str]:
+    """A TensorBoard of the test's own (tests/support/launcher.py) with a fresh cache; yields
+    its origin (`http://127.0.0.1:PORT`, without any --path_prefix)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
     env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(cache))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
-         "--host", "127.0.0.1", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def _wait_json(url: str, timeout: float = 90) -> Any:
-    deadline = time.time() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                return json.loads(resp.read())
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.5)
+    with launcher.running(logdir, tmp_path / "tensorboard.log", env, *extra) as process:
+        parts = urlsplit(process.base)
+        yield f"{parts.scheme}://{parts.netloc}"
 
 
 def test_no_runs_help(browser, tmp_path):
-    logdir, cache = tmp_path / "empty", tmp_path / "cache"
+    logdir = tmp_path / "empty"
     logdir.mkdir()
-    cache.mkdir()
-    proc, url = _start_tensorboard(logdir, cache, [])
     requests = RequestLog()
-    context, page, errors = new_page(browser, "light", requests)
-    try:
-        _wait_json(f"{url}/data/plugin/{PLUGIN}/runs")
-        page.goto(f"{url}/data/plugin_entry.html?name={PLUGIN}")
-        help_card = page.wait_for_selector("[data-testid=no-runs]", timeout=TIMEOUT_MS)
-        text = help_card.inner_text()
-        assert "tensorboard_trace_handler" in text
-        assert "from tb_plugin.recorder import Recorder" in text
-    finally:
-        context.close()
-        proc.terminate()
-        proc.wait(timeout=15)
+    with _own_tensorboard(tmp_path, logdir) as url:
+        context, page, errors = new_page(browser, "light", requests)
+        try:
+            page.goto(f"{url}/data/plugin_entry.html?name={PLUGIN}")
+            help_card = page.wait_for_selector("[data-testid=no-runs]", timeout=TIMEOUT_MS)
+            text = help_card.inner_text()
+            assert "tensorboard_trace_handler" in text
+            assert "from tb_plugin.recorder import Recorder" in text
+        finally:
+            context.close()
     assert not requests.outside() and not errors
 
 
 def test_path_prefix(browser, tmp_path, tensorboard):
     run = first_sample(tensorboard)
-    logdir, cache = tmp_path / "logs", tmp_path / "cache"
+    logdir = tmp_path / "logs"
     shutil.copytree(tensorboard.logdir / run, logdir / run)
-    cache.mkdir()
-    proc, url = _start_tensorboard(logdir, cache, ["--path_prefix", "/tb/sub"])
     requests = RequestLog()
-    context, page, errors = new_page(browser, "light", requests)
-    try:
-        _wait_json(f"{url}/tb/sub/data/plugin/{PLUGIN}/runs")
-        page.goto(f"{url}/tb/sub/data/plugin_entry.html?name={PLUGIN}#view=Overview")
-        page.wait_for_selector("[data-testid=avg-step-time]", timeout=TIMEOUT_MS)
-        api_urls = [u for u in requests.urls if f"/data/plugin/{PLUGIN}/" in u]
-        assert api_urls and all(u.startswith(f"{url}/tb/sub/") for u in api_urls), api_urls
-    finally:
-        context.close()
-        proc.terminate()
-        proc.wait(timeout=15)
+    with _own_tensorboard(tmp_path, logdir, "--path_prefix", "/tb/sub") as url:
+        context, page, errors = new_page(browser, "light", requests)
+        try:
+            page.goto(f"{url}/tb/sub/data/plugin_entry.html?name={PLUGIN}#view=Overview")
+            page.wait_for_selector("[data-testid=avg-step-time]", timeout=TIMEOUT_MS)
+            api_urls = [u for u in requests.urls if f"/data/plugin/{PLUGIN}/" in u]
+            assert api_urls and all(u.startswith(f"{url}/tb/sub/") for u in api_urls), api_urls
+        finally:
+            context.close()
     assert not requests.outside() and not errors

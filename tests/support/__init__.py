@@ -1,0 +1,68 @@
+"""What every test layer shares: where the repository, samples and shared real traces live,
+the `needs_shared` marker, the torch requirement, and one TensorBoard launcher (launcher.py).
+
+Missing inputs skip on a developer machine but fail in CI:
+- `REQUIRE_SHARED=1`: a test marked `needs_shared` fails (instead of skipping) when
+  `../shared/traces` is absent, and so does the whole session (see tests/conftest.py);
+- `REQUIRE_TORCH=1`: `import_torch()` fails (instead of skipping) when torch is not installed.
+`.ci/run` sets both.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+REQUIRE_SHARED_ENV = "REQUIRE_SHARED"
+REQUIRE_TORCH_ENV = "REQUIRE_TORCH"
+
+#: Marks a test that reads ../shared/traces; tests/conftest.py skips or fails it when absent.
+needs_shared = pytest.mark.needs_shared
+
+
+def _required(variable: str) -> bool:
+    return os.environ.get(variable, "") == "1"
+
+
+def shared_missing_message() -> str:
+    return (f"{SHARED_TRACES} is missing (the shared real traces; {REQUIRE_SHARED_ENV}=1 makes "
+            "this a failure, as in CI)")
+
+
+def check_shared() -> None:
+    """Skip (developer machine) or fail (`REQUIRE_SHARED=1`) when the shared traces are absent."""
+    if SHARED_TRACES.is_dir():
+        return
+    if _required(REQUIRE_SHARED_ENV):
+        pytest.fail(shared_missing_message(), pytrace=False)
+    pytest.skip(f"{SHARED_TRACES} absent")
+
+
+def shared_required_but_missing() -> bool:
+    return _required(REQUIRE_SHARED_ENV) and not SHARED_TRACES.is_dir()
+
+
+def import_torch() -> ModuleType:
+    """`import torch`; a skip without it, unless `REQUIRE_TORCH=1` (CI) makes that a failure."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError as error:
+        if _required(REQUIRE_TORCH_ENV):
+            pytest.fail(f"torch is not importable ({error}) and {REQUIRE_TORCH_ENV}=1",
+                        pytrace=False)
+        pytest.skip(f"torch is not installed ({error})")
+
+
+def shared_trace_files() -> list[Path]:
+    """Every worker trace file in ../shared/traces (empty when it is absent: parametrized tests
+    then collect nothing, which `REQUIRE_SHARED=1` turns into a session error)."""
+    if not SHARED_TRACES.is_dir():
+        return []
+    return sorted(p for p in SHARED_TRACES.glob("*/*.json.gz") if ".raw." not in p.name)
