@@ -1,3 +1,5 @@
+import { getJson as getHttpJson, routeUrl, type Params } from './http'
+
 // Typed client for the torch-prof HTTP API (tb_plugin/server, contract in tb_plugin/openapi.yaml).
 //
 // Every route is resolved relative to the plugin's base URL, which is the folder of the ES module
@@ -168,62 +170,9 @@ export interface Selection {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Errors
+// HTTP (one path for every request: ./http.ts)
 
-/** A failed request: HTTP status plus the server's `{"error": {code, message}}` when it sent one. */
-export class ApiError extends Error {
-  readonly status: number
-  readonly code: string
-  readonly messages: string[]
-
-  constructor(status: number, code: string, message: string, messages: string[] = []) {
-    super(message)
-    this.name = 'ApiError'
-    this.status = status
-    this.code = code
-    this.messages = messages
-  }
-}
-
-/** 202: the worker is still being loaded; retry later. */
-export class LoadingError extends Error {
-  readonly progress: number
-
-  constructor(progress: number) {
-    super('Loading')
-    this.name = 'LoadingError'
-    this.progress = progress
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Base URL and low-level fetch
-
-let baseUrl: URL | null = null
-
-/** Set by render(): the folder the module was loaded from (or a dev override). */
-export function setBaseUrl(url: string | URL): void {
-  baseUrl = new URL(url.toString())
-}
-
-function base(): URL {
-  if (!baseUrl) {
-    const here = import.meta.url
-    baseUrl = new URL('.', here)
-  }
-  return baseUrl
-}
-
-type Params = Record<string, string | number | undefined | null>
-
-/** The absolute URL (same origin as the module) of a route, for fetch() and download links. */
-export function routeUrl(route: string, params: Params = {}): string {
-  const url = new URL(route, base())
-  for (const [key, value] of Object.entries(params)) {
-    if (value !== undefined && value !== null) url.searchParams.set(key, String(value))
-  }
-  return url.toString()
-}
+export { ApiError, LoadingError, routeUrl, setBaseUrl, type Params } from './http'
 
 function asStrings(value: unknown): string[] {
   if (Array.isArray(value)) return value.map((v) => String(v))
@@ -231,39 +180,9 @@ function asStrings(value: unknown): string[] {
   return []
 }
 
-export async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
-  const url = routeUrl(route, params)
-  let response: Response
-  try {
-    response = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } })
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err
-    throw new ApiError(0, 'network', `Cannot reach TensorBoard (${(err as Error).message})`)
-  }
-  let body: unknown = null
-  const text = await response.text()
-  if (text) {
-    try {
-      body = JSON.parse(text)
-    } catch {
-      body = null
-    }
-  }
-  if (response.status === 202) {
-    const progress = Number((body as { progress?: unknown } | null)?.progress ?? 0)
-    throw new LoadingError(Number.isFinite(progress) ? progress : 0)
-  }
-  if (!response.ok) {
-    const err = (body as { error?: { code?: unknown; message?: unknown; messages?: unknown } } | null)?.error
-    const messages = asStrings(err?.messages ?? (body as { messages?: unknown } | null)?.messages)
-    const message =
-      typeof err?.message === 'string' && err.message
-        ? err.message
-        : messages[0] ?? `${response.status} ${response.statusText || 'error'}`
-    throw new ApiError(response.status, typeof err?.code === 'string' ? err.code : String(response.status), message, messages)
-  }
-  if (body === null) throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${route}`)
-  return body as T
+/** A route's JSON; a 202 throws LoadingError so the caller (TanStack Query) schedules the retry. */
+export function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
+  return getHttpJson<T>(routeUrl(route, params), { signal, retry202: false })
 }
 
 // ---------------------------------------------------------------------------------------------
