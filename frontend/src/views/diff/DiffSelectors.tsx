@@ -16,10 +16,10 @@ export function DiffExperimentSelectors({ runs, state, update }: { runs: RunInfo
   const runNames = runs.filter((r) => r.state !== 'error').map((r) => r.name)
   const other = runNames.find((n) => n !== state.run) ?? state.run
   const expRun = pick(state.expRun, runNames, other)
-  const workersState = useAsync(expRun ? `diff-exp\u0000${expRun}` : null, (signal) => api.workers(expRun, 'Overview', signal))
+  const workersState = useAsync('workers', expRun ? `diff-exp\u0000${expRun}` : null, (signal) => api.workers(expRun, 'Overview', signal))
   const workers = workersState.status === 'ok' ? workersState.data : []
   const expWorker = pick(state.expWorker, workers, state.worker)
-  const spansState = useAsync(expRun && expWorker ? `diff-exp\u0000${expRun}\u0000${expWorker}` : null, (signal) => api.spans(expRun, expWorker, signal))
+  const spansState = useAsync('spans', expRun && expWorker ? `diff-exp\u0000${expRun}\u0000${expWorker}` : null, (signal) => api.spans(expRun, expWorker, signal))
   const spans = spansState.status === 'ok' ? spansState.data : []
   const expSpan = pick(state.expSpan, spans, state.span)
 

@@ -10,9 +10,8 @@ import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select 
 import { count, duration, num2, pct, share, us } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
-import '../common/echarts'
-import { bytes } from '../common/format'
-import { useViewStyle } from '../common/style'
+import { bytes } from '../../format'
+import { useViewStyle } from '../../components/style'
 import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDevice, type DistributedPayload } from './api'
 import css from './distributed.css?inline'
 
@@ -23,7 +22,7 @@ interface Props {
 
 export function DistributedView({ selection, theme }: Props) {
   useViewStyle('distributed', css)
-  const state = useAsync(`${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
+  const state = useAsync('distributed', `${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
   if (state.status === 'error') return <ErrorBanner error={state.error} what="the distributed view" />
   if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading all workers" />
   return <DistributedContent data={state.data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />

@@ -10,10 +10,9 @@ import { count, pct } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { UiState } from '../../urlState'
-import '../common/echarts'
-import { bytes, msText, parseBytes, signedBytes } from '../common/format'
-import { StatCard } from '../common/StatCard'
-import { useViewStyle } from '../common/style'
+import { bytes, msText, parseBytes, signedBytes } from '../../format'
+import { StatCard } from '../../components/StatCard'
+import { useViewStyle } from '../../components/style'
 import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
 import css from './memory.css?inline'
@@ -29,8 +28,8 @@ export function MemoryView({ selection, state, update, theme }: Props) {
   useViewStyle('memory', css)
   const device = state.memDevice
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
-  const base = useAsync(`${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
-  const timeline = useAsync(selKey, (signal) => fetchMemoryTimeline(selection, signal))
+  const base = useAsync('memory', `${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
+  const timeline = useAsync('memory/timeline', selKey, (signal) => fetchMemoryTimeline(selection, signal))
 
   // A device from an old link that this span does not have: fall back to the default device.
   const unknownDevice = base.status === 'error' && base.error instanceof ApiError && base.error.status === 404 && device !== ''
@@ -84,7 +83,7 @@ export function MemoryView({ selection, state, update, theme }: Props) {
 /** A run that holds memory-timeline exports but no trace: the categories on their own clock. */
 export function MemoryExportView({ run, theme }: { run: string; theme: Theme }) {
   useViewStyle('memory', css)
-  const timeline = useAsync(`export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
+  const timeline = useAsync('memory/timeline', `export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
   if (timeline.status === 'error') return <ErrorBanner error={timeline.error} what="the memory timeline" />
   if (timeline.status !== 'ok') return <Loading progress={timeline.status === 'pending' ? timeline.progress : null} label="Loading the memory timeline" />
   return (
@@ -116,7 +115,7 @@ function MemoryContent({
   /** The zoomed range in trace us, or null for the whole trace. */
   const [range, setRange] = useState<[number, number] | null>(null)
   const zoomKey = range ? `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${device}\u0000${range[0]}\u0000${range[1]}` : null
-  const zoomed = useAsync(zoomKey, (signal) => fetchMemory(selection, { device, start_us: range![0], end_us: range![1] }, signal))
+  const zoomed = useAsync('memory', zoomKey, (signal) => fetchMemory(selection, { device, start_us: range![0], end_us: range![1] }, signal))
   const rangeData: MemoryPayload | null = !range ? data : zoomed.status === 'ok' ? zoomed.data : zoomed.status === 'pending' ? (zoomed.previous ?? null) : null
 
   const peak = data.peaks[device] ?? null

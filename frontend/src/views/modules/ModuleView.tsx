@@ -5,7 +5,7 @@ import type { Selection } from '../../api'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
 import { count, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
-import { useViewStyle } from '../common/style'
+import { useViewStyle } from '../../components/style'
 import { fetchModules, modulesCsvUrl, type ModuleRow, type ModulesPayload } from './api'
 import { FlameGraph } from './FlameGraph'
 import css from './modules.css?inline'
@@ -16,7 +16,7 @@ interface Props {
 
 export function ModuleView({ selection }: Props) {
   useViewStyle('modules', css)
-  const state = useAsync(`${selection.run}\u0000${selection.worker}\u0000${selection.span}`, (signal) => fetchModules(selection, signal))
+  const state = useAsync('modules', `${selection.run}\u0000${selection.worker}\u0000${selection.span}`, (signal) => fetchModules(selection, signal))
   if (state.status === 'error') return <ErrorBanner error={state.error} what="the module view" />
   if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading modules" />
   const data = state.data

@@ -1,12 +1,12 @@
 import { useCallback, useMemo } from 'react'
-import { api, type KernelGroupBy, type KernelRow, type Pie, type Selection } from '../api'
-import { Donut } from '../charts/Donut'
-import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
-import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
-import { count, num2, pct, us, yesNo } from '../format'
-import { chartSlices, parseTopN, useAsync, useDebounced } from '../hooks'
-import type { Theme } from '../theme'
-import type { UiState } from '../urlState'
+import { api, type KernelGroupBy, type KernelRow, type Pie, type Selection } from '../../api'
+import { Donut, pieOf } from '../../charts/Donut'
+import { DataTable, formatSort, parseSort, type Column, type SortState } from '../../components/DataTable'
+import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../../components/ui'
+import { count, num2, pct, us, yesNo } from '../../format'
+import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
+import type { Theme } from '../../theme'
+import type { UiState } from '../../urlState'
 
 interface Props {
   selection: Selection
@@ -31,8 +31,8 @@ export function KernelView({ selection, state, update, theme }: Props) {
   const opSearch = useDebounced(state.kOpSearch, 200).trim().toLowerCase()
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
 
-  const table = useAsync(`${selKey}\u0000${groupBy}`, (signal) => api.kernels(selection, groupBy, signal))
-  const pies = useAsync(`${selKey}\u0000${chartTopN}`, (signal) => api.kernelPies(selection, chartTopN, signal))
+  const table = useAsync('kernels', `${selKey}\u0000${groupBy}`, (signal) => api.kernels(selection, groupBy, signal))
+  const pies = useAsync('kernels/pies', `${selKey}\u0000${chartTopN}`, (signal) => api.kernelPies(selection, chartTopN, signal))
 
   const data = table.status === 'ok' ? table.data : null
   const defaultSort: SortState = { key: 'total_us', desc: true }
@@ -58,8 +58,8 @@ export function KernelView({ selection, state, update, theme }: Props) {
   )
 
   const tcPie: Pie | null = useMemo(() => {
-    if (pies.status !== 'ok' || pies.data.tensor_core_ratio === null) return null
-    const r = Math.min(1, Math.max(0, pies.data.tensor_core_ratio))
+    if (pies.status !== 'ok' || pies.data.tensor_cores === null) return null
+    const r = Math.min(1, Math.max(0, pies.data.tensor_cores.using))
     const slices = [
       { name: 'Using Tensor Cores', value: r },
       { name: 'Not using Tensor Cores', value: 1 - r },
@@ -67,12 +67,12 @@ export function KernelView({ selection, state, update, theme }: Props) {
     return { slices, other: 0, total: 1 }
   }, [pies])
   const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name === 'Using Tensor Cores' ? TC_USING : TC_NOT_USING)) : []), [tcPie])
-  const tcRatio = pies.status === 'ok' ? pies.data.tensor_core_ratio : null
+  const tcRatio = pies.status === 'ok' ? (pies.data.tensor_cores?.using ?? null) : null
 
   // Kernel time adds up, so what the top-N pie leaves out is known from the table.
   const kernelPie: Pie | null = useMemo(() => {
     if (pies.status !== 'ok') return null
-    const pie = pies.data.kernels
+    const pie = pieOf(pies.data.total)
     if (!pie || !data || pie.other > 0) return pie
     const all = data.rows.reduce((acc, r) => acc + (r.total_us ?? 0), 0)
     const shown = pie.slices.reduce((acc, s) => acc + s.value, 0)
