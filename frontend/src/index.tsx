@@ -7,7 +7,7 @@ import { createRoot, type Root } from 'react-dom/client'
 import { setBaseUrl } from './api'
 import { makeQueryClient } from './api/query'
 import { App } from './App'
-import css from './styles.css?inline'
+import { globalCss as css } from './styles'
 
 let root: Root | null = null
 

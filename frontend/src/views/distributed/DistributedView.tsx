@@ -6,7 +6,7 @@ import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
+import { Banner, Card, DownloadLink, Empty, Field, Select } from '../../components/ui'
 import { count, duration, num2, pct, share, us } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
@@ -14,6 +14,7 @@ import { bytes } from '../../format'
 import { useViewStyle } from '../../components/style'
 import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDevice, type DistributedPayload } from './api'
 import css from './distributed.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -23,9 +24,11 @@ interface Props {
 export function DistributedView({ selection, theme }: Props) {
   useViewStyle('distributed', css)
   const state = useAsync('distributed', `${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
-  if (state.status === 'error') return <ErrorBanner error={state.error} what="the distributed view" />
-  if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading all workers" />
-  return <DistributedContent data={state.data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />
+  return (
+    <Async state={state} what="the distributed view" label="Loading all workers">
+      {(data) => <DistributedContent data={data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />}
+    </Async>
+  )
 }
 
 export const OVERLAP_SERIES = [

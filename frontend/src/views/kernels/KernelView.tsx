@@ -7,6 +7,7 @@ import { count, num2, pct, us, yesNo } from '../../format'
 import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { UiState } from '../../urlState'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -129,24 +130,24 @@ export function KernelView({ selection, state, update, theme }: Props) {
         }
         testId="k-table-card"
       >
-        {table.status === 'error' ? (
-          <ErrorBanner error={table.error} what="the kernel table" />
-        ) : table.status !== 'ok' ? (
-          <Loading progress={table.status === 'pending' ? table.progress : null} label="Loading kernels" />
-        ) : total === 0 ? (
-          <Empty title="No kernels">This span launched no GPU kernels.</Empty>
-        ) : (
-          <DataTable
-            columns={columns}
-            rows={rows}
-            rowKey={rowKey}
-            sort={sort}
-            onSort={(s) => update({ kSort: formatSort(s) })}
-            label="Kernels"
-            testId="k-table"
-            emptyText="No kernel matches the search."
-          />
-        )}
+        <Async state={table} what="the kernel table" label="Loading kernels">
+          {() =>
+            total === 0 ? (
+            <Empty title="No kernels">This span launched no GPU kernels.</Empty>
+          ) : (
+            <DataTable
+              columns={columns}
+              rows={rows}
+              rowKey={rowKey}
+              sort={sort}
+              onSort={(s) => update({ kSort: formatSort(s) })}
+              label="Kernels"
+              testId="k-table"
+              emptyText="No kernel matches the search."
+            />
+          )
+          }
+        </Async>
       </Card>
     </div>
   )

@@ -16,6 +16,7 @@ import { useViewStyle } from '../../components/style'
 import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
 import css from './memory.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -84,15 +85,17 @@ export function MemoryView({ selection, state, update, theme }: Props) {
 export function MemoryExportView({ run, theme }: { run: string; theme: Theme }) {
   useViewStyle('memory', css)
   const timeline = useAsync('memory/timeline', `export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
-  if (timeline.status === 'error') return <ErrorBanner error={timeline.error} what="the memory timeline" />
-  if (timeline.status !== 'ok') return <Loading progress={timeline.status === 'pending' ? timeline.progress : null} label="Loading the memory timeline" />
   return (
-    <div className="view memory" data-testid="memory-view">
-      <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
-        Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
-      </Banner>
-      {timeline.data ? <TimelineCard timeline={timeline.data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
-    </div>
+    <Async state={timeline} what="the memory timeline" label="Loading the memory timeline">
+      {(data) => (
+        <div className="view memory" data-testid="memory-view">
+          <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
+            Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
+          </Banner>
+          {data ? <TimelineCard timeline={data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
+        </div>
+      )}
+    </Async>
   )
 }
 

@@ -7,6 +7,9 @@ import { count, num2, us, yesNo } from '../../format'
 import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { UiState } from '../../urlState'
+import { useViewStyle } from '../../components/style'
+import css from './operators.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -21,6 +24,7 @@ const GROUPS: { value: OperatorGroupBy; label: string }[] = [
 ]
 
 export function OperatorView({ selection, state, update, theme }: Props) {
+  useViewStyle('operators', css)
   const groupBy = state.opGroup
   const topN = parseTopN(useDebounced(state.opTopN, 400))
   const chartTopN = chartSlices(topN)
@@ -119,26 +123,26 @@ export function OperatorView({ selection, state, update, theme }: Props) {
         }
         testId="op-table-card"
       >
-        {table.status === 'error' ? (
-          <ErrorBanner error={table.error} what="the operator table" />
-        ) : table.status !== 'ok' ? (
-          <Loading progress={table.status === 'pending' ? table.progress : null} label="Loading operators" />
-        ) : total === 0 ? (
-          <Empty title="No operators">This span recorded no operator events.</Empty>
-        ) : (
-          <DataTable
-            columns={columns}
-            rows={rows}
-            rowKey={rowKey}
-            sort={sort}
-            onSort={(s) => update({ opSort: formatSort(s) })}
-            label="Operators"
-            testId="op-table"
-            emptyText="No operator matches the search."
-            canExpand={(r) => Boolean(r.has_call_stack)}
-            renderExpanded={anyStack ? renderExpanded : undefined}
-          />
-        )}
+        <Async state={table} what="the operator table" label="Loading operators">
+          {() =>
+            total === 0 ? (
+            <Empty title="No operators">This span recorded no operator events.</Empty>
+          ) : (
+            <DataTable
+              columns={columns}
+              rows={rows}
+              rowKey={rowKey}
+              sort={sort}
+              onSort={(s) => update({ opSort: formatSort(s) })}
+              label="Operators"
+              testId="op-table"
+              emptyText="No operator matches the search."
+              canExpand={(r) => Boolean(r.has_call_stack)}
+              renderExpanded={anyStack ? renderExpanded : undefined}
+            />
+          )
+          }
+        </Async>
       </Card>
     </div>
   )
@@ -243,8 +247,14 @@ function jumpToSource(filename: string, line: number): void {
 function CallStacks({ selection, groupBy, row, hasDevice }: { selection: Selection; groupBy: OperatorGroupBy; row: OperatorRow; hasDevice: boolean }) {
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${groupBy}\u0000${row.name}\u0000${row.input_shape ?? ''}`
   const state = useAsync('operators/stack', key, (signal) => api.operatorStacks(selection, groupBy, row.name, row.input_shape, signal))
-  if (state.status === 'error') return <div className="stacks"><ErrorBanner error={state.error} what="the call stacks" /></div>
-  if (state.status !== 'ok') return <div className="stacks"><Loading label="Loading call stacks" /></div>
+  if (state.status !== 'ok')
+    return (
+      <div className="stacks">
+        <Async state={state} what="the call stacks" label="Loading call stacks">
+          {() => null}
+        </Async>
+      </div>
+    )
   if (state.data.length === 0) return <div className="stacks muted">No call stack was recorded for this operator.</div>
   return (
     <div className="stacks" data-testid="call-stacks">
