@@ -12,7 +12,8 @@ import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } fr
 import { count, deltaPct, deltaPctValue, duration, signedUs, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
+import type { SelectionState } from '../../urlState'
+import type { DiffState } from './state'
 import { StatCard } from '../../components/StatCard'
 import { useViewStyle } from '../../components/style'
 import { diffCsvUrl, fetchDiff, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
@@ -20,8 +21,8 @@ import css from './diff.css?inline'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: DiffState & SelectionState
+  update: (patch: Partial<DiffState & SelectionState>) => void
   theme: Theme
 }
 

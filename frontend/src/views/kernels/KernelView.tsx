@@ -6,13 +6,13 @@ import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, 
 import { count, num2, pct, us, yesNo } from '../../format'
 import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
+import type { KernelState } from './state'
 import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: KernelState
+  update: (patch: Partial<KernelState>) => void
   theme: Theme
 }
 

@@ -11,7 +11,7 @@ import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select 
 import { bytes, count, msText, pct, signedBytes } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
+import type { MemoryState } from './state'
 import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
 import css from './memory.css?inline'
@@ -19,8 +19,8 @@ import { EventsCard, OperatorsCard } from './tables'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: MemoryState
+  update: (patch: Partial<MemoryState>) => void
   theme: Theme
 }
 

@@ -6,15 +6,15 @@ import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, 
 import { count, num2, us, yesNo } from '../../format'
 import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
+import type { OperatorState } from './state'
 import { useViewStyle } from '../../components/style'
 import css from './operators.css?inline'
 import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: OperatorState
+  update: (patch: Partial<OperatorState>) => void
   theme: Theme
 }
 
