@@ -1,62 +1,6 @@
-import { useEffect, useRef, useState } from 'react'
-import { LoadingError } from './api'
+import { useEffect, useState } from 'react'
 
-export type AsyncState<T> =
-  | { status: 'idle' }
-  | { status: 'pending'; progress: number | null; previous?: T }
-  | { status: 'ok'; data: T }
-  | { status: 'error'; error: Error }
-
-/**
- * Runs `load` whenever `key` changes (null = nothing to load). A 202 from the server
- * (LoadingError) is retried every `retryMs` while the progress is shown.
- */
-export function useAsync<T>(key: string | null, load: (signal: AbortSignal) => Promise<T>, retryMs = 1000): AsyncState<T> {
-  const [state, setState] = useState<AsyncState<T>>({ status: 'idle' })
-  const loadRef = useRef(load)
-  loadRef.current = load
-
-  useEffect(() => {
-    if (key === null) {
-      setState({ status: 'idle' })
-      return
-    }
-    const controller = new AbortController()
-    let timer: number | undefined
-    setState((prev) => ({
-      status: 'pending',
-      progress: null,
-      previous: prev.status === 'ok' ? prev.data : prev.status === 'pending' ? prev.previous : undefined,
-    }))
-    const attempt = () => {
-      loadRef.current(controller.signal).then(
-        (data) => {
-          if (!controller.signal.aborted) setState({ status: 'ok', data })
-        },
-        (error: Error) => {
-          if (controller.signal.aborted || error.name === 'AbortError') return
-          if (error instanceof LoadingError) {
-            setState((prev) => ({
-              status: 'pending',
-              progress: error.progress,
-              previous: prev.status === 'pending' ? prev.previous : undefined,
-            }))
-            timer = window.setTimeout(attempt, retryMs)
-          } else {
-            setState({ status: 'error', error })
-          }
-        },
-      )
-    }
-    attempt()
-    return () => {
-      controller.abort()
-      if (timer !== undefined) window.clearTimeout(timer)
-    }
-  }, [key, retryMs])
-
-  return state
-}
+export { useAsync, type AsyncState } from './api/query'
 
 /** The value, `delay` ms after it last changed. */
 export function useDebounced<T>(value: T, delay: number): T {

@@ -2,10 +2,12 @@
 // plugin's iframe (data/plugin_entry.html). Mounts the app into document.body and injects the
 // stylesheet as a <style> element (TensorBoard's CSP allows inline styles, not inline scripts).
 
+import { QueryClientProvider } from '@tanstack/react-query'
 import { createRoot, type Root } from 'react-dom/client'
 import { setBaseUrl } from './api'
+import { makeQueryClient } from './api/query'
 import { App } from './App'
-import css from './styles.css?inline'
+import { globalCss as css } from './styles'
 
 let root: Root | null = null
 
@@ -32,5 +34,9 @@ export function render(options: RenderOptions = {}): void {
   document.title = document.title || 'PyTorch Profiler'
   root?.unmount()
   root = createRoot(container)
-  root.render(<App />)
+  root.render(
+    <QueryClientProvider client={makeQueryClient()}>
+      <App />
+    </QueryClientProvider>,
+  )
 }

@@ -4,91 +4,43 @@
 // is never touched.
 
 import { useCallback, useEffect, useState } from 'react'
+import { text, type SliceState } from './urlSlice'
+import { diffSlice } from './views/diff/state'
+import { kernelSlice } from './views/kernels/state'
+import { memorySlice } from './views/memory/state'
+import { operatorSlice } from './views/operators/state'
 
-export interface UiState {
-  run: string
-  view: string
-  worker: string
-  span: string
-  /** Memory view: the device shown ('' = the default device) */
-  memDevice: string
-  /** Diff view: the experiment side (the baseline is run/worker/span) and the drill-down path */
-  expRun: string
-  expWorker: string
-  expSpan: string
-  diffPath: string
-  /** Operator view */
-  opGroup: 'operator' | 'operator_input_shape'
-  opSearch: string
-  opTopN: string
-  opSort: string
-  /** Kernel view */
-  kGroup: 'kernel' | 'kernel_op_launch'
-  kSearch: string
-  kOpSearch: string
-  kTopN: string
-  kSort: string
+/** The shell's part: what is selected. */
+const selectionSlice = {
+  run: text('run'),
+  view: text('view'),
+  worker: text('worker'),
+  span: text('span'),
 }
 
-export const DEFAULT_STATE: UiState = {
-  run: '',
-  view: '',
-  worker: '',
-  span: '',
-  memDevice: '',
-  expRun: '',
-  expWorker: '',
-  expSpan: '',
-  diffPath: '',
-  opGroup: 'operator',
-  opSearch: '',
-  opTopN: '10',
-  opSort: '',
-  kGroup: 'kernel',
-  kSearch: '',
-  kOpSearch: '',
-  kTopN: '10',
-  kSort: '',
-}
+const SLICES = { ...selectionSlice, ...memorySlice, ...diffSlice, ...operatorSlice, ...kernelSlice }
 
-const KEYS: Record<keyof UiState, string> = {
-  run: 'run',
-  view: 'view',
-  worker: 'worker',
-  span: 'span',
-  memDevice: 'mem_device',
-  expRun: 'exp_run',
-  expWorker: 'exp_worker',
-  expSpan: 'exp_span',
-  diffPath: 'diff_path',
-  opGroup: 'op_group',
-  opSearch: 'op_q',
-  opTopN: 'op_top',
-  opSort: 'op_sort',
-  kGroup: 'k_group',
-  kSearch: 'k_q',
-  kOpSearch: 'k_op_q',
-  kTopN: 'k_top',
-  kSort: 'k_sort',
-}
+export type SelectionState = SliceState<typeof selectionSlice>
+export type UiState = SliceState<typeof SLICES>
+type Fields = [keyof UiState, (typeof SLICES)[keyof UiState]][]
+
+export const DEFAULT_STATE = Object.fromEntries(Object.entries(SLICES).map(([field, f]) => [field, f.fallback])) as UiState
 
 export function parseState(hash: string): UiState {
   const params = new URLSearchParams(hash.replace(/^#/, ''))
-  const state: UiState = { ...DEFAULT_STATE }
-  for (const [field, key] of Object.entries(KEYS) as [keyof UiState, string][]) {
-    const value = params.get(key)
-    if (value !== null) (state as unknown as Record<string, string>)[field] = value
+  const state: Record<string, string> = { ...DEFAULT_STATE }
+  for (const [field, f] of Object.entries(SLICES) as Fields) {
+    const value = params.get(f.key)
+    if (value !== null && (!f.allowed || (f.allowed as readonly string[]).includes(value))) state[field] = value
   }
-  if (state.opGroup !== 'operator' && state.opGroup !== 'operator_input_shape') state.opGroup = 'operator'
-  if (state.kGroup !== 'kernel' && state.kGroup !== 'kernel_op_launch') state.kGroup = 'kernel'
-  return state
+  return state as UiState
 }
 
 export function formatState(state: UiState): string {
   const params = new URLSearchParams()
-  for (const [field, key] of Object.entries(KEYS) as [keyof UiState, string][]) {
+  for (const [field, f] of Object.entries(SLICES) as Fields) {
     const value = state[field]
-    if (value !== DEFAULT_STATE[field]) params.set(key, value)
+    if (value !== DEFAULT_STATE[field]) params.set(f.key, value)
   }
   const text = params.toString()
   return text ? `#${text}` : ''

@@ -74,6 +74,22 @@ def device_rows(payload: dict[str, Any], table: str, device: str) -> list[dict[s
 # -- the bundle under test -------------------------------------------------------------------
 
 
+# The dark theme's surface and text colours (styles.css :root[data-theme='dark']).
+DARK_SURFACE = "rgb(41, 42, 45)"
+DARK_TEXT = "rgb(232, 234, 237)"
+
+
+def card_colours(frame: Any, selector: str) -> tuple[str, str]:
+    """Computed background and text colour of the card holding `selector`."""
+    return tuple(frame.eval_on_selector(selector, """el => {
+        const s = getComputedStyle(el.closest('.card')); return [s.backgroundColor, s.color] }"""))
+
+
+def assert_dark(frame: Any, selector: str) -> None:
+    assert frame.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    assert card_colours(frame, selector) == (DARK_SURFACE, DARK_TEXT)
+
+
 def test_served_bundle_is_this_checkout(views_tensorboard):
     status, body, ctype = views_tensorboard.get("index.js")
     assert status == 200 and "javascript" in ctype
@@ -119,11 +135,18 @@ def test_memory_view_matches_api(page, views_tensorboard, artifacts):
     assert frame.locator("[data-testid=memory-view] > [data-testid=mem-leak]").count() == len(leaks)
 
     # The memory-timeline export of this span: the stacked categories with its peak.
+    # cnn_bs32 is recorded with memory-timeline exports, so the route must answer.
     status, _, _ = tb.get("memory/timeline", **sel)
-    if status == 200:
-        timeline = tb.api("memory/timeline", **sel)
-        wait_text(frame, "[data-testid=mem-timeline-peak]", fmt_bytes(timeline["peak"]["bytes"]))
-        assert frame.locator("[data-testid=mem-timeline] canvas").count() == 1
+    assert status == 200
+    timeline = tb.api("memory/timeline", **sel)
+    wait_text(frame, "[data-testid=mem-timeline-peak]", fmt_bytes(timeline["peak"]["bytes"]))
+    assert frame.locator("[data-testid=mem-timeline] canvas").count() == 1
+    # The categories listed at the peak are the series with bytes at the peak's sample.
+    at = max(range(len(timeline["total"])), key=lambda i: (timeline["total"][i], -i))
+    at_peak = {name for name, values in timeline["series"].items() if values[at] > 0}
+    assert at_peak
+    shown = frame.locator("[data-testid=mem-timeline-categories] [data-category]")
+    assert {shown.nth(i).get_attribute("data-category") for i in range(shown.count())} == at_peak
     shot(page, artifacts, "memory_light")
 
     # Size filters, then search, on the events.
@@ -153,7 +176,8 @@ def test_memory_zoom_filters_both_tables(page, views_tensorboard, requests_log, 
     events = device_rows(payload, "events", device)
     frame = open_view(page, tb, "Memory", **sel)
     wait_rows(frame, "mem-events", len(events))
-    page.wait_for_timeout(300)
+    # The curve is drawn and its brush armed (Chart marks data-rendered once ECharts finished).
+    frame.wait_for_selector("[data-testid=mem-curve][data-rendered=true]", timeout=TIMEOUT_MS)
 
     # Drag across 30%..45% of the plot: the range is queried and both tables follow it.
     box = frame.locator("[data-testid=mem-curve]").bounding_box()
@@ -313,4 +337,5 @@ def test_distributed_dark(dark_page, views_tensorboard, artifacts):
     run = need(tb, "ddp_gloo")
     frame = open_view(dark_page, tb, "Distributed", run=run)
     frame.wait_for_selector("[data-testid=dist-overlap-chart] canvas", timeout=TIMEOUT_MS)
+    assert_dark(frame, "[data-testid=dist-overlap-chart]")
     shot(dark_page, artifacts, "distributed_dark")

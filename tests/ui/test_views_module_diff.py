@@ -12,7 +12,7 @@ import pytest
 
 from .harness import CHROMIUM, TensorBoard
 from .test_ui_plugin import TIMEOUT_MS, open_entry, select, shot, table_column, wait_rows, wait_text
-from .test_views_memory_distributed import fmt_us, need, open_view, view_selection
+from .test_views_memory_distributed import assert_dark, fmt_us, need, open_view, view_selection
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
@@ -102,6 +102,7 @@ def test_module_dark(dark_page, views_tensorboard, artifacts):
     sel = view_selection(tb, need(tb, "cnn_bs32"), "Module")
     frame = open_view(dark_page, tb, "Module", **sel)
     frame.wait_for_selector("[data-testid=module-flame] .flame-box", timeout=TIMEOUT_MS)
+    assert_dark(frame, "[data-testid=module-flame]")
     shot(dark_page, artifacts, "module_dark")
 
 
@@ -214,6 +215,7 @@ def test_diff_dark(dark_page, views_tensorboard, artifacts):
     base, exp = diff_pair(tb)
     frame = open_view(dark_page, tb, "Diff", **base, **exp)
     frame.wait_for_selector("[data-testid=diff-chart] canvas", timeout=TIMEOUT_MS)
+    assert_dark(frame, "[data-testid=diff-chart]")
     shot(dark_page, artifacts, "diff_dark")
 
 

@@ -36,6 +36,10 @@ export function Chart({ option, height, label, testId, onClickName, onEvents, on
       const name = (params as { name?: unknown }).name
       if (typeof name === 'string') clickRef.current?.(name)
     })
+    // data-rendered: the last option is drawn (animations done), for tests and screenshots.
+    chart.on('finished', () => {
+      el.dataset.rendered = 'true'
+    })
     const observer = new ResizeObserver(() => chart.resize())
     observer.observe(el)
     return () => {
@@ -58,6 +62,7 @@ export function Chart({ option, height, label, testId, onClickName, onEvents, on
   useEffect(() => {
     const chart = chartRef.current
     if (!chart) return
+    ref.current?.setAttribute('data-rendered', 'false')
     chart.setOption(option, { notMerge: true })
     optionRef.current?.(chart)
   }, [option])

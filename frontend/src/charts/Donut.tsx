@@ -1,8 +1,15 @@
 import { useEffect, useMemo, useRef, useState, type RefObject } from 'react'
-import type { Pie } from '../api'
+import type { Pie, Slices } from '../api'
 import type { Theme } from '../theme'
 import { Chart } from './Chart'
 import { donutOption } from './options'
+
+/** The donut of a server pie: the slices with an arc (value > 0); null when none has one. */
+export function pieOf(slices: Slices): Pie | null {
+  const kept = (slices ?? []).filter((s) => s.value > 0)
+  if (kept.length === 0) return null
+  return { slices: kept, other: 0, total: kept.reduce((acc, s) => acc + s.value, 0) }
+}
 
 interface Props {
   title: string

@@ -4,7 +4,8 @@ import { useEffect } from 'react'
 import { api, type RunInfo } from '../../api'
 import { Field, Select } from '../../components/ui'
 import { useAsync } from '../../hooks'
-import type { UiState } from '../../urlState'
+import type { SelectionState } from '../../urlState'
+import type { DiffState } from './state'
 
 function pick(wanted: string, options: string[], fallback: string): string {
   if (options.includes(wanted)) return wanted
@@ -12,20 +13,20 @@ function pick(wanted: string, options: string[], fallback: string): string {
   return options[0] ?? ''
 }
 
-export function DiffExperimentSelectors({ runs, state, update }: { runs: RunInfo[]; state: UiState; update: (patch: Partial<UiState>) => void }) {
+export function DiffExperimentSelectors({ runs, state, update }: { runs: RunInfo[]; state: DiffState & SelectionState; update: (patch: Partial<DiffState & SelectionState>) => void }) {
   const runNames = runs.filter((r) => r.state !== 'error').map((r) => r.name)
   const other = runNames.find((n) => n !== state.run) ?? state.run
   const expRun = pick(state.expRun, runNames, other)
-  const workersState = useAsync(expRun ? `diff-exp\u0000${expRun}` : null, (signal) => api.workers(expRun, 'Overview', signal))
+  const workersState = useAsync('workers', expRun ? `diff-exp\u0000${expRun}` : null, (signal) => api.workers(expRun, 'Overview', signal))
   const workers = workersState.status === 'ok' ? workersState.data : []
   const expWorker = pick(state.expWorker, workers, state.worker)
-  const spansState = useAsync(expRun && expWorker ? `diff-exp\u0000${expRun}\u0000${expWorker}` : null, (signal) => api.spans(expRun, expWorker, signal))
+  const spansState = useAsync('spans', expRun && expWorker ? `diff-exp\u0000${expRun}\u0000${expWorker}` : null, (signal) => api.spans(expRun, expWorker, signal))
   const spans = spansState.status === 'ok' ? spansState.data : []
   const expSpan = pick(state.expSpan, spans, state.span)
 
   // Write the resolved experiment back, so the URL names what is compared.
   useEffect(() => {
-    const patch: Partial<UiState> = {}
+    const patch: Partial<DiffState & SelectionState> = {}
     if (expRun && expRun !== state.expRun) patch.expRun = expRun
     if (expWorker && expWorker !== state.expWorker && workers.length) patch.expWorker = expWorker
     if (expSpan && expSpan !== state.expSpan && spans.length) patch.expSpan = expSpan

@@ -9,21 +9,20 @@ import type { EChartsCoreOption } from '../../charts/echarts'
 import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
-import { count, duration, us } from '../../format'
+import { count, deltaPct, deltaPctValue, duration, signedUs, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
-import '../common/echarts'
-import { deltaPct, deltaPctValue, signedUs } from '../common/format'
-import { StatCard } from '../common/StatCard'
-import { useViewStyle } from '../common/style'
+import type { SelectionState } from '../../urlState'
+import type { DiffState } from './state'
+import { StatCard } from '../../components/StatCard'
+import { useViewStyle } from '../../components/style'
 import { diffCsvUrl, fetchDiff, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
 import css from './diff.css?inline'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: DiffState & SelectionState
+  update: (patch: Partial<DiffState & SelectionState>) => void
   theme: Theme
 }
 
@@ -44,7 +43,7 @@ export function DiffView({ selection, state, update, theme }: Props) {
     if (pairKey !== null) lastPair.current = pairKey
   }, [pairKey, update])
 
-  const diff = useAsync(pairKey ? `${pairKey}\u0000${path}` : null, (signal) => fetchDiff(selection, exp!, path, signal))
+  const diff = useAsync('diff', pairKey ? `${pairKey}\u0000${path}` : null, (signal) => fetchDiff(selection, exp!, path, signal))
   const unknownPath = diff.status === 'error' && diff.error instanceof ApiError && diff.error.status === 404 && path !== '0'
   useEffect(() => {
     if (unknownPath) update({ diffPath: '' })

@@ -1,7 +1,6 @@
 // API client of the Diff view: `diff?run&worker&span&exp_run&exp_worker&exp_span&path`
 // (build_diff: one node of the aligned operator trees, its children and operator deltas).
 import { getJson, routeUrl, type Selection } from '../../api'
-import { list } from '../common/payload'
 
 export interface DiffSide {
   name: string
@@ -51,20 +50,8 @@ export interface Experiment {
   exp_span: string
 }
 
-export async function fetchDiff(sel: Selection, exp: Experiment, path: string, signal?: AbortSignal): Promise<DiffPayload> {
-  const raw = await getJson<Record<string, unknown>>('diff', { ...sel, ...exp, path }, signal)
-  return {
-    path: String(raw.path ?? path),
-    left: raw.left as DiffSide,
-    right: raw.right as DiffSide,
-    delta: raw.delta as DiffDelta,
-    children: list<DiffChild>(raw.children),
-    operator_deltas: list<OperatorDelta>(raw.operator_deltas),
-    operator_sort: typeof raw.operator_sort === 'string' ? raw.operator_sort : 'delta_host_total_us',
-    per_step: Boolean(raw.per_step),
-    base: (raw.base ?? { tid: null, steps: 0 }) as DiffPayload['base'],
-    exp: (raw.exp ?? { tid: null, steps: 0 }) as DiffPayload['exp'],
-  }
+export function fetchDiff(sel: Selection, exp: Experiment, path: string, signal?: AbortSignal): Promise<DiffPayload> {
+  return getJson<DiffPayload>('diff', { ...sel, ...exp, path }, signal)
 }
 
 export function diffCsvUrl(sel: Selection, exp: Experiment, path: string): string {

@@ -6,15 +6,14 @@ import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
-import { count, duration, num2, pct, share, us } from '../../format'
+import { Banner, Card, DownloadLink, Empty, Field, Select } from '../../components/ui'
+import { bytes, count, duration, num2, pct, share, us } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
-import '../common/echarts'
-import { bytes } from '../common/format'
-import { useViewStyle } from '../common/style'
+import { useViewStyle } from '../../components/style'
 import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDevice, type DistributedPayload } from './api'
 import css from './distributed.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -23,10 +22,12 @@ interface Props {
 
 export function DistributedView({ selection, theme }: Props) {
   useViewStyle('distributed', css)
-  const state = useAsync(`${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
-  if (state.status === 'error') return <ErrorBanner error={state.error} what="the distributed view" />
-  if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading all workers" />
-  return <DistributedContent data={state.data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />
+  const state = useAsync('distributed', `${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
+  return (
+    <Async state={state} what="the distributed view" label="Loading all workers">
+      {(data) => <DistributedContent data={data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />}
+    </Async>
+  )
 }
 
 export const OVERLAP_SERIES = [

@@ -1,7 +1,6 @@
 // API client of the Distributed view: `distributed?run&span` (build_distributed over all the
 // workers of a span). Times are us, sizes bytes.
 import { getJson, routeUrl } from '../../api'
-import { list } from '../common/payload'
 
 export interface DistributedGpu {
   id: number
@@ -52,19 +51,12 @@ export interface DistributedPayload {
   wait: Record<string, Record<string, WaitValues>>
   comm_ops: Record<string, { rows: CommOpRow[] }>
   messages: string[]
+  /** Workers left out of the view (broken, or without the span) and why. */
+  skipped: Record<string, string>
 }
 
-export async function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<DistributedPayload> {
-  const raw = await getJson<Record<string, unknown>>('distributed', { run, span }, signal)
-  return {
-    workers: list<string>(raw.workers).map(String),
-    steps: list<string>(raw.steps).map(String),
-    devices: list<DistributedDevice>(raw.devices),
-    overlap: (raw.overlap ?? {}) as DistributedPayload['overlap'],
-    wait: (raw.wait ?? {}) as DistributedPayload['wait'],
-    comm_ops: (raw.comm_ops ?? {}) as DistributedPayload['comm_ops'],
-    messages: list<string>(raw.messages).map(String),
-  }
+export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<DistributedPayload> {
+  return getJson<DistributedPayload>('distributed', { run, span }, signal)
 }
 
 export function distributedCsvUrl(run: string, span: string): string {

@@ -4,24 +4,23 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from 'react'
 import { ApiError, type Selection } from '../../api'
 import { Chart, type EChartsInstance } from '../../charts/Chart'
-import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, SearchBox, Segmented, Select } from '../../components/ui'
-import { count, pct } from '../../format'
-import { useAsync, useDebounced } from '../../hooks'
+import { Async } from '../../components/Async'
+import { StatCard } from '../../components/StatCard'
+import { useViewStyle } from '../../components/style'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
+import { bytes, count, msText, pct, signedBytes } from '../../format'
+import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
-import '../common/echarts'
-import { bytes, msText, parseBytes, signedBytes } from '../common/format'
-import { StatCard } from '../common/StatCard'
-import { useViewStyle } from '../common/style'
-import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryEvent, type MemoryOperator, type MemoryPayload, type MemoryTimeline } from './api'
+import type { MemoryState } from './state'
+import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
 import css from './memory.css?inline'
+import { EventsCard, OperatorsCard } from './tables'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: MemoryState
+  update: (patch: Partial<MemoryState>) => void
   theme: Theme
 }
 
@@ -29,8 +28,8 @@ export function MemoryView({ selection, state, update, theme }: Props) {
   useViewStyle('memory', css)
   const device = state.memDevice
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
-  const base = useAsync(`${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
-  const timeline = useAsync(selKey, (signal) => fetchMemoryTimeline(selection, signal))
+  const base = useAsync('memory', `${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
+  const timeline = useAsync('memory/timeline', selKey, (signal) => fetchMemoryTimeline(selection, signal))
 
   // A device from an old link that this span does not have: fall back to the default device.
   const unknownDevice = base.status === 'error' && base.error instanceof ApiError && base.error.status === 404 && device !== ''
@@ -84,16 +83,18 @@ export function MemoryView({ selection, state, update, theme }: Props) {
 /** A run that holds memory-timeline exports but no trace: the categories on their own clock. */
 export function MemoryExportView({ run, theme }: { run: string; theme: Theme }) {
   useViewStyle('memory', css)
-  const timeline = useAsync(`export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
-  if (timeline.status === 'error') return <ErrorBanner error={timeline.error} what="the memory timeline" />
-  if (timeline.status !== 'ok') return <Loading progress={timeline.status === 'pending' ? timeline.progress : null} label="Loading the memory timeline" />
+  const timeline = useAsync('memory/timeline', `export\u0000${run}`, (signal) => fetchMemoryTimeline({ run }, signal))
   return (
-    <div className="view memory" data-testid="memory-view">
-      <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
-        Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
-      </Banner>
-      {timeline.data ? <TimelineCard timeline={timeline.data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
-    </div>
+    <Async state={timeline} what="the memory timeline" label="Loading the memory timeline">
+      {(data) => (
+        <div className="view memory" data-testid="memory-view">
+          <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
+            Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
+          </Banner>
+          {data ? <TimelineCard timeline={data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
+        </div>
+      )}
+    </Async>
   )
 }
 
@@ -116,7 +117,7 @@ function MemoryContent({
   /** The zoomed range in trace us, or null for the whole trace. */
   const [range, setRange] = useState<[number, number] | null>(null)
   const zoomKey = range ? `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${device}\u0000${range[0]}\u0000${range[1]}` : null
-  const zoomed = useAsync(zoomKey, (signal) => fetchMemory(selection, { device, start_us: range![0], end_us: range![1] }, signal))
+  const zoomed = useAsync('memory', zoomKey, (signal) => fetchMemory(selection, { device, start_us: range![0], end_us: range![1] }, signal))
   const rangeData: MemoryPayload | null = !range ? data : zoomed.status === 'ok' ? zoomed.data : zoomed.status === 'pending' ? (zoomed.previous ?? null) : null
 
   const peak = data.peaks[device] ?? null
@@ -473,217 +474,4 @@ function TimelineCard({ timeline, origin, range, theme }: { timeline: MemoryTime
       )}
     </Card>
   )
-}
-
-// ---------------------------------------------------------------------------------------------
-
-function SizeInput({ value, onChange, placeholder, label, testId }: { value: string; onChange: (v: string) => void; placeholder: string; label: string; testId: string }) {
-  const parsed = parseBytes(value)
-  const invalid = parsed !== null && !Number.isFinite(parsed)
-  return (
-    <input
-      className={`input size-input${invalid ? ' invalid' : ''}`}
-      value={value}
-      placeholder={placeholder}
-      aria-label={label}
-      aria-invalid={invalid}
-      title="A size in bytes, or with a unit: 512, 4 KiB, 1.5 MiB (K, M, G are powers of 1024)"
-      onChange={(e) => onChange(e.target.value)}
-      data-testid={testId}
-      spellCheck={false}
-    />
-  )
-}
-
-const EVENT_SORT: SortState = { key: 'bytes', desc: true }
-
-function EventsCard({ data, device, origin, pending }: { data: MemoryPayload | null; device: string; origin: number; pending: boolean }) {
-  const [search, setSearch] = useState('')
-  const [minText, setMinText] = useState('')
-  const [maxText, setMaxText] = useState('')
-  const [sort, setSort] = useState<SortState>(EVENT_SORT)
-  const query = useDebounced(search, 200).trim().toLowerCase()
-  const min = parseBytes(useDebounced(minText, 300))
-  const max = parseBytes(useDebounced(maxText, 300))
-
-  const all = useMemo(() => (data ? data.events.rows.filter((r) => r.device === device) : []), [data, device])
-  const rows = useMemo(
-    () =>
-      all.filter(
-        (r) =>
-          (!query || r.op.toLowerCase().includes(query)) &&
-          (min === null || !Number.isFinite(min) || r.bytes >= min) &&
-          (max === null || !Number.isFinite(max) || r.bytes <= max),
-      ),
-    [all, query, min, max],
-  )
-  const columns = useMemo(() => eventColumns(origin), [origin])
-  const rowKey = useCallback((r: MemoryEvent, i: number) => `${r.alloc_t_us}\u0000${r.free_t_us}\u0000${r.bytes}\u0000${i}`, [])
-  const filtered = query || (min !== null && Number.isFinite(min)) || (max !== null && Number.isFinite(max))
-
-  return (
-    <Card
-      title="Allocations and frees"
-      subtitle={
-        data ? (
-          <span data-testid="mem-events-count">
-            {count(rows.length)} of {count(all.length)} events{filtered ? ' match the filters' : ''}
-            {data.events.truncated ? ` · the ${count(data.events.rows.length)} largest of ${count(data.events.total)} are listed` : ''}
-            {pending ? ' · updating…' : ''}
-          </span>
-        ) : undefined
-      }
-      testId="mem-events-card"
-    >
-      <div className="toolbar table-toolbar">
-        <SearchBox value={search} onChange={setSearch} placeholder="Search operators" label="Search memory events by operator" testId="mem-events-search" />
-        <div className="size-filter">
-          <span className="muted">Size</span>
-          <SizeInput value={minText} onChange={setMinText} placeholder="min" label="Minimum size" testId="mem-min-size" />
-          <span className="muted">–</span>
-          <SizeInput value={maxText} onChange={setMaxText} placeholder="max" label="Maximum size" testId="mem-max-size" />
-        </div>
-      </div>
-      {!data ? (
-        <Loading label="Loading the range" />
-      ) : (
-        <DataTable
-          columns={columns}
-          rows={rows}
-          rowKey={rowKey}
-          sort={sort}
-          onSort={setSort}
-          maxHeight={440}
-          label="Memory allocation and free events"
-          testId="mem-events"
-          emptyText={all.length ? 'No event matches the filters.' : data.events.total === 0 && !data.range_us[0] && !data.range_us[1] ? 'No allocation could be paired with its free in this trace (see the notes at the bottom).' : 'No allocation or free in this range.'}
-        />
-      )}
-    </Card>
-  )
-}
-
-function eventColumns(origin: number): Column<MemoryEvent>[] {
-  const rel = (t: number | null) => (t === null ? null : t - origin)
-  return [
-    { key: 'op', header: 'Operator', width: 'minmax(200px, 3fr)', render: (r) => <span className="cell-name">{r.op}</span>, cellTitle: (r) => r.op, sortValue: (r) => r.op },
-    { key: 'bytes', header: 'Size', width: '104px', align: 'right', render: (r) => bytes(r.bytes), sortValue: (r) => r.bytes, cellTitle: (r) => `${count(r.bytes)} bytes` },
-    {
-      key: 'alloc_t_us',
-      header: 'Allocated at (ms)',
-      width: '132px',
-      align: 'right',
-      render: (r) => (r.alloc_t_us === null ? <span className="muted" title="Allocated before the profile started">before</span> : msText(rel(r.alloc_t_us))),
-      sortValue: (r) => r.alloc_t_us,
-      descFirst: false,
-    },
-    {
-      key: 'free_t_us',
-      header: 'Freed at (ms)',
-      width: '120px',
-      align: 'right',
-      render: (r) => (r.free_t_us === null ? <span className="muted" title="Still allocated when the trace ended">not freed</span> : msText(rel(r.free_t_us))),
-      sortValue: (r) => r.free_t_us,
-      descFirst: false,
-    },
-    { key: 'duration_us', header: 'Lifetime (ms)', width: '116px', align: 'right', render: (r) => msText(r.duration_us), sortValue: (r) => r.duration_us },
-  ]
-}
-
-type StatColumns = 'both' | 'inclusive' | 'self'
-const STAT_COLUMNS: { value: StatColumns; label: string }[] = [
-  { value: 'both', label: 'Both' },
-  { value: 'inclusive', label: 'Inclusive' },
-  { value: 'self', label: 'Self' },
-]
-const OP_SORT: SortState = { key: 'increase_bytes', desc: true }
-
-function OperatorsCard({ data, device, pending }: { data: MemoryPayload | null; device: string; pending: boolean }) {
-  const [search, setSearch] = useState('')
-  const [which, setWhich] = useState<StatColumns>('both')
-  const [sort, setSort] = useState<SortState>(OP_SORT)
-  const query = useDebounced(search, 200).trim().toLowerCase()
-  const all = useMemo(() => (data ? data.operators.rows.filter((r) => r.device === device) : []), [data, device])
-  const rows = useMemo(() => (query ? all.filter((r) => r.name.toLowerCase().includes(query)) : all), [all, query])
-  const columns = useMemo(() => operatorColumns(which), [which])
-  const shownSort = columns.some((c) => c.key === sort.key) ? sort : { key: which === 'self' ? 'self_increase_bytes' : 'increase_bytes', desc: true }
-  const rowKey = useCallback((r: MemoryOperator) => r.name, [])
-  return (
-    <Card
-      title="Memory by operator"
-      subtitle={
-        data ? (
-          <span data-testid="mem-ops-count">
-            {count(rows.length)} of {count(all.length)} operators · self = the operator's own allocations, inclusive = with the operators it called
-            {pending ? ' · updating…' : ''}
-          </span>
-        ) : undefined
-      }
-      testId="mem-ops-card"
-    >
-      <div className="toolbar table-toolbar">
-        <SearchBox value={search} onChange={setSearch} placeholder="Search operators" label="Search memory statistics by operator" testId="mem-ops-search" />
-        <Segmented label="Columns" value={which} options={STAT_COLUMNS} onChange={setWhich} testId="mem-ops-columns" />
-      </div>
-      {!data ? (
-        <Loading label="Loading the range" />
-      ) : (
-        <DataTable
-          columns={columns}
-          rows={rows}
-          rowKey={rowKey}
-          sort={shownSort}
-          onSort={setSort}
-          maxHeight={440}
-          label="Memory statistics by operator"
-          testId="mem-ops"
-          emptyText={all.length ? 'No operator matches the search.' : 'No operator allocated memory in this range.'}
-        />
-      )}
-    </Card>
-  )
-}
-
-function operatorColumns(which: StatColumns): Column<MemoryOperator>[] {
-  const name: Column<MemoryOperator> = {
-    key: 'name',
-    header: 'Operator',
-    width: 'minmax(200px, 3fr)',
-    render: (r) => <span className="cell-name">{r.name}</span>,
-    cellTitle: (r) => r.name,
-    sortValue: (r) => r.name,
-  }
-  const calls: Column<MemoryOperator> = { key: 'calls', header: 'Calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls }
-  const sizeCol = (key: keyof MemoryOperator, header: string, title: string, signed = false): Column<MemoryOperator> => ({
-    key,
-    header,
-    title,
-    width: '132px',
-    align: 'right',
-    render: (r) => (signed ? signedBytes(r[key] as number) : bytes(r[key] as number)),
-    cellTitle: (r) => `${count(r[key] as number)} bytes`,
-    sortValue: (r) => r[key] as number,
-  })
-  const countCol = (key: keyof MemoryOperator, header: string, title: string): Column<MemoryOperator> => ({
-    key,
-    header,
-    title,
-    width: '112px',
-    align: 'right',
-    render: (r) => count(r[key] as number),
-    sortValue: (r) => r[key] as number,
-  })
-  const inclusive = [
-    sizeCol('increase_bytes', 'Size increase', 'Allocated minus freed, including the operators it called', true),
-    countCol('alloc_count', 'Allocations', 'Number of allocations, including the operators it called'),
-    sizeCol('alloc_bytes', 'Allocated', 'Bytes allocated, including the operators it called'),
-  ]
-  const self = [
-    sizeCol('self_increase_bytes', 'Self increase', 'Allocated minus freed by the operator itself', true),
-    countCol('self_alloc_count', 'Self allocations', 'Allocations made by the operator itself'),
-    sizeCol('self_alloc_bytes', 'Self allocated', 'Bytes allocated by the operator itself'),
-  ]
-  if (which === 'inclusive') return [name, calls, ...inclusive]
-  if (which === 'self') return [name, calls, ...self]
-  return [name, calls, inclusive[0], self[0], inclusive[1], self[1], inclusive[2], self[2]]
 }

@@ -1,7 +1,6 @@
 // API client of the Memory view: `memory` (build_memory) and `memory/timeline` (the
 // export_memory_timeline categories). Times are trace us, sizes bytes.
 import { ApiError, getJson, routeUrl, type Selection } from '../../api'
-import { list } from '../common/payload'
 
 export interface MemoryCurve {
   t_us: (number | null)[]
@@ -98,23 +97,8 @@ export function memoryCsvUrl(sel: Selection, query: MemoryQuery): string {
   return routeUrl('memory', { ...sel, ...query, format: 'csv' })
 }
 
-export async function fetchMemory(sel: Selection, query: MemoryQuery, signal?: AbortSignal): Promise<MemoryPayload> {
-  const raw = await getJson<Record<string, unknown>>('memory', { ...sel, ...query }, signal)
-  const events = (raw.events ?? {}) as Record<string, unknown>
-  const operators = (raw.operators ?? {}) as Record<string, unknown>
-  const range = list<number | null>(raw.range_us)
-  return {
-    devices: list<string>(raw.devices).map(String),
-    default_device: typeof raw.default_device === 'string' ? raw.default_device : null,
-    time_origin_us: typeof raw.time_origin_us === 'number' ? raw.time_origin_us : null,
-    range_us: [range[0] ?? null, range[1] ?? null],
-    curves: (raw.curves ?? {}) as Record<string, MemoryCurve>,
-    peaks: (raw.peaks ?? {}) as Record<string, MemoryPeak>,
-    events: { rows: list<MemoryEvent>(events.rows), total: Number(events.total ?? 0), truncated: Boolean(events.truncated) },
-    operators: { rows: list<MemoryOperator>(operators.rows) },
-    leaks: list<Leak>(raw.leaks),
-    messages: list<string>(raw.messages).map(String),
-  }
+export function fetchMemory(sel: Selection, query: MemoryQuery, signal?: AbortSignal): Promise<MemoryPayload> {
+  return getJson<MemoryPayload>('memory', { ...sel, ...query }, signal)
 }
 
 /**
@@ -123,19 +107,7 @@ export async function fetchMemory(sel: Selection, query: MemoryQuery, signal?: A
  */
 export async function fetchMemoryTimeline(sel: Selection | { run: string }, signal?: AbortSignal): Promise<MemoryTimeline | null> {
   try {
-    const raw = await getJson<Record<string, unknown>>('memory/timeline', { ...sel }, signal)
-    return {
-      categories: list<string>(raw.categories),
-      t_us: list<number>(raw.t_us),
-      series: (raw.series ?? {}) as Record<string, number[]>,
-      total: list<number>(raw.total),
-      peak: (raw.peak ?? null) as MemoryTimeline['peak'],
-      records: Number(raw.records ?? 0),
-      skipped: Number(raw.skipped ?? 0),
-      messages: list<string>(raw.messages).map(String),
-      base_time_ns: typeof raw.base_time_ns === 'number' ? raw.base_time_ns : null,
-      leaks: list<Leak>(raw.leaks),
-    }
+    return await getJson<MemoryTimeline>('memory/timeline', { ...sel }, signal)
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) return null
     throw err

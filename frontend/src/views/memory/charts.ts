@@ -3,7 +3,7 @@
 import { FONT, PALETTE, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import type { Theme } from '../../theme'
-import { bytes, bytesInterval, msText } from '../common/format'
+import { bytes, bytesInterval, msText } from '../../format'
 
 export interface CurvePoints {
   /** ms since the profile start */

@@ -2,13 +2,14 @@
 // each level, search) and a flame graph of the same tree (click to zoom into a subtree).
 import { useMemo, useState, type KeyboardEvent } from 'react'
 import type { Selection } from '../../api'
-import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
+import { Banner, Card, DownloadLink, Empty, SearchBox } from '../../components/ui'
 import { count, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
-import { useViewStyle } from '../common/style'
+import { useViewStyle } from '../../components/style'
 import { fetchModules, modulesCsvUrl, type ModuleRow, type ModulesPayload } from './api'
 import { FlameGraph } from './FlameGraph'
 import css from './modules.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -16,12 +17,12 @@ interface Props {
 
 export function ModuleView({ selection }: Props) {
   useViewStyle('modules', css)
-  const state = useAsync(`${selection.run}\u0000${selection.worker}\u0000${selection.span}`, (signal) => fetchModules(selection, signal))
-  if (state.status === 'error') return <ErrorBanner error={state.error} what="the module view" />
-  if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading modules" />
-  const data = state.data
-  if (!data.available) return <NoModules message={data.message} />
-  return <ModuleContent data={data} csvUrl={modulesCsvUrl(selection)} />
+  const state = useAsync('modules', `${selection.run}\u0000${selection.worker}\u0000${selection.span}`, (signal) => fetchModules(selection, signal))
+  return (
+    <Async state={state} what="the module view" label="Loading modules">
+      {(data) => (data.available ? <ModuleContent data={data} csvUrl={modulesCsvUrl(selection)} /> : <NoModules message={data.message} />)}
+    </Async>
+  )
 }
 
 function NoModules({ message }: { message: string | null }) {

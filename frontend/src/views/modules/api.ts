@@ -1,7 +1,6 @@
 // API client of the Module view: `modules?run&worker&span` (build_modules). Times are totals over
 // all calls of a row, in us.
 import { ApiError, getJson, routeUrl, type Selection } from '../../api'
-import { list } from '../common/payload'
 
 export interface ModuleRow {
   key: string
@@ -58,22 +57,10 @@ export function modulesCsvUrl(sel: Selection): string {
 
 /** The server answers 404 with the reason when the trace has no module events. */
 export async function fetchModules(sel: Selection, signal?: AbortSignal): Promise<ModulesPayload> {
-  let raw: Record<string, unknown>
   try {
-    raw = await getJson<Record<string, unknown>>('modules', { ...sel }, signal)
+    return { ...(await getJson<Omit<ModulesPayload, 'message'>>('modules', { ...sel }, signal)), message: null }
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) return { ...UNAVAILABLE, message: err.message }
     throw err
-  }
-  return {
-    available: Boolean(raw.available),
-    message: typeof raw.message === 'string' ? raw.message : null,
-    source: typeof raw.source === 'string' ? raw.source : null,
-    has_device: Boolean(raw.has_device),
-    has_backward: Boolean(raw.has_backward),
-    rows: list<ModuleRow>(raw.rows),
-    flamegraph: list<FlameNode>(raw.flamegraph),
-    backward: (raw.backward ?? null) as ModulesPayload['backward'],
-    warnings: list<string>(raw.warnings).map(String),
   }
 }

@@ -1,12 +1,15 @@
 import { useMemo } from 'react'
-import { api, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../api'
-import { Chart } from '../charts/Chart'
-import { Donut } from '../charts/Donut'
-import { categoryColor, stepsOption } from '../charts/options'
-import { Card, Empty, ErrorBanner, Loading, Stat } from '../components/ui'
-import { duration, num2, pct, share, us } from '../format'
-import { useAsync } from '../hooks'
-import type { Theme } from '../theme'
+import { api, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../../api'
+import { Chart } from '../../charts/Chart'
+import { Donut } from '../../charts/Donut'
+import { categoryColor, stepsOption } from '../../charts/options'
+import { Card, Empty, Stat } from '../../components/ui'
+import { duration, num2, pct, share, us } from '../../format'
+import { useAsync } from '../../hooks'
+import type { Theme } from '../../theme'
+import { useViewStyle } from '../../components/style'
+import css from './overview.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
@@ -17,12 +20,15 @@ interface Props {
 }
 
 export function OverviewView({ selection, workerCount, theme, onNavigate, views }: Props) {
+  useViewStyle('overview', css)
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
-  const state = useAsync(key, (signal) => api.overview(selection, signal))
+  const state = useAsync('overview', key, (signal) => api.overview(selection, signal))
 
-  if (state.status === 'error') return <ErrorBanner error={state.error} what="the overview" />
-  if (state.status !== 'ok') return <Loading progress={state.status === 'pending' ? state.progress : null} label="Loading overview" />
-  return <OverviewContent data={state.data} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />
+  return (
+    <Async state={state} what="the overview" label="Loading overview">
+      {(data) => <OverviewContent data={data} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />}
+    </Async>
+  )
 }
 
 function categoriesOf(data: Overview): string[] {

@@ -1,17 +1,20 @@
 import { useCallback, useMemo } from 'react'
-import { api, type OperatorGroupBy, type OperatorRow, type Pie, type Selection } from '../api'
-import { Donut } from '../charts/Donut'
-import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
-import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
-import { count, num2, us, yesNo } from '../format'
-import { chartSlices, parseTopN, useAsync, useDebounced } from '../hooks'
-import type { Theme } from '../theme'
-import type { UiState } from '../urlState'
+import { api, type OperatorGroupBy, type OperatorRow, type Pie, type Selection, type Slices } from '../../api'
+import { Donut, pieOf } from '../../charts/Donut'
+import { DataTable, formatSort, parseSort, type Column, type SortState } from '../../components/DataTable'
+import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../../components/ui'
+import { count, num2, us, yesNo } from '../../format'
+import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
+import type { Theme } from '../../theme'
+import type { OperatorState } from './state'
+import { useViewStyle } from '../../components/style'
+import css from './operators.css?inline'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: OperatorState
+  update: (patch: Partial<OperatorState>) => void
   theme: Theme
 }
 
@@ -21,14 +24,15 @@ const GROUPS: { value: OperatorGroupBy; label: string }[] = [
 ]
 
 export function OperatorView({ selection, state, update, theme }: Props) {
+  useViewStyle('operators', css)
   const groupBy = state.opGroup
   const topN = parseTopN(useDebounced(state.opTopN, 400))
   const chartTopN = chartSlices(topN)
   const search = useDebounced(state.opSearch, 200).trim().toLowerCase()
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${groupBy}`
 
-  const table = useAsync(selKey, (signal) => api.operators(selection, groupBy, signal))
-  const pies = useAsync(`${selKey}\u0000${chartTopN}`, (signal) => api.operatorPies(selection, groupBy, chartTopN, signal))
+  const table = useAsync('operators', selKey, (signal) => api.operators(selection, groupBy, signal))
+  const pies = useAsync('operators/pies', `${selKey}\u0000${chartTopN}`, (signal) => api.operatorPies(selection, groupBy, chartTopN, signal))
 
   const data = table.status === 'ok' ? table.data : null
   const hasDevice = data?.has_device ?? false
@@ -61,7 +65,8 @@ export function OperatorView({ selection, state, update, theme }: Props) {
   // from the table; total times nest, so their pies show the top N only.
   const pieData = useMemo(() => {
     if (pies.status !== 'ok') return null
-    const withOther = (pie: Pie | null, key: 'device_self_us' | 'host_self_us'): Pie | null => {
+    const withOther = (slices: Slices, key: 'device_self_us' | 'host_self_us'): Pie | null => {
+      const pie = pieOf(slices)
       if (!pie || !data || pie.other > 0) return pie
       const all = data.rows.reduce((acc, r) => acc + (r[key] ?? 0), 0)
       const shown = pie.slices.reduce((acc, s) => acc + s.value, 0)
@@ -70,9 +75,9 @@ export function OperatorView({ selection, state, update, theme }: Props) {
     }
     return {
       device_self: withOther(pies.data.device_self, 'device_self_us'),
-      device_total: pies.data.device_total,
+      device_total: pieOf(pies.data.device_total),
       host_self: withOther(pies.data.host_self, 'host_self_us'),
-      host_total: pies.data.host_total,
+      host_total: pieOf(pies.data.host_total),
     }
   }, [pies, data])
 
@@ -118,26 +123,26 @@ export function OperatorView({ selection, state, update, theme }: Props) {
         }
         testId="op-table-card"
       >
-        {table.status === 'error' ? (
-          <ErrorBanner error={table.error} what="the operator table" />
-        ) : table.status !== 'ok' ? (
-          <Loading progress={table.status === 'pending' ? table.progress : null} label="Loading operators" />
-        ) : total === 0 ? (
-          <Empty title="No operators">This span recorded no operator events.</Empty>
-        ) : (
-          <DataTable
-            columns={columns}
-            rows={rows}
-            rowKey={rowKey}
-            sort={sort}
-            onSort={(s) => update({ opSort: formatSort(s) })}
-            label="Operators"
-            testId="op-table"
-            emptyText="No operator matches the search."
-            canExpand={(r) => Boolean(r.has_call_stack)}
-            renderExpanded={anyStack ? renderExpanded : undefined}
-          />
-        )}
+        <Async state={table} what="the operator table" label="Loading operators">
+          {() =>
+            total === 0 ? (
+            <Empty title="No operators">This span recorded no operator events.</Empty>
+          ) : (
+            <DataTable
+              columns={columns}
+              rows={rows}
+              rowKey={rowKey}
+              sort={sort}
+              onSort={(s) => update({ opSort: formatSort(s) })}
+              label="Operators"
+              testId="op-table"
+              emptyText="No operator matches the search."
+              canExpand={(r) => Boolean(r.has_call_stack)}
+              renderExpanded={anyStack ? renderExpanded : undefined}
+            />
+          )
+          }
+        </Async>
       </Card>
     </div>
   )
@@ -241,9 +246,15 @@ function jumpToSource(filename: string, line: number): void {
 
 function CallStacks({ selection, groupBy, row, hasDevice }: { selection: Selection; groupBy: OperatorGroupBy; row: OperatorRow; hasDevice: boolean }) {
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}\u0000${groupBy}\u0000${row.name}\u0000${row.input_shape ?? ''}`
-  const state = useAsync(key, (signal) => api.operatorStacks(selection, groupBy, row.name, row.input_shape, signal))
-  if (state.status === 'error') return <div className="stacks"><ErrorBanner error={state.error} what="the call stacks" /></div>
-  if (state.status !== 'ok') return <div className="stacks"><Loading label="Loading call stacks" /></div>
+  const state = useAsync('operators/stack', key, (signal) => api.operatorStacks(selection, groupBy, row.name, row.input_shape, signal))
+  if (state.status !== 'ok')
+    return (
+      <div className="stacks">
+        <Async state={state} what="the call stacks" label="Loading call stacks">
+          {() => null}
+        </Async>
+      </div>
+    )
   if (state.data.length === 0) return <div className="stacks muted">No call stack was recorded for this operator.</div>
   return (
     <div className="stacks" data-testid="call-stacks">

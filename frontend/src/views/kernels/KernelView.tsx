@@ -1,17 +1,18 @@
 import { useCallback, useMemo } from 'react'
-import { api, type KernelGroupBy, type KernelRow, type Pie, type Selection } from '../api'
-import { Donut } from '../charts/Donut'
-import { DataTable, formatSort, parseSort, type Column, type SortState } from '../components/DataTable'
-import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../components/ui'
-import { count, num2, pct, us, yesNo } from '../format'
-import { chartSlices, parseTopN, useAsync, useDebounced } from '../hooks'
-import type { Theme } from '../theme'
-import type { UiState } from '../urlState'
+import { api, type KernelGroupBy, type KernelRow, type Pie, type Selection } from '../../api'
+import { Donut, pieOf } from '../../charts/Donut'
+import { DataTable, formatSort, parseSort, type Column, type SortState } from '../../components/DataTable'
+import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../../components/ui'
+import { count, num2, pct, us, yesNo } from '../../format'
+import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
+import type { Theme } from '../../theme'
+import type { KernelState } from './state'
+import { Async } from '../../components/Async'
 
 interface Props {
   selection: Selection
-  state: UiState
-  update: (patch: Partial<UiState>) => void
+  state: KernelState
+  update: (patch: Partial<KernelState>) => void
   theme: Theme
 }
 
@@ -31,8 +32,8 @@ export function KernelView({ selection, state, update, theme }: Props) {
   const opSearch = useDebounced(state.kOpSearch, 200).trim().toLowerCase()
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
 
-  const table = useAsync(`${selKey}\u0000${groupBy}`, (signal) => api.kernels(selection, groupBy, signal))
-  const pies = useAsync(`${selKey}\u0000${chartTopN}`, (signal) => api.kernelPies(selection, chartTopN, signal))
+  const table = useAsync('kernels', `${selKey}\u0000${groupBy}`, (signal) => api.kernels(selection, groupBy, signal))
+  const pies = useAsync('kernels/pies', `${selKey}\u0000${chartTopN}`, (signal) => api.kernelPies(selection, chartTopN, signal))
 
   const data = table.status === 'ok' ? table.data : null
   const defaultSort: SortState = { key: 'total_us', desc: true }
@@ -58,8 +59,8 @@ export function KernelView({ selection, state, update, theme }: Props) {
   )
 
   const tcPie: Pie | null = useMemo(() => {
-    if (pies.status !== 'ok' || pies.data.tensor_core_ratio === null) return null
-    const r = Math.min(1, Math.max(0, pies.data.tensor_core_ratio))
+    if (pies.status !== 'ok' || pies.data.tensor_cores === null) return null
+    const r = Math.min(1, Math.max(0, pies.data.tensor_cores.using))
     const slices = [
       { name: 'Using Tensor Cores', value: r },
       { name: 'Not using Tensor Cores', value: 1 - r },
@@ -67,12 +68,12 @@ export function KernelView({ selection, state, update, theme }: Props) {
     return { slices, other: 0, total: 1 }
   }, [pies])
   const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name === 'Using Tensor Cores' ? TC_USING : TC_NOT_USING)) : []), [tcPie])
-  const tcRatio = pies.status === 'ok' ? pies.data.tensor_core_ratio : null
+  const tcRatio = pies.status === 'ok' ? (pies.data.tensor_cores?.using ?? null) : null
 
   // Kernel time adds up, so what the top-N pie leaves out is known from the table.
   const kernelPie: Pie | null = useMemo(() => {
     if (pies.status !== 'ok') return null
-    const pie = pies.data.kernels
+    const pie = pieOf(pies.data.total)
     if (!pie || !data || pie.other > 0) return pie
     const all = data.rows.reduce((acc, r) => acc + (r.total_us ?? 0), 0)
     const shown = pie.slices.reduce((acc, s) => acc + s.value, 0)
@@ -129,24 +130,24 @@ export function KernelView({ selection, state, update, theme }: Props) {
         }
         testId="k-table-card"
       >
-        {table.status === 'error' ? (
-          <ErrorBanner error={table.error} what="the kernel table" />
-        ) : table.status !== 'ok' ? (
-          <Loading progress={table.status === 'pending' ? table.progress : null} label="Loading kernels" />
-        ) : total === 0 ? (
-          <Empty title="No kernels">This span launched no GPU kernels.</Empty>
-        ) : (
-          <DataTable
-            columns={columns}
-            rows={rows}
-            rowKey={rowKey}
-            sort={sort}
-            onSort={(s) => update({ kSort: formatSort(s) })}
-            label="Kernels"
-            testId="k-table"
-            emptyText="No kernel matches the search."
-          />
-        )}
+        <Async state={table} what="the kernel table" label="Loading kernels">
+          {() =>
+            total === 0 ? (
+            <Empty title="No kernels">This span launched no GPU kernels.</Empty>
+          ) : (
+            <DataTable
+              columns={columns}
+              rows={rows}
+              rowKey={rowKey}
+              sort={sort}
+              onSort={(s) => update({ kSort: formatSort(s) })}
+              label="Kernels"
+              testId="k-table"
+              emptyText="No kernel matches the search."
+            />
+          )
+          }
+        </Async>
       </Card>
     </div>
   )

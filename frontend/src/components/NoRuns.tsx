@@ -1,4 +1,4 @@
-import { Card } from '../components/ui'
+import { Card } from './ui'
 
 const RECORDER = `from tb_plugin.recorder import Recorder
 

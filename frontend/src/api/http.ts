@@ -1,0 +1,142 @@
+// The one HTTP path of the frontend: every JSON request of every view (the trace engine's
+// included) goes through getJson, so errors, 202 "still loading" replies and aborts are handled
+// the same way everywhere.
+//
+// Routes are resolved relative to the plugin's base URL, the folder of the ES module TensorBoard
+// loaded (`<prefix>/data/plugin/torch_prof/`), so `--path_prefix` works and no absolute URL is
+// ever built.
+
+/** A failed request: HTTP status plus the server's `{"error": {code, message}}` when it sent one. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly messages: string[]
+
+  constructor(status: number, code: string, message: string, messages: string[] = []) {
+    super(message)
+    this.name = 'ApiError'
+    this.status = status
+    this.code = code
+    this.messages = messages
+  }
+}
+
+/** 202: the worker is still being loaded; `retryAfterMs` is the server's Retry-After. */
+export class LoadingError extends Error {
+  readonly progress: number
+  readonly retryAfterMs: number
+
+  constructor(progress: number, retryAfterMs = DEFAULT_RETRY_MS) {
+    super('Loading')
+    this.name = 'LoadingError'
+    this.progress = progress
+    this.retryAfterMs = retryAfterMs
+  }
+}
+
+const DEFAULT_RETRY_MS = 1000
+
+let baseUrl: URL | null = null
+
+/** Set by render(): the folder the module was loaded from (or a dev override). */
+export function setBaseUrl(url: string | URL): void {
+  baseUrl = new URL(url.toString())
+}
+
+function base(): URL {
+  if (!baseUrl) baseUrl = new URL('.', import.meta.url)
+  return baseUrl
+}
+
+export type Params = Record<string, string | number | undefined | null>
+
+/** The absolute URL (same origin as the module) of a route, for fetch() and download links. */
+export function routeUrl(route: string, params: Params = {}): string {
+  const url = new URL(route, base())
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null) url.searchParams.set(key, String(value))
+  }
+  return url.toString()
+}
+
+export interface GetJsonOptions {
+  signal?: AbortSignal
+  /**
+   * true (the default): a 202 is retried after its Retry-After until the data is there (or the
+   * signal aborts), calling `onProgress` with the server's progress each time. false: a 202
+   * throws LoadingError at once, for callers (TanStack Query) that schedule retries themselves.
+   */
+  retry202?: boolean
+  onProgress?: (progress: number) => void
+}
+
+/** GET `url` (from routeUrl) and parse its JSON body; throws ApiError, LoadingError or AbortError. */
+export async function getJson<T>(url: string, options: GetJsonOptions = {}): Promise<T> {
+  const { signal, retry202 = true, onProgress } = options
+  for (;;) {
+    try {
+      return await getOnce<T>(url, signal)
+    } catch (err) {
+      if (!(err instanceof LoadingError) || !retry202) throw err
+      onProgress?.(err.progress)
+      await wait(err.retryAfterMs, signal)
+    }
+  }
+}
+
+async function getOnce<T>(url: string, signal?: AbortSignal): Promise<T> {
+  let response: Response
+  try {
+    response = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } })
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err
+    throw new ApiError(0, 'network', `Cannot reach TensorBoard (${(err as Error).message})`)
+  }
+  const body = parse(await response.text())
+  if (response.status === 202) {
+    const progress = Number((body as { progress?: unknown } | null)?.progress ?? 0)
+    throw new LoadingError(Number.isFinite(progress) ? progress : 0, retryAfter(response))
+  }
+  if (!response.ok) throw errorOf(response, body)
+  if (body === null) throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${new URL(url).pathname}`)
+  return body as T
+}
+
+function parse(text: string): unknown {
+  if (!text) return null
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
+  }
+}
+
+/** The server's error body is `{"error": {"code", "message", "messages"?}}` (openapi.yaml). */
+function errorOf(response: Response, body: unknown): ApiError {
+  const err = (body as { error?: { code?: unknown; message?: unknown; messages?: unknown } } | null)?.error
+  const messages = Array.isArray(err?.messages) ? err.messages.map(String) : []
+  const message =
+    typeof err?.message === 'string' && err.message ? err.message : (messages[0] ?? `${response.status} ${response.statusText || 'error'}`)
+  return new ApiError(response.status, typeof err?.code === 'string' ? err.code : String(response.status), message, messages)
+}
+
+function retryAfter(response: Response): number {
+  const seconds = Number(response.headers.get('Retry-After'))
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_RETRY_MS
+}
+
+function wait(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const timer = window.setTimeout(done, ms)
+    function done() {
+      signal?.removeEventListener('abort', aborted)
+      resolve()
+    }
+    function aborted() {
+      window.clearTimeout(timer)
+      reject(signal!.reason)
+    }
+    signal?.addEventListener('abort', aborted, { once: true })
+  })
+}
