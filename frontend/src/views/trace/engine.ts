@@ -12,12 +12,13 @@ import type { Selection } from '../../api'
 import type { Theme } from '../../theme'
 import { fetchJson, traceApi, type RawTimeline } from './api'
 import { DebugProbe, debugEnabled } from './debug'
-import type { Frame } from './frame'
+import { counterMaxima, type Frame } from './frame'
 import { hitTest, refOf, type EventRef, type Frames, type Hit } from './hit'
 import { Input, type InputHost } from './input'
-import { GUTTER_W, HEADER_H, ROW_H, computeLayout, type Layout } from './layout'
+import { GUTTER_W, HEADER_H, computeLayout, rowScrollTop, type Layout } from './layout'
 import { LodLoader, type FetchJson } from './lod-loader'
 import { Painter, type Scene } from './painter'
+import { fmtLoaded } from './timefmt'
 import { Tooltip, describe } from './tooltip'
 import { MIN_SPAN_US, clampView, makeViewport, revealWindow, zoomCentered, type TimeWindow, type Viewport } from './viewport'
 
@@ -88,7 +89,7 @@ export class TraceEngine implements InputHost {
       },
       onFrame: (frame) => {
         this.frames = { base: this.frames.base, cur: frame }
-        this.updateCounterMax()
+        this.counterMax = counterMaxima(this.frames.base, this.frames.cur)
         this.publish()
         this.cb.onFrameError(null)
         this.requestDraw()
@@ -234,11 +235,7 @@ export class TraceEngine implements InputHost {
     this.w = w
     this.h = h
     this.dpr = dpr
-    canvas.style.width = `${w}px`
-    canvas.style.height = `${h}px`
-    canvas.width = Math.max(1, Math.round(w * dpr))
-    canvas.height = Math.max(1, Math.round(h * dpr))
-    this.painter.resized()
+    this.painter.resize(canvas, w, h, dpr)
     this.updateSpacer()
     this.draw()
     if (widthChanged && this.frames.base) this.scheduleFetch()
@@ -250,7 +247,7 @@ export class TraceEngine implements InputHost {
   private firstFrame(frame: Frame): void {
     this.frames = { base: frame, cur: frame }
     this.traceEnd = Math.max(frame.traceEnd, MIN_SPAN_US)
-    this.updateCounterMax()
+    this.counterMax = counterMaxima(this.frames.base, this.frames.cur)
     this.relayout()
     this.state = 'ready'
     this.view = [-1, -1] // not the fitted view: setView below must apply (and draw) it
@@ -265,15 +262,6 @@ export class TraceEngine implements InputHost {
       const base = this.frames.base
       return base && !this.destroyed ? { viewport: this.viewport, traceEnd: this.traceEnd, traceStart: base.traceStart } : null
     })
-  }
-
-  private updateCounterMax(): void {
-    const max = new Map<string, number>()
-    for (const f of [this.frames.base, this.frames.cur]) {
-      if (!f) continue
-      for (const c of f.counters) max.set(c.name, Math.max(max.get(c.name) ?? 0, c.max))
-    }
-    this.counterMax = max
   }
 
   private relayout(): void {
@@ -296,15 +284,9 @@ export class TraceEngine implements InputHost {
     if (win) this.setView(win)
     const group = this.layout.groupOf.get(ref.track)
     if (group && this.collapsed.has(group)) this.toggleGroup(group)
-    const pos = this.layout.trackY.get(ref.track)
-    if (!pos) return
     const scroller = this.els.scroller
-    const rowTop = pos.y + ref.depth * ROW_H
-    const visibleTop = scroller.scrollTop
-    const visibleH = this.h - HEADER_H
-    if (rowTop < visibleTop + 4 || rowTop + ROW_H > visibleTop + visibleH - 4) {
-      scroller.scrollTop = Math.max(0, rowTop - visibleH / 3)
-    }
+    const scrollTop = rowScrollTop(this.layout, ref.track, ref.depth, scroller.scrollTop, this.h - HEADER_H)
+    if (scrollTop !== null) scroller.scrollTop = scrollTop
   }
 
   // ------------------------------------------------------------------------------------------
@@ -321,22 +303,9 @@ export class TraceEngine implements InputHost {
     const pointer = this.input.dragging ? null : this.input.pointer
     const hit = pointer ? this.hitTest(pointer.x, pointer.y) : null
     this.draws++
-    this.painter.paint({
-      w: this.w,
-      h: this.h,
-      dpr: this.dpr,
-      viewport: this.viewport,
-      frames: this.frames,
-      layout: this.layout,
-      top: this.top,
-      selected: this.selected,
-      related: this.related,
-      hover: hit?.type === 'event' ? refOf(hit) : null,
-      pointer,
-      flows: this.flows,
-      search: this.searchNames,
-      counterMax: this.counterMax,
-    })
+    const hover = hit?.type === 'event' ? refOf(hit) : null
+    const { w, h, dpr, frames, layout, selected, related, flows, counterMax } = this
+    this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax })
     if (!this.frames.base || this.w <= GUTTER_W) return
     this.updateInfo()
     // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).
@@ -351,31 +320,16 @@ export class TraceEngine implements InputHost {
     const el = this.els.info
     const f = this.frames.cur
     if (!el || !f) return
-    const s = f.stats
-    const merged = s.hidden ? ` · ${s.hidden.toLocaleString('en-US')} in ${s.blocks.toLocaleString('en-US')} merged blocks` : ''
-    const text = `${s.events.toLocaleString('en-US')} events loaded${merged}`
+    const text = fmtLoaded(f.stats)
     if (el.textContent !== text) el.textContent = text
   }
 
   /** The debug probe's data-* attributes (only when debugging is on: see debug.ts). */
   private publish(): void {
-    const probe = this.probe
-    if (!probe) return
+    if (!this.probe) return
     const { base, cur } = this.frames
-    probe.publish({
-      state: this.state,
-      viewStart: this.view[0],
-      viewEnd: this.view[1],
-      traceStart: base ? base.traceStart : null,
-      traceEnd: base ? this.traceEnd : null,
-      frame: cur ? { start: cur.start, end: cur.end, events: cur.stats.events } : null,
-      loading: this.loading,
-      requests: this.loader.requests,
-      selected: this.selected ? this.selected.id : null,
-      flows: this.flows.on,
-      collapsed: this.collapsed.size,
-      contentHeight: this.layout.height,
-      draws: this.draws,
-    })
+    const frame = cur ? { start: cur.start, end: cur.end, events: cur.stats.events } : null
+    const [viewStart, viewEnd] = this.view
+    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.collapsed.size, contentHeight: this.layout.height, draws: this.draws })
   }
 }

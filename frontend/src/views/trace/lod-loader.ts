@@ -40,7 +40,7 @@ const FIRST_RETRY_MS = 700
 const WINDOW_RETRY_MS = 500
 
 export class LodLoader {
-  private timer = 0
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined
   private inflight: AbortController | null = null
   private lastKey = ''
   private destroyed = false
@@ -60,7 +60,7 @@ export class LodLoader {
   destroy(): void {
     this.destroyed = true
     this.inflight?.abort()
-    window.clearTimeout(this.timer)
+    clearTimeout(this.timer)
   }
 
   /** The whole trace at `width` px; retried while the server answers 202. */
@@ -81,8 +81,8 @@ export class LodLoader {
 
   /** Fetch what `want()` returns once the view has rested for DEBOUNCE_MS. */
   schedule(want: () => { viewport: Viewport; traceEnd: number; traceStart: number } | null): void {
-    window.clearTimeout(this.timer)
-    this.timer = window.setTimeout(() => {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
       const w = want()
       if (w) this.fetchView(w.viewport, w.traceEnd, w.traceStart)
     }, DEBOUNCE_MS)
@@ -90,7 +90,7 @@ export class LodLoader {
 
   /** Drops a scheduled (not yet sent) request. */
   cancelScheduled(): void {
-    window.clearTimeout(this.timer)
+    clearTimeout(this.timer)
   }
 
   private fetchView(v: Viewport, traceEnd: number, traceStart: number): void {
@@ -135,7 +135,7 @@ export class LodLoader {
         if (this.destroyed || signal.aborted || error.name === 'AbortError') return
         if (error instanceof LoadingError) {
           then.pending?.(error.progress)
-          window.setTimeout(() => this.attempt(url, controller, retryMs, then), retryMs)
+          setTimeout(() => this.attempt(url, controller, retryMs, then), retryMs)
           return
         }
         then.fail(error)

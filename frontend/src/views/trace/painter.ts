@@ -54,7 +54,12 @@ export class Painter {
     this.pendingTheme = theme
   }
 
-  resized(): void {
+  /** Sizes the canvas to w x h CSS px at `dpr` device pixels per px (sharp on 2x screens). */
+  resize(canvas: HTMLCanvasElement, w: number, h: number, dpr: number): void {
+    canvas.style.width = `${w}px`
+    canvas.style.height = `${h}px`
+    canvas.width = Math.max(1, Math.round(w * dpr))
+    canvas.height = Math.max(1, Math.round(h * dpr))
     this.kit.resetPattern()
   }
 
