@@ -87,6 +87,19 @@ class Error(TypedDict):
     error: ErrorDetail
 
 
+class ViewSpecEntry(TypedDict):
+    name: Annotated[ViewName, doc("The view (tab) name, as `/views` and `/workers` use it.")]
+    order: Annotated[int, doc("Display order, 1 first.")]
+    run_level: Annotated[bool, doc("The view covers the whole run (e.g. Distributed): it is "
+                                   "offered per run, not per worker file.")]
+
+
+class ViewSpecs(TypedDict):
+    """`/viewspecs`: every view the plugin has, in display order (the frontend's registry)."""
+
+    views: Annotated[list[ViewSpecEntry], doc("Every view of the plugin, in display order.")]
+
+
 ViewList = list[ViewName]
 """`/views`: the views the run offers, in display order."""
 

@@ -6,7 +6,7 @@ frontend's generated types). Times are microseconds (us) of the trace's clock un
 says otherwise; sizes are bytes.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from msgspec import Meta
 from typing_extensions import TypedDict
@@ -17,9 +17,10 @@ def doc(text: str) -> Meta:
     return Meta(description=text)
 
 
-ViewName = Literal["Overview", "Operator", "Kernel", "Trace", "Memory", "Distributed", "Module",
-                   "Diff"]
-"""The display names of the views, as `/views` lists them and `/workers?view=` takes them."""
+ViewName = Annotated[str, doc("A view (tab) name of `/viewspecs`, e.g. `Overview`, `Kernel`.")]
+"""The display names of the views, as `/views` lists them and `/workers?view=` takes them. Not a
+closed Literal: the views are the registry's (`tb_plugin.views`), and a new one must not need a
+second list here."""
 
 
 class PieSlice(TypedDict):

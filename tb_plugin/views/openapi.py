@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from ..payloads import Error, Loading, RunListing, SpanStatusDetail, ViewSpecs
 from . import openapi_text as text
 from .options import option_fields
 from .registry import SPECS
@@ -22,6 +23,8 @@ from .spec import EXPORT, PAIR, SPAN, ViewSpec
 from .yaml_out import dump
 
 REF = "#/components/{kind}/{name}"
+#: Replies of the routes that are not views, referenced by name from `openapi_text.PATHS`.
+CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error)
 
 
 def _ref(kind: str, name: str) -> dict[str, str]:
@@ -29,9 +32,12 @@ def _ref(kind: str, name: str) -> dict[str, str]:
 
 
 def document() -> dict[str, Any]:
+    missing = [spec.name for spec in SPECS.values() if spec.payload is None]
+    if missing:
+        raise ValueError(f"view specs without a payload type: {', '.join(missing)}")
     payloads = sorted({spec.payload for spec in SPECS.values()}, key=repr)
     schemas, components = msgspec.json.schema_components(
-        payloads, ref_template=REF.format(kind="schemas", name="{name}"))
+        [*payloads, *CATALOGUE_SCHEMAS], ref_template=REF.format(kind="schemas", name="{name}"))
     payload_schema = dict(zip(payloads, schemas))
     paths = dict(text.PATHS)
     for spec in SPECS.values():
@@ -44,7 +50,7 @@ def document() -> dict[str, Any]:
         "components": {
             "parameters": text.PARAMETERS,
             "responses": text.RESPONSES,
-            "schemas": {**text.SCHEMAS, **components},
+            "schemas": components,
         },
     }
 

@@ -37,6 +37,22 @@ from ..analysis.timeline_counters import timeline_extras
 from ..ingest.memory_export import RawTimeline
 from ..load import load_memory_export
 from ..output import rows
+from ..payloads import (
+    CallStacksPayload,
+    DiffPayload,
+    DistributedPayload,
+    KernelPiesPayload,
+    KernelsPayload,
+    MemoryPayload,
+    MemoryTimelinePayload,
+    ModulesPayload,
+    OperatorPiesPayload,
+    OperatorsPayload,
+    OverviewPayload,
+    TimelineEventPayload,
+    TimelinePayload,
+    TimelineSearchPayload,
+)
 from .errors import NotInTrace, OptionError
 from .options import NoOptions, option_fields
 from .spec import DISK, EXPORT, MEMORY, PAIR, SPAN, ViewSpec, never
@@ -219,31 +235,38 @@ def _diff(base: Any, exp: Any, options: DiffOptions) -> Any:
 _TIMELINE = {"cache": never, "prepare": warm_timeline}
 
 SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
-    ViewSpec("overview", "/overview", "Overview", _overview, rows=rows.overview_rows,
+    ViewSpec("overview", "/overview", "Overview", _overview,
+             payload=OverviewPayload, rows=rows.overview_rows,
              summary="Overview of a worker span (steps, step-time breakdown, GPUs, "
                      "recommendations).",
              description="Shape: see `tb_plugin.analysis.overview.build_overview`. With "
                          "`format=csv`, the per-step breakdown table."),
-    ViewSpec("operators", "/operators", "Operator", _operators, options=OperatorOptions,
+    ViewSpec("operators", "/operators", "Operator", _operators,
+             payload=OperatorsPayload, options=OperatorOptions,
              rows=rows.whole_payload,
              summary='Operator table (`{"rows": [...], "sort_by", "has_device", ...}`).'),
     ViewSpec("operator_pies", "/operators/pies", "Operator", _operator_pies,
+             payload=OperatorPiesPayload,
              options=OperatorPieOptions, rows=rows.whole_payload,
              summary="Top-N operator pies (device/host, self/total time)."),
     ViewSpec("operator_stack", "/operators/stack", "Operator", _operator_stack,
+             payload=CallStacksPayload,
              options=OperatorStackOptions, rows=rows.whole_payload,
              summary="The call stacks of one operator (one row per distinct stack).",
              errors={"404": "Unknown run/worker/span, or no such operator in this worker "
                             "span."}),
-    ViewSpec("kernels", "/kernels", "Kernel", _kernels, options=KernelOptions,
+    ViewSpec("kernels", "/kernels", "Kernel", _kernels,
+             payload=KernelsPayload, options=KernelOptions,
              rows=rows.whole_payload,
              summary='GPU kernel table (`{"rows": [...]}`); 404 when the worker ran no '
                      'kernel.'),
-    ViewSpec("kernel_pies", "/kernels/pies", "Kernel", _kernel_pies, options=KernelPieOptions,
+    ViewSpec("kernel_pies", "/kernels/pies", "Kernel", _kernel_pies,
+             payload=KernelPiesPayload, options=KernelPieOptions,
              rows=rows.whole_payload,
              summary="Top-N kernel pie and tensor-core share; 404 when the worker ran no "
                      "kernel."),
-    ViewSpec("timeline", "/timeline", "Trace", _timeline, options=TimelineOptions, **_TIMELINE,
+    ViewSpec("timeline", "/timeline", "Trace", _timeline,
+             payload=TimelinePayload, options=TimelineOptions, **_TIMELINE,
              summary="Level-of-detail trace timeline of one window (Trace view).",
              description="Events at least a pixel wide, runs of narrower ones as counted "
              "blocks, step ranges, flow\narrows and counter tracks sampled per pixel, for the "
@@ -256,6 +279,7 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              errors={"400": "Bad parameter, or an empty or inverted window (start_us >= "
                             "end_us)."}),
     ViewSpec("timeline_event", "/timeline/event", "Trace", _timeline_event,
+             payload=TimelineEventPayload,
              options=EventOptions, **_TIMELINE,
              summary="Everything known about one event (Trace view details panel).",
              description="Its columns and arguments, where it is drawn (track, depth, "
@@ -264,12 +288,14 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "only.",
              errors={"404": "Unknown run/worker/span, or no event with that id."}),
     ViewSpec("timeline_search", "/timeline/search", "Trace", _timeline_search,
+             payload=TimelineSearchPayload,
              options=SearchOptions, rows=rows.search_rows, **_TIMELINE,
              summary="Events whose name contains `q` (case-insensitive), in time order.",
              description='`{"query", "total", "limit", "truncated", "names", "name_count", '
              '"matches": [{"id",\n"name", "track", "depth", "ts", "dur"}]}` (`ts` in trace '
              'us). With `format=csv`, the\nmatches.'),
-    ViewSpec("memory", "/memory", "Memory", _memory, options=MemoryOptions,
+    ViewSpec("memory", "/memory", "Memory", _memory,
+             payload=MemoryPayload, options=MemoryOptions,
              rows=rows.memory_rows, cache=_memory_cache,
              summary="Memory view of a worker span (curves, peaks, alloc/free pairs, "
                      "operators, leaks).",
@@ -280,7 +306,8 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`events`).",
              errors={"404": "Unknown run/worker/span, no Memory view there, or no records of "
                             "`device`."}),
-    ViewSpec("memory_timeline", "/memory/timeline", "Memory", _memory_timeline, kind=EXPORT,
+    ViewSpec("memory_timeline", "/memory/timeline", "Memory", _memory_timeline,
+             payload=MemoryTimelinePayload, kind=EXPORT,
              rows=rows.memory_timeline_rows,
              summary="Memory by category over time, from an `export_memory_timeline` raw "
                      "export.",
@@ -292,13 +319,15 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.memory_timeline.build_memory_timeline`.\nWith `format=csv`, "
              "one row per time point (`t_us`, one column per category, `total`).",
              errors={"404": "Unknown run/worker/span, or no export for it."}),
-    ViewSpec("modules", "/modules", "Module", _modules, rows=rows.module_rows,
+    ViewSpec("modules", "/modules", "Module", _modules,
+             payload=ModulesPayload, rows=rows.module_rows,
              summary="Module view (nn.Module hierarchy with stats, flame graph, backward "
                      "attribution).",
              description="Shape: see `tb_plugin.analysis.modules.build_modules`. 404 (with "
              "the reason) when the\nmodule hierarchy cannot be built. With `format=csv`, the "
              "module tree depth first, one row\nper module with its `key` and `depth`."),
-    ViewSpec("distributed", "/distributed", "Distributed", _distributed, kind=SPAN,
+    ViewSpec("distributed", "/distributed", "Distributed", _distributed,
+             payload=DistributedPayload, kind=SPAN,
              rows=rows.distributed_rows,
              summary="Distributed view of one span over all workers of the run.",
              description="Span ids are per-worker indices (`1`, `2`, ...): workers are matched "
@@ -308,7 +337,8 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.distributed.build_distributed`, plus `skipped:\n{worker: "
              "reason}`. With `format=csv`, the communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
-    ViewSpec("diff", "/diff", "Diff", _diff, kind=PAIR, options=DiffOptions,
+    ViewSpec("diff", "/diff", "Diff", _diff,
+             payload=DiffPayload, kind=PAIR, options=DiffOptions,
              rows=rows.diff_rows,
              summary="One node of the diff of two worker spans (base vs experiment), with "
                      "children.",

@@ -52,7 +52,9 @@ class ViewSpec:
     #: Idempotent work on the table that the server may already be doing in the background
     #: (the timeline index): run before `build`, once per table.
     prepare: Optional[Callable[[Any], Any]] = None
-    payload: Any = dict[str, Any]  # the payload's type, for OpenAPI `components.schemas`
+    #: The payload's type (a TypedDict of `tb_plugin.payloads`): OpenAPI `components.schemas`,
+    #: hence the frontend's types, and what the contract tests decode replies against.
+    payload: Any = None
     summary: str = ""  # OpenAPI summary and CLI help
     description: str = ""  # OpenAPI description
     #: OpenAPI: status -> description of answers that differ from the generic error.

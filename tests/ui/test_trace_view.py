@@ -1,7 +1,12 @@
 """The Trace view in a real TensorBoard, in chromium: the canvas draws, wheel/W zoom and drag/D
 pan request new LOD windows, search with next/previous, a click shows the event's details and
 args, flows toggle, the trace download, the Perfetto hand-off (with a stand-in window: nothing
-leaves 127.0.0.1), and a generated ~300k-event trace (drawing cost, zoom latency).
+leaves 127.0.0.1), and a generated ~300k-event trace (merged blocks, zooms, a debounced drag).
+
+The engine's state (view window, loaded frame, request count) is read from the canvas root's
+data-* attributes, which the engine writes only when the page sets the debug flag
+(DEBUG_PROBE, an init script); `test_probe_is_off_by_default` checks that it is off otherwise.
+Drawing speed is measured in bench/, not asserted here.
 
 Run with this checkout first on PYTHONPATH (``PYTHONPATH=$PWD pytest tests/ui``) so TensorBoard
 loads this tb_plugin; `test_served_bundle_is_this_checkout` fails otherwise.
@@ -29,6 +34,8 @@ TIMEOUT_MS = 30_000
 GUTTER_W = 232  # layout.ts
 HEADER_H = 42
 BIG_EVENTS = 300_000
+# Turns on the engine's debug probe (frontend/src/views/trace/debug.ts) in every frame of a page.
+DEBUG_PROBE = "window.__TORCH_PROF_DEBUG__ = true"
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -46,10 +53,14 @@ def selection_of(tb: TensorBoard, run: str) -> dict[str, str]:
     return {"run": run, "worker": worker, "span": span}
 
 
+def trace_url(tb: TensorBoard, sel: dict[str, str]) -> str:
+    return f"{tb.entry}#run={sel['run']}&view=Trace&worker={sel['worker']}&span={sel['span']}"
+
+
 def open_trace(page: Any, tb: TensorBoard, sel: dict[str, str], timeout: int = TIMEOUT_MS) -> Any:
     """The plugin's own document on the Trace view of `sel`, once the first frame is drawn."""
-    fragment = f"run={sel['run']}&view=Trace&worker={sel['worker']}&span={sel['span']}"
-    page.goto(f"{tb.entry}#{fragment}")
+    page.add_init_script(DEBUG_PROBE)
+    page.goto(trace_url(tb, sel))
     page.wait_for_selector("[data-testid=trace-canvas-root][data-state=ready]", timeout=timeout)
     wait_idle(page)
     return page
@@ -161,6 +172,7 @@ def test_served_bundle_is_this_checkout(tensorboard):
 def test_trace_tab_in_tensorboard_draws(page, tensorboard, artifacts):
     """Through TensorBoard's own page: the plugin iframe, the Trace tab, a drawn canvas, a zoom."""
     run = sample_run(tensorboard)
+    page.add_init_script(DEBUG_PROBE)  # init scripts run in every frame, the plugin's iframe too
     page.goto(f"{tensorboard.url}/#torch_prof")
     frame = None
     deadline = time.time() + TIMEOUT_MS / 1000
@@ -184,6 +196,19 @@ def test_trace_tab_in_tensorboard_draws(page, tensorboard, artifacts):
     after = view(frame)
     assert after[1] - after[0] < 0.7 * (before[1] - before[0])
     shot(page, artifacts, "trace_in_tensorboard")
+
+
+def test_probe_is_off_by_default(page, tensorboard):
+    """Without the debug flag the engine draws but writes none of its state into the DOM."""
+    sel = selection_of(tensorboard, sample_run(tensorboard))
+    page.goto(trace_url(tensorboard, sel))
+    page.wait_for_function(
+        "() => /events loaded/.test(document.querySelector('[data-testid=trace-info]')"
+        "?.textContent ?? '')", timeout=TIMEOUT_MS)
+    assert pixels(page)["colored"] > 1000
+    names = page.evaluate(
+        "() => Object.keys(document.querySelector('[data-testid=trace-canvas-root]').dataset)")
+    assert names == ["testid"]
 
 
 def test_canvas_draws_tracks_steps_and_counters(page, tensorboard, artifacts, requests_log):
@@ -689,10 +714,11 @@ def test_large_trace_draws_zooms_and_pans(page, big_tensorboard, artifacts, requ
     assert float(root_attr(page, "frame-end")) >= e - 1e-3
     shot(page, artifacts, "trace_large_zoomed")
 
-    # Pan by dragging, one pointer move per animation frame (60/s): each move redraws from the
-    # loaded frame; no request until the pointer rests (debounced).
+    # Pan by dragging, one pointer move per animation frame: each move redraws from the loaded
+    # frame; no request until the pointer rests (debounced). 90 moves of 5 px pan by 450 px.
     n_before = len(timeline_requests(requests_log.urls))
     draws_before = int(root_attr(page, "draws"))
+    track_w = box["width"] - GUTTER_W
     fps = page.evaluate(
         """([x, y]) => new Promise((resolve) => {
           const c = document.querySelector('[data-testid=trace-canvas]');
@@ -712,15 +738,17 @@ def test_large_trace_draws_zooms_and_pans(page, big_tensorboard, artifacts, requ
         [x, y],
     )
     wait_idle(page)
-    draws = int(root_attr(page, "draws")) - draws_before
-    assert draws >= 80
+    s2, e2 = view(page)
+    assert s2 - s == pytest.approx(450 / track_w * (e - s), rel=0.02)
+    assert e2 - s2 == pytest.approx(e - s, rel=1e-6)
     n_after = len(timeline_requests(requests_log.urls))
     assert n_after - n_before <= 2, "requests were not debounced during the drag"
+    # Figures only (no threshold: speed on a shared machine is bench/'s business).
+    draws = int(root_attr(page, "draws")) - draws_before
     avg_ms, max_ms = (float(v) for v in root_attr(page, "draw-ms").split("/"))
-    # 60 fps needs < 16.7 ms per frame; drawing from the loaded frame takes a fraction of it.
-    assert avg_ms < 16.7, f"draw() takes {avg_ms:.1f} ms on average (max {max_ms:.1f})"
     print(f"\nlarge trace: {whole['stats']['events']:,} events, first frame {first_frame_s:.1f} s,"
           f" zoom settle p50 {sorted(latencies)[len(latencies) // 2] * 1000:.0f} ms,"
-          f" max {max(latencies) * 1000:.0f} ms; drag at {fps:.0f} fps, draw avg {avg_ms:.2f} ms,"
+          f" max {max(latencies) * 1000:.0f} ms; drag at {fps:.0f} fps ({draws} draws),"
+          f" draw avg {avg_ms:.2f} ms,"
           f" max {max_ms:.2f} ms")
     shot(page, artifacts, "trace_large_panned")

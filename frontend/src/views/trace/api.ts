@@ -125,10 +125,14 @@ export interface SearchResult {
 
 type Params = Record<string, string | number | undefined | null>
 
-async function getJson<T>(route: string, params: Params, signal?: AbortSignal): Promise<T> {
+/**
+ * GET `url` as JSON. A 202 (the trace is still being parsed) rejects with LoadingError, which the
+ * LOD loader retries; other failures reject with ApiError. `what` names the route in messages.
+ */
+export async function fetchJson<T>(url: string, signal?: AbortSignal, what: string = url): Promise<T> {
   let response: Response
   try {
-    response = await fetch(routeUrl(route, params), { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } })
+    response = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } })
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err
     throw new ApiError(0, 'network', `Cannot reach TensorBoard (${(err as Error).message})`)
@@ -149,8 +153,12 @@ async function getJson<T>(route: string, params: Params, signal?: AbortSignal): 
     const message = typeof err?.message === 'string' && err.message ? err.message : `${response.status} ${response.statusText || 'error'}`
     throw new ApiError(response.status, typeof err?.code === 'string' ? err.code : String(response.status), message)
   }
-  if (body === null || typeof body !== 'object') throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${route}`)
+  if (body === null || typeof body !== 'object') throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${what}`)
   return body as T
+}
+
+function getJson<T>(route: string, params: Params, signal?: AbortSignal): Promise<T> {
+  return fetchJson<T>(routeUrl(route, params), signal, route)
 }
 
 /** Absolute us as a query value: enough digits for sub-us windows on 1.7e15 us timestamps. */
@@ -160,8 +168,8 @@ function usParam(value: number | undefined): string | undefined {
 }
 
 export const traceApi = {
-  timeline(sel: Selection, window: { start?: number; end?: number; width: number }, signal?: AbortSignal): Promise<RawTimeline> {
-    return getJson<RawTimeline>('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)) }, signal)
+  timelineUrl(sel: Selection, window: { start?: number; end?: number; width: number }): string {
+    return routeUrl('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)) })
   },
 
   event(sel: Selection, id: number, signal?: AbortSignal): Promise<EventDetails> {

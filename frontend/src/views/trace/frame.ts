@@ -157,6 +157,16 @@ export function decodeFrame(raw: RawTimeline): Frame {
   }
 }
 
+/** The largest value of each counter over the given frames (the scale of its track). */
+export function counterMaxima(...frames: (Frame | null)[]): Map<string, number> {
+  const max = new Map<string, number>()
+  for (const f of frames) {
+    if (!f) continue
+    for (const c of f.counters) max.set(c.name, Math.max(max.get(c.name) ?? 0, c.max))
+  }
+  return max
+}
+
 /** Index of the last element <= x in a sorted array (-1 when none). */
 export function lastAtOrBefore(sorted: Float64Array, x: number): number {
   let lo = 0

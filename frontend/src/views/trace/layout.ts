@@ -128,6 +128,19 @@ export function itemAt(layout: Layout, y: number): LayoutItem | null {
   return null
 }
 
+/**
+ * The scrollTop (content px) that brings row (track, depth) into a `visibleH` px tall view now
+ * scrolled to `scrollTop`: the row a third of the way down, or null when it is already in view
+ * (4 px from either edge) or not laid out.
+ */
+export function rowScrollTop(layout: Layout, track: number, depth: number, scrollTop: number, visibleH: number): number | null {
+  const pos = layout.trackY.get(track)
+  if (!pos) return null
+  const rowTop = pos.y + depth * ROW_H
+  if (rowTop >= scrollTop + 4 && rowTop + ROW_H <= scrollTop + visibleH - 4) return null
+  return Math.max(0, rowTop - visibleH / 3)
+}
+
 /** First item whose bottom is below content y. */
 export function firstVisible(layout: Layout, y: number): number {
   const items = layout.items

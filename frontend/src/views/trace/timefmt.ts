@@ -55,6 +55,12 @@ export function fmtTime(t: number): string {
   return `${trim((t / 1e6).toFixed(9))} s`
 }
 
+/** The status line: "2,399 events loaded · 1,919 in 201 merged blocks". */
+export function fmtLoaded(stats: { events: number; blocks: number; hidden: number }): string {
+  const merged = stats.hidden ? ` · ${stats.hidden.toLocaleString('en-US')} in ${stats.blocks.toLocaleString('en-US')} merged blocks` : ''
+  return `${stats.events.toLocaleString('en-US')} events loaded${merged}`
+}
+
 const bytesFmt = ['B', 'KB', 'MB', 'GB', 'TB']
 
 export function fmtBytes(value: number): string {

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest'
+import { count, duration, num2, pct, share, us, yesNo } from './format'
+
+describe('format', () => {
+  it('us: rounded integer microseconds with en-US grouping', () => {
+    expect(us(12345.6)).toBe('12,346')
+    expect(us(0)).toBe('0')
+    expect(us(null)).toBe('–')
+    expect(us(Number.NaN)).toBe('–')
+  })
+
+  it('duration: us below 1 ms, then ms and s with two decimals', () => {
+    expect(duration(850)).toBe('850 us')
+    expect(duration(999.4)).toBe('999 us')
+    expect(duration(12_350)).toBe('12.35 ms')
+    expect(duration(-2500)).toBe('-2.50 ms')
+    expect(duration(1_200_000)).toBe('1.20 s')
+    expect(duration(undefined)).toBe('–')
+  })
+
+  it('pct, num2 and count', () => {
+    expect(pct(12.5)).toBe('12.50 %')
+    expect(pct(null)).toBe('–')
+    expect(num2(3.14159)).toBe('3.14')
+    expect(num2(2)).toBe('2')
+    expect(count(1_234_567)).toBe('1,234,567')
+    expect(count(Number.POSITIVE_INFINITY)).toBe('–')
+  })
+
+  it('yesNo reads booleans and the usual strings, passes others through', () => {
+    expect(yesNo(true)).toBe('Yes')
+    expect(yesNo(false)).toBe('No')
+    expect(yesNo('TRUE')).toBe('Yes')
+    expect(yesNo('0')).toBe('No')
+    expect(yesNo('maybe')).toBe('maybe')
+    expect(yesNo('')).toBe('–')
+    expect(yesNo(null)).toBe('–')
+  })
+
+  it('share: percent of a positive total, 0 otherwise', () => {
+    expect(share(25, 200)).toBe(12.5)
+    expect(share(1, 0)).toBe(0)
+    expect(share(1, -5)).toBe(0)
+  })
+})
