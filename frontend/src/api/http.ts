@@ -1,6 +1,9 @@
 // The one HTTP path of the frontend: every JSON request of every view (the trace engine's
 // included) goes through getJson, so errors, 202 "still loading" replies and aborts are handled
-// the same way everywhere.
+// the same way everywhere. getJson sends one request: a 202 throws LoadingError (with the
+// server's progress and Retry-After) and the caller's scheduler retries it -- TanStack Query for
+// the views (api/query.ts), the LOD loader for the Trace view's timeline (views/trace/lod-loader.ts),
+// both after `retryAfterMs`.
 //
 // Routes are resolved relative to the plugin's base URL, the folder of the ES module TensorBoard
 // loaded (`<prefix>/data/plugin/torch_prof/`), so `--path_prefix` works and no absolute URL is
@@ -59,32 +62,8 @@ export function routeUrl(route: string, params: Params = {}): string {
   return url.toString()
 }
 
-export interface GetJsonOptions {
-  signal?: AbortSignal
-  /**
-   * true (the default): a 202 is retried after its Retry-After until the data is there (or the
-   * signal aborts), calling `onProgress` with the server's progress each time. false: a 202
-   * throws LoadingError at once, for callers (TanStack Query) that schedule retries themselves.
-   */
-  retry202?: boolean
-  onProgress?: (progress: number) => void
-}
-
 /** GET `url` (from routeUrl) and parse its JSON body; throws ApiError, LoadingError or AbortError. */
-export async function getJson<T>(url: string, options: GetJsonOptions = {}): Promise<T> {
-  const { signal, retry202 = true, onProgress } = options
-  for (;;) {
-    try {
-      return await getOnce<T>(url, signal)
-    } catch (err) {
-      if (!(err instanceof LoadingError) || !retry202) throw err
-      onProgress?.(err.progress)
-      await wait(err.retryAfterMs, signal)
-    }
-  }
-}
-
-async function getOnce<T>(url: string, signal?: AbortSignal): Promise<T> {
+export async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> {
   let response: Response
   try {
     response = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } })
@@ -123,20 +102,4 @@ function errorOf(response: Response, body: unknown): ApiError {
 function retryAfter(response: Response): number {
   const seconds = Number(response.headers.get('Retry-After'))
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_RETRY_MS
-}
-
-function wait(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason)
-    const timer = window.setTimeout(done, ms)
-    function done() {
-      signal?.removeEventListener('abort', aborted)
-      resolve()
-    }
-    function aborted() {
-      window.clearTimeout(timer)
-      reject(signal!.reason)
-    }
-    signal?.addEventListener('abort', aborted, { once: true })
-  })
 }

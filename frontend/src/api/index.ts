@@ -21,7 +21,7 @@ export * from './types'
 
 /** A route's JSON; a 202 throws LoadingError so the caller (TanStack Query) schedules the retry. */
 export function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
-  return getHttpJson<T>(routeUrl(route, params), { signal, retry202: false })
+  return getHttpJson<T>(routeUrl(route, params), signal)
 }
 
 export const api = {

@@ -1,9 +1,9 @@
-// Client of the Trace view's routes (contract: tb_plugin/analysis/timeline.py, server routes
-// `timeline`, `timeline/event`, `timeline/search`, `trace/download`). URLs are built by the shared
-// `routeUrl` (relative to the module, so --path_prefix works); errors follow the shared ApiError /
-// LoadingError (202) conventions so the shell's banners and retry logic apply unchanged.
+// Client of the Trace view's routes (`timeline`, `timeline/event`, `timeline/search`,
+// `trace/download`), through the shared HTTP path (api/http.ts): URLs relative to the module,
+// ApiError / LoadingError (202) as everywhere else.
 
-import { ApiError, LoadingError, routeUrl, type Selection } from '../../api'
+import { getJson, routeUrl, type Selection } from '../../api'
+import { getJson as getUrl } from '../../api/http'
 
 export type TrackKind = 'cpu' | 'gpu' | 'other'
 
@@ -123,44 +123,6 @@ export interface SearchResult {
   matches: SearchMatch[]
 }
 
-type Params = Record<string, string | number | undefined | null>
-
-/**
- * GET `url` as JSON. A 202 (the trace is still being parsed) rejects with LoadingError, which the
- * LOD loader retries; other failures reject with ApiError. `what` names the route in messages.
- */
-export async function fetchJson<T>(url: string, signal?: AbortSignal, what: string = url): Promise<T> {
-  let response: Response
-  try {
-    response = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } })
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err
-    throw new ApiError(0, 'network', `Cannot reach TensorBoard (${(err as Error).message})`)
-  }
-  const text = await response.text()
-  let body: unknown = null
-  try {
-    body = text ? JSON.parse(text) : null
-  } catch {
-    body = null
-  }
-  if (response.status === 202) {
-    const progress = Number((body as { progress?: unknown } | null)?.progress ?? 0)
-    throw new LoadingError(Number.isFinite(progress) ? progress : 0)
-  }
-  if (!response.ok) {
-    const err = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error
-    const message = typeof err?.message === 'string' && err.message ? err.message : `${response.status} ${response.statusText || 'error'}`
-    throw new ApiError(response.status, typeof err?.code === 'string' ? err.code : String(response.status), message)
-  }
-  if (body === null || typeof body !== 'object') throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${what}`)
-  return body as T
-}
-
-function getJson<T>(route: string, params: Params, signal?: AbortSignal): Promise<T> {
-  return fetchJson<T>(routeUrl(route, params), signal, route)
-}
-
 /** Absolute us as a query value: enough digits for sub-us windows on 1.7e15 us timestamps. */
 function usParam(value: number | undefined): string | undefined {
   if (value === undefined) return undefined
@@ -168,6 +130,11 @@ function usParam(value: number | undefined): string | undefined {
 }
 
 export const traceApi = {
+  /** One timeline request by URL (the LOD loader builds the URLs and retries a 202). */
+  timeline(url: string, signal: AbortSignal): Promise<RawTimeline> {
+    return getUrl<RawTimeline>(url, signal)
+  },
+
   timelineUrl(sel: Selection, window: { start?: number; end?: number; width: number }): string {
     return routeUrl('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)) })
   },

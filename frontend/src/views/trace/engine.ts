@@ -10,13 +10,13 @@
 
 import type { Selection } from '../../api'
 import type { Theme } from '../../theme'
-import { fetchJson, traceApi, type RawTimeline } from './api'
+import { traceApi } from './api'
 import { DebugProbe, debugEnabled } from './debug'
 import { counterMaxima, type Frame } from './frame'
 import { hitTest, refOf, type EventRef, type Frames, type Hit } from './hit'
 import { Input, type InputHost } from './input'
 import { GUTTER_W, HEADER_H, computeLayout, rowScrollTop, type Layout } from './layout'
-import { LodLoader, type FetchJson } from './lod-loader'
+import { LodLoader } from './lod-loader'
 import { Painter, type Scene } from './painter'
 import { fmtLoaded } from './timefmt'
 import { Tooltip, describe } from './tooltip'
@@ -70,8 +70,7 @@ export class TraceEngine implements InputHost {
   private readonly els: EngineElements
   private readonly cb: EngineCallbacks
 
-  /** `fetchTimeline` fetches a timeline URL; the default is this view's own api.ts. */
-  constructor(els: EngineElements, sel: Selection, theme: Theme, cb: EngineCallbacks, fetchTimeline: FetchJson<RawTimeline> = (url, signal) => fetchJson<RawTimeline>(url, signal, 'timeline')) {
+  constructor(els: EngineElements, sel: Selection, theme: Theme, cb: EngineCallbacks) {
     this.els = els
     this.cb = cb
     const ctx = els.canvas.getContext('2d', { alpha: false })
@@ -79,7 +78,7 @@ export class TraceEngine implements InputHost {
     this.painter = new Painter(ctx, theme)
     this.tooltip = new Tooltip(els.tooltip)
     this.probe = debugEnabled() ? new DebugProbe(els.root) : null
-    this.loader = new LodLoader(fetchTimeline, (win) => traceApi.timelineUrl(sel, win), {
+    this.loader = new LodLoader(traceApi.timeline, (win) => traceApi.timelineUrl(sel, win), {
       onPending: (progress) => this.cb.onFirstFrame({ status: 'pending', progress }),
       onFirst: (frame) => this.firstFrame(frame),
       onFirstError: (error) => {

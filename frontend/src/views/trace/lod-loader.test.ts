@@ -53,10 +53,10 @@ describe('first load', () => {
     expect(b.sent[0].window).toEqual({ width: MAX_WIDTH })
   })
 
-  it('retries every 700 ms while the server answers 202, reporting its progress', async () => {
+  it("retries after the server's Retry-After while it answers 202, reporting its progress", async () => {
     const { loader, sent, seen } = setup()
     loader.loadFirst(800)
-    sent[0].reject(new LoadingError(0.4))
+    sent[0].reject(new LoadingError(0.4, 700))
     await vi.advanceTimersByTimeAsync(699)
     expect(sent).toHaveLength(1)
     expect(seen).toEqual([{ event: 'pending', arg: 0.4 }])
@@ -126,12 +126,14 @@ describe('window requests', () => {
     expect(seen.filter((s) => s.event === 'frame')).toHaveLength(0)
   })
 
-  it('retries a 202 every 500 ms, and after an error asks for the same window again', async () => {
+  it("retries a 202 after its Retry-After, and after an error asks for the same window again", async () => {
     const { loader, sent, seen } = setup()
     loader.schedule(want)
     await vi.advanceTimersByTimeAsync(DEBOUNCE_MS)
-    sent[0].reject(new LoadingError(0))
-    await vi.advanceTimersByTimeAsync(500)
+    sent[0].reject(new LoadingError(0, 1000))
+    await vi.advanceTimersByTimeAsync(999)
+    expect(sent).toHaveLength(1)
+    await vi.advanceTimersByTimeAsync(1)
     expect(sent).toHaveLength(2)
     expect(sent[1].window).toEqual(sent[0].window)
     sent[1].reject(new Error('500 Internal Server Error'))

@@ -2,10 +2,11 @@
 // canvas' resolution, 60 ms after the view last changed (debounce), with half a window of
 // overscan on each side so short pans show data at once. A newer request aborts the older one.
 //
-// The loader knows nothing of HTTP: it builds URLs with `url` and calls the injected `fetchJson`,
-// so the view can hand it the shared fetch path. While the server still parses the trace it
-// answers 202; a fetch function that surfaces that as LoadingError is retried here (one retry
-// path for the first load and later windows). One that retries 202 itself never throws it.
+// The loader knows nothing of HTTP: it builds URLs with `url` and calls the injected `fetchJson`
+// (the view passes the shared api/http.ts path, which sends one request and turns a 202 into
+// LoadingError). While the server still parses the trace it answers 202; the loader is the
+// Trace view's one 202-retry path: it asks again after the server's Retry-After, for the first
+// load and for later windows alike.
 
 import { LoadingError } from '../../api'
 import type { RawTimeline } from './api'
@@ -36,8 +37,6 @@ export interface LodEvents {
 export const DEBOUNCE_MS = 60
 export const OVERSCAN = 0.5
 export const MAX_WIDTH = 16384
-const FIRST_RETRY_MS = 700
-const WINDOW_RETRY_MS = 500
 
 export class LodLoader {
   private timer: ReturnType<typeof setTimeout> | undefined = undefined
@@ -67,7 +66,7 @@ export class LodLoader {
   loadFirst(width: number): void {
     const controller = new AbortController()
     this.inflight = controller
-    this.attempt(this.url({ width: Math.min(MAX_WIDTH, Math.max(width, 600)) }), controller, FIRST_RETRY_MS, {
+    this.attempt(this.url({ width: Math.min(MAX_WIDTH, Math.max(width, 600)) }), controller, {
       ok: (frame) => {
         this.inflight = null
         this.lastKey = ''
@@ -107,7 +106,7 @@ export class LodLoader {
     this.inflight = controller
     this.requests++
     this.events.onLoading(true)
-    this.attempt(this.url({ start, end, width: win.width }), controller, WINDOW_RETRY_MS, {
+    this.attempt(this.url({ start, end, width: win.width }), controller, {
       ok: (frame) => {
         this.inflight = null
         this.events.onFrame(frame) // before onLoading(false): "not loading" means this frame is in
@@ -122,8 +121,8 @@ export class LodLoader {
     })
   }
 
-  /** One request, retried every `retryMs` while it fails with LoadingError (202). */
-  private attempt(url: string, controller: AbortController, retryMs: number, then: { ok: (frame: Frame) => void; fail: (error: Error) => void; pending?: (progress: number | null) => void }): void {
+  /** One request, asked again after the server's Retry-After while it fails with LoadingError (202). */
+  private attempt(url: string, controller: AbortController, then: { ok: (frame: Frame) => void; fail: (error: Error) => void; pending?: (progress: number | null) => void }): void {
     const signal = controller.signal
     if (this.destroyed || signal.aborted) return
     this.fetchJson(url, signal).then(
@@ -135,7 +134,7 @@ export class LodLoader {
         if (this.destroyed || signal.aborted || error.name === 'AbortError') return
         if (error instanceof LoadingError) {
           then.pending?.(error.progress)
-          setTimeout(() => this.attempt(url, controller, retryMs, then), retryMs)
+          setTimeout(() => this.attempt(url, controller, then), error.retryAfterMs)
           return
         }
         then.fail(error)
