@@ -14,24 +14,13 @@ from pathlib import Path
 import pytest
 
 from tb_plugin import cache
-
-# Re-exported for the test modules that import them from here; new code imports tests.support.
-from tests.support import (  # noqa: F401
-    REPO,
-    SAMPLES,
-    SHARED_TRACES,
-    check_shared,
-    needs_shared,
-    shared_missing_message,
-    shared_required_but_missing,
-    shared_trace_files,
-)
+from tests.support import REPO, check_shared, shared_missing_message, shared_required_but_missing
 
 LAYERS = ("unit", "e2e", "browser")
 BROWSER_DIR = "tests/ui/"
 E2E_FILES = frozenset({
     "tests/server/test_http.py",
-    "tests/server/test_views_http.py",
+    "tests/server/test_views_wiring.py",
     "tests/test_recorder.py",
 })
 

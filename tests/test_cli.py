@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from tb_plugin.ingest import LoadState
-from tests.conftest import SHARED_TRACES, needs_shared
 from tests.ingest.logdirs import write_logdir
+from tests.support import SHARED_TRACES, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -34,12 +34,10 @@ from tb_plugin.server.parse_child import SUMMARY_KEY
 from tb_plugin.server.store import RunStore
 from tb_plugin.settings import Settings
 from tb_plugin.views.registry import SPECS, build_view
+from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 #: Route -> the type of its 200 JSON body: the view specs' payload types plus the catalogue's.
 PAYLOADS = {**{spec.route: spec.payload for spec in SPECS.values()}, **CATALOGUE}
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT / "samples"
-SHARED = ROOT.parent / "shared" / "traces"
 ROUTES_WITH_PAYLOADS = {"/overview", "/operators", "/operators/pies", "/operators/stack",
                         "/kernels", "/kernels/pies", "/timeline", "/timeline/event",
                         "/timeline/search", "/memory", "/modules"}
@@ -173,8 +171,8 @@ def test_samples_cover_the_optional_routes() -> None:
     assert build_distributed_view({"rank0": ddp})["comm_ops"]["rank0"]["rows"]
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/traces absent")
-@pytest.mark.parametrize("run", _runs(SHARED), ids=lambda r: r.name)
+@needs_shared
+@pytest.mark.parametrize("run", _runs(SHARED_TRACES), ids=lambda r: r.name)
 def test_shared_trace_payloads_conform(run: RunInfo) -> None:
     _check_run(run)
 

@@ -16,8 +16,7 @@ import pytest
 
 from tb_plugin import cli
 from tb_plugin.api import NotFoundError, UnreadableTraceError, open_logdir, open_trace
-
-from .conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 GEMM, RELU = "my_gemm_kernel", "my_relu_kernel"

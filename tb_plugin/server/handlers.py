@@ -35,9 +35,10 @@ from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SPAN, TABLE, ViewSpec
 from ..views.tabs import views_of_file
 from .api import CSV, JSON, Query, encode_json, gzip_response, gzipped, json_response
 from .errors import BadRequest, NotFound
-from .store import FileState, RunStore
+from .filestate import FileState
+from .provider import TraceProvider
 
-Handler = Callable[[RunStore, wrappers.Request], wrappers.Response]
+Handler = Callable[[TraceProvider, wrappers.Request], wrappers.Response]
 DOWNLOAD_CHUNK = 1 << 20
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -63,7 +64,7 @@ def output_format(query: Query, spec: ViewSpec) -> str:
     return fmt
 
 
-def send_payload(request: wrappers.Request, store: RunStore, spec: ViewSpec,
+def send_payload(request: wrappers.Request, store: TraceProvider, spec: ViewSpec,
                  payload: Callable[[], Any], *, fmt: str, memo: Optional[tuple],
                  name: tuple[str, ...]) -> wrappers.Response:
     """JSON, or CSV for `fmt` "csv" (see `output_format`). With `memo`, encoded bodies are kept
@@ -86,7 +87,7 @@ def send_payload(request: wrappers.Request, store: RunStore, spec: ViewSpec,
 # -- one worker span ----------------------------------------------------------------------------
 
 
-def _table(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
+def _table(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     run, worker, span = query.text("run"), query.text("worker"), query.text("span")
     options = _options(query, spec)
@@ -115,7 +116,7 @@ def _table(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappe
 # -- every worker of a span ---------------------------------------------------------------------
 
 
-def _span(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
+def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     run, span = query.text("run"), query.text("span")
     options = _options(query, spec)
@@ -138,7 +139,7 @@ def _span(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrapper
 # -- two worker spans ---------------------------------------------------------------------------
 
 
-def _pair(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
+def _pair(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     sides = [(query.text(f"{p}run"), query.text(f"{p}worker"), query.text(f"{p}span"))
              for p in ("", "exp_")]
@@ -159,7 +160,7 @@ def _pair(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrapper
 # -- memory-timeline exports --------------------------------------------------------------------
 
 
-def _export(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
+def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wrappers.Response:
     query = Query(request)
     run = query.text("run")
     worker, span = query.text("worker", required=False), query.text("span", required=False)
@@ -184,7 +185,7 @@ def _export(store: RunStore, request: wrappers.Request, spec: ViewSpec) -> wrapp
                         name=(run, worker, span, "memory-timeline"))
 
 
-def _run_export(store: RunStore, request: wrappers.Request, spec: ViewSpec, run: str,
+def _run_export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec, run: str,
                 options: Any, fmt: str) -> wrappers.Response:
     exports = store.memory_exports(run)
     if not exports:
@@ -205,7 +206,7 @@ def _run_export(store: RunStore, request: wrappers.Request, spec: ViewSpec, run:
 # -- raw trace download -------------------------------------------------------------------------
 
 
-def trace_download(store: RunStore, request: wrappers.Request) -> wrappers.Response:
+def trace_download(store: TraceProvider, request: wrappers.Request) -> wrappers.Response:
     """The file as stored (gzip or JSON), whatever its parse state: nothing is decoded.
 
     `http_util.Respond` makes the response (nosniff, no-cache headers) around an empty body,

@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -114,11 +115,8 @@ class LoadPool:
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._pending: dict[str, LoadJob] = {}
-        self._heap: list[tuple[int, int, int, str]] = []  # (-priority, size, token, key)
-        self._tokens = itertools.count(1)
+        self._queue = JobQueue()
         self._running: dict[int, LoadJob] = {}
-        self._memory_in_use = 0
         self._done: deque[tuple[LoadJob, Future]] = deque()
         self._executor: Optional[ProcessPoolExecutor] = None
         self._progress_queue: Any = None
@@ -134,31 +132,26 @@ class LoadPool:
 
     def submit(self, job: LoadJob) -> None:
         with self._lock:
-            job.token = next(self._tokens)
-            self._pending[job.key] = job
-            heapq.heappush(self._heap, _entry(job))
+            self._queue.push(job)
         self._wake.set()
 
     def bump(self, key: str, priority: int = 10) -> None:
         """Move a queued file ahead: someone is waiting for it."""
         with self._lock:
-            job = self._pending.get(key)
-            if job is None or job.priority >= priority:
+            if not self._queue.bump(key, priority):
                 return
-            job.priority, job.token = priority, next(self._tokens)
-            heapq.heappush(self._heap, _entry(job))
         self._wake.set()
 
     def cancel(self, key: str) -> None:
         """Forget a queued file (it changed or vanished); a running parse just finishes."""
         with self._lock:
-            self._pending.pop(key, None)
+            self._queue.remove(key)
 
     def close(self) -> None:
         """Stop now: drop the queue and kill running parsers (used at server exit)."""
         with self._lock:
             self._closed = True
-            self._pending.clear()
+            self._queue.clear()
             executor, self._executor = self._executor, None
         self._wake.set()
         if executor is not None:
@@ -181,37 +174,19 @@ class LoadPool:
             self._wake.wait(PROGRESS_INTERVAL_S if self._running else 2.0)
             self._wake.clear()
 
-    def _next_job(self) -> Optional[LoadJob]:
-        """The highest-priority valid queued job (stale heap entries are dropped)."""
-        while self._heap:
-            *_, token, key = self._heap[0]
-            job = self._pending.get(key)
-            if job is not None and job.token == token:
-                return job
-            heapq.heappop(self._heap)
-        return None
-
-    def _fits(self, job: LoadJob) -> bool:
-        if not self._running:
-            return True  # always one file, however big
-        if job.solo or any(j.solo for j in self._running.values()):
-            return False
-        slots = sum(j.processes for j in self._running.values())
-        return (slots < self.workers
-                and self._memory_in_use + job.estimate <= self.memory_budget)
-
     def _processes_for(self, job: LoadJob) -> int:
         """A file parsed alone may use two processes (the parser splits big local files), so
         one huge trace still uses both cores; otherwise one process per file."""
-        alone = not self._running and len(self._pending) == 1
+        alone = not self._running and len(self._queue) == 1
         return 2 if alone and self.workers >= 2 and self.split else 1
 
     def _dispatch(self) -> None:
         started = []
         with self._lock:
             while not self._closed and not self._broken:
-                job = self._next_job()
-                if job is None or not self._fits(job):
+                job = self._queue.peek()
+                if job is None or not admits(job, self._running.values(), self.workers,
+                                             self.memory_budget):
                     break
                 processes = self._processes_for(job)
                 try:
@@ -221,12 +196,10 @@ class LoadPool:
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True
                     break
-                heapq.heappop(self._heap)
-                del self._pending[job.key]
+                self._queue.pop()
                 if processes > 1:
                     job.processes, job.estimate = processes, job.estimate + BASE_MEMORY
                 self._running[job.token] = job
-                self._memory_in_use += job.estimate
                 future.add_done_callback(lambda f, j=job: self._finished(j, f))
                 started.append(job.key)
         for key in started:
@@ -241,7 +214,6 @@ class LoadPool:
             job, future = self._done.popleft()
             with self._lock:
                 self._running.pop(job.token, None)
-                self._memory_in_use -= job.estimate
                 if not self._running:
                     self._idle_since = time.monotonic()
             outcome = self._outcome(job, future)
@@ -299,7 +271,7 @@ class LoadPool:
 
     def _shutdown_if_idle(self) -> None:
         with self._lock:
-            idle = (self._executor is not None and not self._running and not self._pending
+            idle = (self._executor is not None and not self._running and not self._queue
                     and time.monotonic() - self._idle_since > self.idle_shutdown_s)
             executor = self._executor if idle else None
             if idle:
@@ -308,9 +280,73 @@ class LoadPool:
             executor.shutdown(wait=True)  # idle: the children exit at once
 
 
+def admits(job: LoadJob, running: Iterable[LoadJob], workers: int, memory_budget: int) -> bool:
+    """Whether `job` may start beside the `running` ones: one file always runs (however big);
+    a job after a crash runs alone; otherwise a free process slot (a split parse takes two)
+    and the memory estimates within the budget."""
+    running = list(running)
+    if not running:
+        return True
+    if job.solo or any(j.solo for j in running):
+        return False
+    slots = sum(j.processes for j in running)
+    in_use = sum(j.estimate for j in running)
+    return slots < workers and in_use + job.estimate <= memory_budget
+
+
+class JobQueue:
+    """Queued files by priority: requested files first, then smaller files (the first views
+    are ready sooner, and a big file does not hold up a run of small ones), then arrival.
+    Not thread-safe: the pool holds its lock around every call."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, LoadJob] = {}
+        self._heap: list[tuple[int, int, int, str]] = []  # (-priority, size, token, key)
+        self._tokens = itertools.count(1)
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def push(self, job: LoadJob) -> None:
+        job.token = next(self._tokens)
+        self._pending[job.key] = job
+        heapq.heappush(self._heap, _entry(job))
+
+    def bump(self, key: str, priority: int) -> bool:
+        """Raise a queued job's priority; False when it is not queued or already that high."""
+        job = self._pending.get(key)
+        if job is None or job.priority >= priority:
+            return False
+        job.priority, job.token = priority, next(self._tokens)
+        heapq.heappush(self._heap, _entry(job))  # the old entry goes stale (token mismatch)
+        return True
+
+    def remove(self, key: str) -> None:
+        self._pending.pop(key, None)
+
+    def clear(self) -> None:
+        self._pending.clear()
+        self._heap.clear()
+
+    def peek(self) -> Optional[LoadJob]:
+        """The next job (stale heap entries are dropped on the way)."""
+        while self._heap:
+            *_, token, key = self._heap[0]
+            job = self._pending.get(key)
+            if job is not None and job.token == token:
+                return job
+            heapq.heappop(self._heap)
+        return None
+
+    def pop(self) -> Optional[LoadJob]:
+        job = self.peek()
+        if job is not None:
+            heapq.heappop(self._heap)
+            del self._pending[job.key]
+        return job
+
+
 def _entry(job: LoadJob) -> tuple[int, int, int, str]:
-    """Heap order: requested files first, then smaller files (the first views are ready
-    sooner, and a big file does not hold up a run of small ones), then arrival."""
     return (-job.priority, job.ref.size, job.token, job.key)
 
 

@@ -27,7 +27,7 @@ from .pool import LoadOutcome, LoadPool
 from .tables import Tables, table_budget, usable_cache
 from .warmer import Warmer, WarmFunction
 
-__all__ = ["FileState", "RunStore"]
+__all__ = ["RunStore"]
 
 
 class RunStore:

@@ -12,7 +12,7 @@ import pytest
 from tb_plugin.ingest import Kind, LoadState
 from tb_plugin.load import load_trace
 from tb_plugin.storage import FileRef, filesystem
-from tests.conftest import SHARED_TRACES, needs_shared, shared_trace_files
+from tests.support import SHARED_TRACES, needs_shared, shared_trace_files
 
 GOOD_EVENTS = [
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 11, "ts": 100.5,

@@ -21,8 +21,8 @@ from tb_plugin.ingest import TraceTable, parallel, parse_trace, split_child
 from tb_plugin.ingest.parse import MAX_PROBLEM_MESSAGES
 from tb_plugin.settings import PARSE_PROCESSES_ENV
 from tb_plugin.storage import open_ref
-from tests.conftest import needs_shared, shared_trace_files
 from tests.ingest.tables import assert_same_table, document, make_events
+from tests.support import needs_shared, shared_trace_files
 
 MERGED = "merged the child's"
 LOGGER = "tb_plugin.ingest.parallel"

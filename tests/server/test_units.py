@@ -31,7 +31,15 @@ from tb_plugin.server.filestate import FileState, modified_at, run_state
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
 from tb_plugin.server.parse_child import SUMMARY_KEY, peek_summary
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
-from tb_plugin.server.pool import BASE_MEMORY, LoadJob, LoadOutcome, LoadPool, estimate_memory
+from tb_plugin.server.pool import (
+    BASE_MEMORY,
+    JobQueue,
+    LoadJob,
+    LoadOutcome,
+    LoadPool,
+    admits,
+    estimate_memory,
+)
 from tb_plugin.server.store import RunStore
 from tb_plugin.server.tables import table_budget
 from tb_plugin.settings import Settings
@@ -263,39 +271,35 @@ def test_run_state_and_views() -> None:
     assert views_of_run([]) == []
 
 
-def test_pool_admission_is_bounded_by_slots_and_memory(tmp_path: Path) -> None:
-    pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, lambda o: None, workers=2,
-                    memory_budget=BASE_MEMORY * 3, idle_shutdown_s=1)
-    try:
-        small, big = _ref("1", 1000), _ref("1", 50 << 30, "/x/huge.pt.trace.json.gz")
-        assert estimate_memory(big) > pool.memory_budget
-        job = LoadJob("a", small, estimate_memory(small))
-        assert pool._fits(LoadJob("huge", big, estimate_memory(big)))  # alone: always
-        pool._running[1] = job
-        pool._memory_in_use = job.estimate
-        assert pool._fits(LoadJob("b", small, estimate_memory(small)))
-        assert not pool._fits(LoadJob("huge", big, estimate_memory(big)))  # over budget
-        pool._running[2] = LoadJob("c", small, estimate_memory(small))
-        assert not pool._fits(LoadJob("d", small, estimate_memory(small)))  # slots full
-        del pool._running[2]
-        pool._running[1].processes = 2  # a file split across two processes takes both
-        assert not pool._fits(LoadJob("d", small, estimate_memory(small)))
-    finally:
-        pool._running.clear()
-        pool.close()
+def test_pool_admission_is_bounded_by_slots_and_memory() -> None:
+    small, big = _ref("1", 1000), _ref("1", 50 << 30, "/x/huge.pt.trace.json.gz")
+    budget = BASE_MEMORY * 3
+    assert estimate_memory(big) > budget
+    huge = LoadJob("huge", big, estimate_memory(big))
+    running = [LoadJob("a", small, estimate_memory(small))]
+    assert admits(huge, [], 2, budget)  # alone: always, however big
+    assert admits(LoadJob("b", small, estimate_memory(small)), running, 2, budget)
+    assert not admits(huge, running, 2, budget)  # over the memory budget
+    full = [*running, LoadJob("c", small, estimate_memory(small))]
+    assert not admits(LoadJob("d", small, estimate_memory(small)), full, 2, budget)  # slots
+    split = [LoadJob("a", small, estimate_memory(small), processes=2)]
+    assert not admits(LoadJob("d", small, estimate_memory(small)), split, 2, budget)
+    crashed = [LoadJob("a", small, estimate_memory(small), solo=True)]
+    assert not admits(LoadJob("d", small, estimate_memory(small)), crashed, 4, budget)
 
 
-def test_pool_queue_order_requested_then_smaller_first(tmp_path: Path) -> None:
-    pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, lambda o: None, workers=1)
-    pool.close()  # the loop thread stops: only the queue is exercised
+def test_pool_queue_order_requested_then_smaller_first() -> None:
+    queue = JobQueue()
     for key, size in (("big", 10 << 20), ("small", 1 << 10), ("mid", 1 << 20)):
-        pool.submit(LoadJob(key, _ref("1", size, f"/x/{key}.pt.trace.json"), 1))
-    pool.bump("big")  # someone is waiting for it
+        queue.push(LoadJob(key, _ref("1", size, f"/x/{key}.pt.trace.json"), 1))
+    assert queue.bump("big", 10)  # someone is waiting for it
+    assert not queue.bump("big", 10) and not queue.bump("gone", 10)
+    queue.remove("mid")
+    queue.push(LoadJob("mid", _ref("1", 1 << 20, "/x/mid.pt.trace.json"), 1))
     order = []
-    while (job := pool._next_job()) is not None:
+    while (job := queue.pop()) is not None:
         order.append(job.key)
-        del pool._pending[job.key]
-    assert order == ["big", "small", "mid"]
+    assert order == ["big", "small", "mid"] and len(queue) == 0
 
 
 # -- views and loading of the run-level routes ----------------------------------------------------
