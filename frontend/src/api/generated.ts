@@ -160,6 +160,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/viewspecs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every view the plugin has, in display order, whatever the runs offer.
+         * @description For the frontend's view registry: a view's name (as in `/views` and `/workers?view=`),
+         *     its display order, and whether it covers the whole run (`run_level`).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The views. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ViewSpecs"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workers": {
         parameters: {
             query?: never;
@@ -289,6 +329,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/trace/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The worker span's trace file, byte for byte as stored (streamed).
+         * @description `application/gzip` for `*.gz` files, else `application/json`, with
+         *     `Content-Disposition: attachment; filename="<file name>"` and `nosniff`. Served whatever
+         *     the file's parse state (a broken file can be downloaded to be inspected).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The file's bytes. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": unknown;
+                        "application/json": unknown;
+                    };
+                };
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/overview": {
         parameters: {
             query?: never;
@@ -298,8 +388,7 @@ export interface paths {
         };
         /**
          * Overview of a worker span (steps, step-time breakdown, GPUs, recommendations).
-         * @description Shape: see `tb_plugin.analysis.overview.build_overview`. With `format=csv`, the per-step
-         *     breakdown table.
+         * @description Shape: see `tb_plugin.analysis.overview.build_overview`. With `format=csv`, the per-step breakdown table.
          */
         get: {
             parameters: {
@@ -322,7 +411,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OverviewPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
@@ -353,7 +451,7 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
-                    group_by?: components["parameters"]["operatorGroupBy"];
+                    group_by?: "operator" | "operator_input_shape";
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -367,7 +465,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OperatorsPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
@@ -398,9 +505,9 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
-                    group_by?: components["parameters"]["operatorGroupBy"];
+                    group_by?: "operator" | "operator_input_shape";
                     /** @description Number of slices (1 to 1000000); absent means all. */
-                    top_n?: components["parameters"]["topN"];
+                    top_n?: number;
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -414,7 +521,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OperatorPiesPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
@@ -445,7 +561,7 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
-                    group_by?: components["parameters"]["operatorGroupBy"];
+                    group_by?: "operator" | "operator_input_shape";
                     /** @description The operator name, as in the operator table. */
                     name: string;
                     /** @description Only with `group_by=operator_input_shape`; the row's input shape. */
@@ -463,7 +579,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CallStacksPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span, or no such operator in this worker span. */
@@ -516,7 +641,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KernelsPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
@@ -548,7 +682,7 @@ export interface paths {
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
                     /** @description Number of slices (1 to 1000000); absent means all. */
-                    top_n?: components["parameters"]["topN"];
+                    top_n?: number;
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -562,7 +696,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KernelPiesPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
@@ -603,10 +746,10 @@ export interface paths {
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
                     /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
-                    start_us?: components["parameters"]["startUs"];
+                    start_us?: number;
                     /** @description Range end, in trace microseconds; must be greater than `start_us`. */
-                    end_us?: components["parameters"]["endUs"];
-                    /** @description Pixels across the window (default 2000). */
+                    end_us?: number;
+                    /** @description Pixels across the window. */
                     width?: number;
                 };
                 header?: never;
@@ -615,7 +758,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Json"];
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelinePayload"];
+                    };
+                };
                 202: components["responses"]["Loading"];
                 /** @description Bad parameter, or an empty or inverted window (start_us >= end_us). */
                 400: {
@@ -668,7 +819,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Json"];
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelineEventPayload"];
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span, or no event with that id. */
@@ -712,8 +871,9 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
+                    /** @description Text in event names (case-insensitive). */
                     q: string;
-                    /** @description Matches returned (default 200); `total` counts all of them. */
+                    /** @description Matches returned; `total` counts all of them. */
                     limit?: number;
                     /** @description Only matches starting at or after this trace time (to page on). */
                     start_us?: number;
@@ -730,61 +890,20 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/trace/download": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The worker span's trace file, byte for byte as stored (streamed).
-         * @description `application/gzip` for `*.gz` files, else `application/json`, with
-         *     `Content-Disposition: attachment; filename="<file name>"` and `nosniff`. Served whatever
-         *     the file's parse state (a broken file can be downloaded to be inspected).
-         */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The file's bytes. */
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/gzip": unknown;
-                        "application/json": unknown;
+                        "application/json": components["schemas"]["TimelineSearchPayload"];
+                        "text/csv": unknown;
                     };
                 };
+                202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
             };
         };
         put?: never;
@@ -820,9 +939,9 @@ export interface paths {
                     /** @description A device name from `devices` (e.g. `CPU`, `GPU0`). */
                     device?: string;
                     /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
-                    start_us?: components["parameters"]["startUs"];
+                    start_us?: number;
                     /** @description Range end, in trace microseconds; must be greater than `start_us`. */
-                    end_us?: components["parameters"]["endUs"];
+                    end_us?: number;
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -836,7 +955,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MemoryPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span, no Memory view there, or no records of `device`. */
@@ -896,68 +1024,19 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                /** @description Unknown run/worker/span, or no export for it. */
-                404: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["MemoryTimelinePayload"];
+                        "text/csv": unknown;
                     };
                 };
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/distributed": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Distributed view of one span over all workers of the run.
-         * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
-         *     Workers whose file of that span is broken, or that have no such span, are left out and
-         *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
-         *     loading. Shape: see `tb_plugin.analysis.distributed.build_distributed`, plus `skipped:
-         *     {worker: reason}`. With `format=csv`, the communication-op rows with a `worker` column.
-         */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
-                /** @description Unknown run or span, or the run has no Distributed view. */
+                /** @description Unknown run/worker/span, or no export for it. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1011,10 +1090,86 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ModulesPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/distributed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Distributed view of one span over all workers of the run.
+         * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
+         *     Workers whose file of that span is broken, or that have no such span, are left out and
+         *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
+         *     loading. Shape: see `tb_plugin.analysis.distributed.build_distributed`, plus `skipped:
+         *     {worker: reason}`. With `format=csv`, the communication-op rows with a `worker` column.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DistributedPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run or span, or the run has no Distributed view. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 422: components["responses"]["Error"];
             };
         };
@@ -1047,9 +1202,13 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
+                    /** @description The experiment side's run. */
                     exp_run: string;
+                    /** @description The experiment side's worker. */
                     exp_worker: string;
+                    /** @description The experiment side's span. */
                     exp_span: string;
+                    /** @description A node path from the payload (`0` the root, `0-1` its second child, ...). */
                     path?: string;
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
@@ -1064,7 +1223,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiffPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span on either side, or no node at `path`. */
@@ -1091,84 +1259,1410 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Error: {
-            error: {
-                code: number;
-                message: string;
-                /** @description With 422, the parser's messages for the file. */
-                messages?: string[];
-            };
+        /**
+         * DiffPayload
+         * @description `/diff`: one node of the diff of two traces.
+         */
+        DiffPayload: {
+            /** @description The baseline trace. */
+            base: components["schemas"]["DiffTrace"];
+            /** @description Direct children. */
+            children: components["schemas"]["DiffChild"][];
+            /** @description right - left. */
+            delta: components["schemas"]["DiffDelta"];
+            /** @description The experiment trace. */
+            exp: components["schemas"]["DiffTrace"];
+            /** @description Baseline side. */
+            left: components["schemas"]["DiffSide"];
+            /** @description Per operator name, sorted by |delta| of operator_sort, ties by name. */
+            operator_deltas: components["schemas"]["OperatorDelta"][];
+            /**
+             * @description Device total when either side ran device work, else host total.
+             * @enum {unknown}
+             */
+            operator_sort: "delta_device_total_us" | "delta_host_total_us";
+            /** @description This node's path: "0" (root), "0-1", ... */
+            path: string;
+            /** @description This node's numbers are per-step means (the root only). */
+            per_step: boolean;
+            /** @description Experiment side. */
+            right: components["schemas"]["DiffSide"];
         };
-        Loading: {
-            /** @enum {boolean} */
-            loading: true;
-            progress: number;
-            /** @enum {string} */
-            state?: "queued" | "loading";
+        /** DiffTrace */
+        DiffTrace: {
+            /** @description Profiler steps of the trace. */
+            steps: number;
+            /** @description The thread whose tree is compared. */
+            tid: string;
         };
-        RunListing: {
-            runs: components["schemas"]["Run"][];
-            /** @description True while the first scan runs or any file is queued or being parsed. */
-            loading: boolean;
-            logdir: string;
+        /** DiffChild */
+        DiffChild: {
+            delta: components["schemas"]["DiffDelta"];
+            /** @description The child has children of its own. */
+            expandable: boolean;
+            left: components["schemas"]["DiffSide"];
+            /** @description The child's path, e.g. "0-1" (for `/diff?path=`). */
+            path: string;
+            right: components["schemas"]["DiffSide"];
         };
-        Run: {
+        /**
+         * DiffDelta
+         * @description right - left, us.
+         */
+        DiffDelta: {
+            device_duration_us: number;
+            host_duration_us: number;
+            total_duration_us: number;
+        };
+        /**
+         * DiffSide
+         * @description One side of a diff node.
+         */
+        DiffSide: {
+            /** @description Nodes on this side. */
+            count: number;
+            /** @description Device time, us. */
+            device_duration_us: number;
+            /** @description Host time, us (per step at the root when per_step). */
+            host_duration_us: number;
+            /** @description Node name ("CallTreeRoot", "CompositeNodes", "Blank" for the special kinds). */
             name: string;
+            /** @description Device time per node where it has any, else host time, summed, us. */
+            total_duration_us: number;
             /**
-             * @description loading: some file is queued or being parsed; error: every file failed;
-             *     partial: some file failed or is partial/truncated; ready: all files parsed cleanly.
-             * @enum {string}
+             * @description root; composite: several nodes; blank: none on this side; else the node's kind.
+             * @enum {unknown}
              */
-            state: "loading" | "ready" | "partial" | "error";
-            /** @description Fraction of the run's bytes parsed. */
-            progress: number;
-            /** @description Views offered by the files parsed so far, in display order. */
-            views: string[];
-            workers: {
-                name: string;
-                spans: components["schemas"]["SpanStatus"][];
-            }[];
+            type: "backward" | "blank" | "composite" | "dataloader" | "module" | "operator" | "optimizer" | "pl_module" | "profiler_step" | "python" | "root" | "user_annotation";
         };
-        SpanStatus: {
-            span: string;
-            /**
-             * @description partial: some events were malformed and skipped; truncated: the file is cut off (the
-             *     events before the cut are shown). A cut-off or unreadable file modified in the last
-             *     30 s is reported as still being written (`loading` instead of `error`) and is read
-             *     again when it changes.
-             * @enum {string}
-             */
-            state: "queued" | "loading" | "ok" | "partial" | "truncated" | "error";
+        /**
+         * OperatorDelta
+         * @description Baseline, experiment and delta of one operator name under the node.
+         */
+        OperatorDelta: {
+            /** @description Baseline calls (per-step means at a per_step root, else counts/us). */
+            base_calls: number;
+            base_device_self_us: number;
+            base_device_total_us: number;
+            base_host_self_us: number;
+            base_host_total_us: number;
+            /** @description exp - base calls (per-step means at a per_step root, else counts/us). */
+            delta_calls: number;
+            delta_device_self_us: number;
+            delta_device_total_us: number;
+            delta_host_self_us: number;
+            delta_host_total_us: number;
+            /** @description Experiment calls (per-step means at a per_step root, else counts/us). */
+            exp_calls: number;
+            exp_device_self_us: number;
+            exp_device_total_us: number;
+            exp_host_self_us: number;
+            exp_host_total_us: number;
+            /** @description Operator name. */
+            name: string;
+        };
+        /**
+         * DistributedPayload
+         * @description `/distributed`: the distributed view of one span over the run's usable workers.
+         */
+        DistributedPayload: {
+            /** @description Worker -> its communication-op table. */
+            comm_ops: {
+                [key: string]: components["schemas"]["CommOps"];
+            };
+            /** @description One entry per worker. */
+            devices: components["schemas"]["DistributedDevice"][];
+            /** @description Caveats, the left-out workers first. */
             messages: string[];
+            /** @description "all" (mean over the worker's steps) or a step name -> worker -> split, us. */
+            overlap: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["Overlap"];
+                };
+            };
+            /** @description Workers left out (broken, or without this span) -> why. */
+            skipped: {
+                [key: string]: string;
+            };
+            /** @description Step names over all workers, numeric order. */
+            steps: string[];
+            /** @description "all" or a step name -> worker -> transfer/synchronizing, us. */
+            wait: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["Wait"];
+                };
+            };
+            /** @description Workers included, sorted. */
+            workers: string[];
+        };
+        /** CommOps */
+        CommOps: {
+            /** @description The worker's communication ops. */
+            rows: components["schemas"]["CommOpRow"][];
+        };
+        /**
+         * CommOpRow
+         * @description One communication op name of one worker.
+         */
+        CommOpRow: {
+            /** @description Bytes per call (rounded). */
+            avg_bytes: number;
+            /** @description Per call, us. */
+            avg_latency_us: number;
+            /** @description Per call, us. */
+            avg_transfer_us: number;
+            /** @description Number of calls. */
+            calls: number;
+            /** @description Op name, e.g. "nccl:all_reduce". */
+            name: string;
+            /** @description Bytes moved by all calls. */
+            total_bytes: number;
+            /** @description Time from call to completion, summed, us. */
+            total_latency_us: number;
+            /** @description Transfer time, summed, us. */
+            total_transfer_us: number;
+        };
+        /**
+         * DistributedDevice
+         * @description One worker and the GPUs it used.
+         */
+        DistributedDevice: {
+            /** @description Process-group backend ("nccl", "gloo"); null when the trace does not say. */
+            backend: string | null;
+            /** @description GPUs that ran device work. */
+            gpus: components["schemas"]["DistributedGpu"][];
+            /** @description Host name from a hostname_pid worker name, else the worker. */
+            node: string;
+            /** @description Process id from a hostname_pid worker name, else a running index. */
+            pid: string;
+            /** @description Rank; null when the trace does not say. */
+            rank: number | null;
+            /** @description Worker name. */
+            worker: string;
+            /** @description Number of ranks; null when unknown. */
+            world_size: number | null;
+        };
+        /** DistributedGpu */
+        DistributedGpu: {
+            /** @description "major.minor"; null when unknown. */
+            compute_capability: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Device memory, bytes; null when unknown. */
+            memory_bytes: number | null;
+            /** @description Device name; null when unknown. */
+            name: string | null;
+        };
+        /**
+         * Overlap
+         * @description Exclusive split of step time, us.
+         */
+        Overlap: {
+            /** @description Communication only. */
+            communication: number;
+            /** @description Computation only (kernels, or CPU ops without kernels). */
+            computation: number;
+            /** @description Neither. */
+            other: number;
+            /** @description Computation and communication at once. */
+            overlap: number;
+        };
+        /**
+         * Wait
+         * @description Communication time split, us.
+         */
+        Wait: {
+            /** @description Waiting for the other ranks. */
+            synchronizing: number;
+            /** @description Data transfer (after every rank arrived). */
+            transfer: number;
+        };
+        /**
+         * KernelPiesPayload
+         * @description `/kernels/pies`: top-N kernels by total time and the Tensor Core share.
+         */
+        KernelPiesPayload: {
+            /** @description Null when the trace has no kernels. */
+            tensor_cores: components["schemas"]["TensorCoreShare"] | null;
+            /** @description Top-N kernels by total time, us, descending (ties by name). */
+            total: components["schemas"]["PieSlice"][];
+        };
+        /**
+         * TensorCoreShare
+         * @description Shares of kernel time (they sum to 1).
+         */
+        TensorCoreShare: {
+            /** @description Fraction (0..1) of kernel time in the others. */
+            not_using: number;
+            /** @description Fraction (0..1) of kernel time in kernels using Tensor Cores. */
+            using: number;
+        };
+        /**
+         * PieSlice
+         * @description One slice of a top-N pie chart.
+         */
+        PieSlice: {
+            /** @description The slice's label (operator or kernel name). */
+            name: string;
+            /** @description Time in us (3 decimals), > 0. */
+            value: number;
+        };
+        /**
+         * KernelsPayload
+         * @description `/kernels`: the kernel table.
+         */
+        KernelsPayload: {
+            /** @description Some kernel had (or got derived) blocks per SM; when false every row's value is null. */
+            has_blocks_per_sm: boolean;
+            /** @description Some kernel had an occupancy; when false every row's value is null. */
+            has_occupancy: boolean;
+            /** @description Sorted by total_us descending, ties by the key columns. */
+            rows: components["schemas"]["KernelRow"][];
+        };
+        /**
+         * KernelRow
+         * @description One kernel name (or, with group_by=kernel_op_launch, one kernel name + launching operator
+         *         + launch configuration) with its summed times.
+         */
+        KernelRow: {
+            /** @description Only with group_by=kernel_op_launch: block size; null when not recorded. */
+            block?: string | null;
+            /** @description Blocks per SM, weighted by duration; null when no kernel of the trace has it. */
+            blocks_per_sm: number | null;
+            /** @description Number of launches. */
+            calls: number;
+            /** @description Only with group_by=kernel_op_launch: grid size, e.g. "[4, 106, 1]"; null when not recorded. */
+            grid?: string | null;
+            /** @description Longest launch, us. */
+            max_us: number;
+            /** @description Mean duration, us. */
+            mean_us: number;
+            /** @description Shortest launch, us. */
+            min_us: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description Estimated achieved occupancy, percent, weighted by duration; null when no kernel of the trace has it. */
+            occupancy_pct: number | null;
+            /** @description Only with group_by=kernel_op_launch: the launching operator could use Tensor Cores. */
+            op_tc_eligible?: boolean;
+            /** @description Only with group_by=kernel_op_launch: the operator that launched it ("N/A" outside any operator). */
+            operator?: string;
+            /** @description Only with group_by=kernel_op_launch: registers per thread; null when not recorded. */
+            registers_per_thread?: number | null;
+            /** @description Only with group_by=kernel_op_launch: shared memory per block, bytes; null when not recorded. */
+            shared_memory?: number | null;
+            /** @description The kernel uses Tensor Cores. */
+            tensor_cores: boolean;
+            /** @description Summed duration, us (3 decimals). */
+            total_us: number;
+        };
+        /**
+         * MemoryPayload
+         * @description `/memory`: the memory view of one worker span (optionally one device, one range).
+         */
+        MemoryPayload: {
+            /** @description Per shown device. */
+            curves: {
+                [key: string]: components["schemas"]["MemoryCurve"];
+            };
+            /** @description The device to show first (the first GPU, else CPU); null without records. */
+            default_device: string | null;
+            /** @description Every device with memory records. */
+            devices: string[];
+            /** @description Allocation/free pairs in the range. */
+            events: components["schemas"]["MemoryEvents"];
+            /** @description Leak hints per shown device. */
+            leaks: components["schemas"]["MemoryLeak"][];
+            /** @description Caveats about the records. */
+            messages: string[];
+            /** @description Per-operator statistics in the range. */
+            operators: components["schemas"]["MemoryOperators"];
+            /** @description Per shown device with records. */
+            peaks: {
+                [key: string]: components["schemas"]["MemoryPeak"];
+            };
+            /** @description [start_us, end_us] as requested; null for an open end. */
+            range_us: (number | null)[];
+            /** @description Profiler start (earliest event or record), trace us, for relative axes. */
+            time_origin_us: number | null;
+        };
+        /**
+         * MemoryCurve
+         * @description Allocated and reserved memory of one device over time (step points, down-sampled).
+         */
+        MemoryCurve: {
+            /** @description Allocated bytes at each time. */
+            allocated: (number | null)[];
+            /** @description Rebuilt from allocation sizes (no totals in the trace, PyTorch < 1.10): starts at zero. */
+            approximate: boolean;
+            /** @description Reserved bytes at each time; null where the trace has no reserved total. */
+            reserved: (number | null)[];
+            /** @description Times, trace us (3 decimals). */
+            t_us: (number | null)[];
+        };
+        /** MemoryEvents */
+        MemoryEvents: {
+            /** @description Pairs in time order (the largest when capped). */
+            rows: components["schemas"]["MemoryEventRow"][];
+            /** @description Pairs in the range. */
+            total: number;
+            /** @description len(rows) < total. */
+            truncated: boolean;
+        };
+        /**
+         * MemoryEventRow
+         * @description One allocation with its release (either side may be missing).
+         */
+        MemoryEventRow: {
+            /** @description Allocation time, trace us; null when the allocation is before the trace. */
+            alloc_t_us: number | null;
+            /** @description Size, bytes. */
+            bytes: number;
+            /** @description Device label. */
+            device: string;
+            /** @description free - alloc, us; null when either is missing. */
+            duration_us: number | null;
+            /** @description Release time, trace us; null while still allocated. */
+            free_t_us: number | null;
+            /** @description The allocating operator ("<unknown>" for a release without allocation or outside any operator). */
+            op: string;
+        };
+        /**
+         * MemoryLeak
+         * @description A leak hint: allocated memory that grows at every step end (kind "growth"), or
+         *         allocations never released before the trace ends (kind "unfreed").
+         */
+        MemoryLeak: {
+            /** @description kind growth only: allocated bytes at each step end. */
+            allocated_at_step_end?: number[];
+            /** @description kind growth only: the curve is approximate. */
+            approximate?: boolean;
+            /** @description kind unfreed only: their bytes. */
+            bytes?: number;
+            /** @description kind unfreed only: allocations never released. */
+            count?: number;
+            /** @description Device label. */
+            device: string;
+            /** @description kind growth only: last minus first, bytes. */
+            growth_bytes?: number;
+            /**
+             * @description Which check fired.
+             * @enum {unknown}
+             */
+            kind: "growth" | "unfreed";
+            /** @description kind growth only: mean growth per step, bytes. */
+            per_step_bytes?: number;
+            /** @description kind growth only: step names. */
+            steps?: string[];
+            /** @description kind unfreed only: the operators allocating most of it. */
+            top_ops?: components["schemas"]["LeakOp"][];
+        };
+        /** LeakOp */
+        LeakOp: {
+            /** @description Their bytes. */
+            bytes: number;
+            /** @description Allocations never released. */
+            count: number;
+            /** @description Allocating operator. */
+            name: string;
+        };
+        /** MemoryOperators */
+        MemoryOperators: {
+            /** @description One row per (device, operator). */
+            rows: components["schemas"]["MemoryOperatorRow"][];
+        };
+        /**
+         * MemoryOperatorRow
+         * @description Memory statistics of one operator name on one device.
+         */
+        MemoryOperatorRow: {
+            /** @description Allocated including children, bytes. */
+            alloc_bytes: number;
+            /** @description Allocations including children. */
+            alloc_count: number;
+            /** @description Calls that allocated or released on the device. */
+            calls: number;
+            /** @description Device label. */
+            device: string;
+            /** @description Allocated minus released including children, bytes. */
+            increase_bytes: number;
+            /** @description Operator name. */
+            name: string;
+            /** @description Allocated by the op itself, bytes. */
+            self_alloc_bytes: number;
+            /** @description Allocations by the op itself. */
+            self_alloc_count: number;
+            /** @description Allocated minus released by the op itself, bytes. */
+            self_increase_bytes: number;
+        };
+        /**
+         * MemoryPeak
+         * @description Peak allocated memory of one device.
+         */
+        MemoryPeak: {
+            /** @description As in the curves. */
+            approximate: boolean;
+            /** @description Peak allocated bytes. */
+            bytes: number;
+            /** @description Device memory (CUDA devices with known properties); null otherwise. */
+            capacity_bytes: number | null;
+            /** @description bytes / capacity_bytes (4 decimals); null without a capacity. */
+            fraction_of_capacity: number | null;
+            /** @description Peak reserved bytes; null when unknown. */
+            reserved_bytes: number | null;
+            /** @description When it happened, trace us. */
+            t_us: number | null;
+        };
+        /**
+         * MemoryTimelinePayload
+         * @description `/memory/timeline`: down-sampled stacked bytes per category. Times are
+         *         (ts_ns - base_time_ns) / 1000: on the trace's clock when paired with a trace span, else
+         *         on the export's own clock.
+         */
+        MemoryTimelinePayload: {
+            /** @description The trace's baseTimeNanoseconds (0 when the trace has none); null on the export's clock. */
+            base_time_ns: number | null;
+            /** @description Categories, in stacking order. */
+            categories: ("ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN")[];
+            /** @description Leak hints. */
+            leaks: components["schemas"]["MemoryTimelineLeak"][];
+            /** @description Caveats about the export. */
+            messages: string[];
+            /** @description Peak total; null for an empty export. */
+            peak: components["schemas"]["MemoryTimelinePeak"] | null;
+            /** @description Records read. */
+            records: number;
+            /** @description Bytes per category at each time. */
+            series: components["schemas"]["MemoryTimelineSeries"];
+            /** @description Malformed records skipped. */
+            skipped: number;
+            /** @description Times, us (3 decimals). */
+            t_us: number[];
+            /** @description Total bytes at each time. */
+            total: number[];
+        };
+        /**
+         * MemoryTimelineLeak
+         * @description A leak hint: the total grows at every step (or window) end (kind "growth"), or memory of
+         *         some categories was created while profiling and never destroyed (kind "unfreed").
+         */
+        MemoryTimelineLeak: {
+            /** @description kind growth only: total bytes at each step end. */
+            allocated_at_step_end?: number[];
+            /**
+             * @description kind growth only: the trace's steps, or equal windows when there are none.
+             * @enum {unknown}
+             */
+            basis?: "steps" | "windows";
+            /** @description kind unfreed only: per category, largest first. */
+            by_category?: components["schemas"]["CategoryBytes"][];
+            /** @description kind unfreed only: bytes over the categories. */
+            bytes?: number;
+            /** @description kind unfreed only: tensors alive at the end minus those destroyed. */
+            count?: number;
+            /** @description kind growth only: last minus first, bytes. */
+            growth_bytes?: number;
+            /**
+             * @description Which check fired.
+             * @enum {unknown}
+             */
+            kind: "growth" | "unfreed";
+            /** @description kind growth only: mean growth per step, bytes. */
+            per_step_bytes?: number;
+            /** @description kind growth only: step (or "window N") names. */
+            steps?: string[];
+        };
+        /** CategoryBytes */
+        CategoryBytes: {
+            /** @description Bytes created while profiling and never destroyed. */
+            bytes: number;
+            /**
+             * @description Category.
+             * @enum {unknown}
+             */
+            category: "ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN";
+        };
+        /** MemoryTimelinePeak */
+        MemoryTimelinePeak: {
+            /** @description Peak total bytes. */
+            bytes: number;
+            /** @description When, us (3 decimals). */
+            t_us: number;
+        };
+        /**
+         * MemoryTimelineSeries
+         * @description Bytes alive per category at each time of `t_us`.
+         */
+        MemoryTimelineSeries: {
+            ACTIVATION: number[];
+            AUTOGRAD_DETAIL: number[];
+            GRADIENT: number[];
+            INPUT: number[];
+            OPTIMIZER_STATE: number[];
+            PARAMETER: number[];
+            TEMPORARY: number[];
+            UNKNOWN: number[];
+        };
+        /**
+         * ModulesPayload
+         * @description `/modules`: the module view (the server answers 404 when `available` is false).
+         */
+        ModulesPayload: {
+            /** @description The trace has module events. */
+            available: boolean;
+            /** @description Backward attribution statistics. */
+            backward?: components["schemas"]["BackwardStats"];
+            /** @description Flame graph, one root per root module. */
+            flamegraph: components["schemas"]["FlameNode"][];
+            /** @description Backward ops were attributed to modules. */
+            has_backward?: boolean;
+            /** @description Some module ran device work. */
+            has_device?: boolean;
+            /** @description Why it is unavailable, or that statistics are incomplete; absent otherwise. */
+            message?: string;
+            /** @description Root modules, each with its children. */
+            rows: components["schemas"]["ModuleRow"][];
+            /**
+             * @description Where modules come from; absent when unavailable.
+             * @enum {unknown}
+             */
+            source?: "lightning" | "python_function";
+            /** @description Caveats. */
+            warnings?: string[];
+        };
+        /**
+         * BackwardStats
+         * @description How backward ops were attributed to modules (fwdbwd flows).
+         */
+        BackwardStats: {
+            /** @description Backward ops attributed to a module. */
+            attributed_ops: number;
+            /** @description Pairs matched to a module. */
+            matched: number;
+            /** @description Forward/backward flow pairs. */
+            pairs: number;
+            /** @description Backward ops not attributed. */
+            unattributed_ops: number;
+        };
+        /**
+         * FlameNode
+         * @description One flame-graph node (a module row).
+         */
+        FlameNode: {
+            /** @description Child modules. */
+            children: components["schemas"]["FlameNode"][];
+            /** @description The module's id. */
+            module_id: number;
+            /** @description Module name. */
+            name: string;
+            /** @description Device total us when the trace has device time, else host total us. */
+            value: number;
+        };
+        /**
+         * ModuleRow
+         * @description One module (by name and id) under its parent, with its children.
+         */
+        ModuleRow: {
+            /** @description Mean device total per call if any, else mean host total, us. */
+            avg_duration_us: number;
+            /** @description Device time of the backward ops attributed to it, us; only when has_backward. */
+            backward_device_us?: number;
+            /** @description Host time of the backward ops attributed to it, us; only when has_backward. */
+            backward_host_us?: number;
+            /** @description Child modules. */
+            children: components["schemas"]["ModuleRow"][];
+            /** @description Device time outside child modules, us. */
+            device_self_us: number;
+            /** @description Device time, us. */
+            device_total_us: number;
+            /** @description Host time outside child modules, us. */
+            host_self_us: number;
+            /** @description Host time, us. */
+            host_total_us: number;
+            /** @description Path of the row in the tree, e.g. "0-1". */
+            key: string;
+            /** @description Calls with no node in the operator tree (counted in occurrences, not in times); absent when 0. */
+            missing_calls?: number;
+            /** @description The module's id in the trace. */
+            module_id: number;
+            /** @description Lightning only: the module's type. */
+            module_type?: string;
+            /** @description Module name without "nn.Module: ", e.g. "Conv2d_0". */
+            name: string;
+            /** @description Calls. */
+            occurrences: number;
+            /** @description Operators called inside. */
+            operators: number;
+        };
+        /**
+         * CallStacksPayload
+         * @description `/operators/stack`: the call stacks of one operator.
+         */
+        CallStacksPayload: {
+            /** @description The trace has device (GPU) work. */
+            has_device: boolean;
+            /** @description One row per distinct non-empty call stack, sorted by `sort_by` descending. */
+            rows: components["schemas"]["CallStackRow"][];
+            /**
+             * @description As in `/operators`.
+             * @enum {unknown}
+             */
+            sort_by: "device_self_us" | "host_self_us";
+        };
+        /**
+         * CallStackRow
+         * @description The calls of one operator that share one call stack.
+         */
+        CallStackRow: {
+            /** @description The Python call stack, frames joined by ";". */
+            call_stack: string;
+            /** @description Number of calls with this stack. */
+            calls: number;
+            /** @description Device self time, us. */
+            device_self_us: number;
+            /** @description Device total time, us. */
+            device_total_us: number;
+            /** @description Host self time, us (3 decimals). */
+            host_self_us: number;
+            /** @description Host total time, us. */
+            host_total_us: number;
+            /** @description Only with group_by=operator_input_shape: the input shapes (Python str of the dims list). */
+            input_shape?: string;
+            /** @description Operator name. */
+            name: string;
+            /** @description The operator could use Tensor Cores. */
+            tc_eligible: boolean;
+            /** @description Share of device self time on Tensor Cores, percent. */
+            tc_self_pct: number;
+            /** @description Share of device total time on Tensor Cores, percent. */
+            tc_total_pct: number;
+        };
+        /**
+         * OperatorPiesPayload
+         * @description `/operators/pies`: the four top-N operator pies.
+         */
+        OperatorPiesPayload: {
+            /** @description Top-N operators by device self time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            device_self: components["schemas"]["PieSlice"][] | null;
+            /** @description Top-N operators by device total time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            device_total: components["schemas"]["PieSlice"][] | null;
+            /** @description Top-N operators by host self time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            host_self: components["schemas"]["PieSlice"][] | null;
+            /** @description Top-N operators by host total time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            host_total: components["schemas"]["PieSlice"][] | null;
+        };
+        /**
+         * OperatorsPayload
+         * @description `/operators`: the operator table.
+         */
+        OperatorsPayload: {
+            /** @description The trace has device (GPU) work. */
+            has_device: boolean;
+            /** @description Sorted by `sort_by` descending, ties by name (and shape). */
+            rows: components["schemas"]["OperatorRow"][];
+            /**
+             * @description device_self_us when the trace has device work, else host_self_us.
+             * @enum {unknown}
+             */
+            sort_by: "device_self_us" | "host_self_us";
+        };
+        /**
+         * OperatorRow
+         * @description One operator name (or name + input shape) with its summed times over all calls.
+         */
+        OperatorRow: {
+            /** @description Number of calls. */
+            calls: number;
+            /** @description Time of the kernels launched by the operator itself, us. */
+            device_self_us: number;
+            /** @description Time of the kernels launched by it or its children, us. */
+            device_total_us: number;
+            /** @description Some call has a recorded Python call stack (`/operators/stack` has rows). */
+            has_call_stack: boolean;
+            /** @description Host time outside child operators, us (3 decimals). */
+            host_self_us: number;
+            /** @description Host time including child operators, us. */
+            host_total_us: number;
+            /** @description Only with group_by=operator_input_shape: the input shapes (Python str of the dims list). */
+            input_shape?: string;
+            /** @description Operator name, e.g. "aten::mm". */
+            name: string;
+            /** @description The operator could use Tensor Cores. */
+            tc_eligible: boolean;
+            /** @description Share of device self time on Tensor Cores, percent (2 decimals). */
+            tc_self_pct: number;
+            /** @description Share of device total time on Tensor Cores, percent. */
+            tc_total_pct: number;
+        };
+        /**
+         * OverviewPayload
+         * @description `/overview`: the overview of one worker span.
+         */
+        OverviewPayload: {
+            /** @description Mean over the steps. */
+            average: components["schemas"]["OverviewAverage"];
+            /** @description Categories to show, in priority order. */
+            categories: ("CPU Exec" | "Communication" | "DataLoader" | "Kernel" | "Memcpy" | "Memset" | "Other" | "Runtime")[];
+            /** @description Device and distributed setup. */
+            environment: components["schemas"]["Environment"];
+            /** @description GPUs that ran work. */
+            gpus: components["schemas"]["OverviewGpu"][];
+            /** @description Human-readable caveats (fallback step, trimmed steps...). */
+            notes: string[];
+            /** @description Performance recommendations. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description One entry per step, in order. */
+            steps: components["schemas"]["OverviewStep"][];
+        };
+        /**
+         * OverviewAverage
+         * @description The mean over all steps.
+         */
+        OverviewAverage: {
+            /** @description Mean time per category, us. */
+            breakdown_us: components["schemas"]["StepBreakdown"];
+            /** @description Mean step duration, us. */
+            total_us: number;
+        };
+        /** StepBreakdown */
+        StepBreakdown: {
+            /** @description Other host operators, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            "CPU Exec": number;
+            /** @description Communication (NCCL/gloo) ops, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Communication: number;
+            /** @description Data loading, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            DataLoader: number;
+            /** @description GPU kernels, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Kernel: number;
+            /** @description GPU memory copies, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Memcpy: number;
+            /** @description GPU memsets, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Memset: number;
+            /** @description Time covered by none of the above, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Other: number;
+            /** @description CUDA runtime calls on the host, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Runtime: number;
+        };
+        /** Environment */
+        Environment: {
+            /**
+             * @description GPU when the trace has device work.
+             * @enum {unknown}
+             */
+            device_type: "CPU" | "GPU";
+            /** @description Distributed setup, null for a single-process trace. */
+            distributed: components["schemas"]["DistributedInfo"] | null;
+            /** @description The trace's `Framework` field (e.g. "pytorch-lightning"), null when absent. */
+            framework: string | null;
+            /** @description Number of GPUs in `gpus`. */
+            gpu_count: number;
+        };
+        /**
+         * DistributedInfo
+         * @description The trace's `distributedInfo`, only the keys it has.
+         */
+        DistributedInfo: {
+            /** @description Process-group backend, e.g. "nccl", "gloo". */
+            backend?: string;
+            /** @description This worker's rank. */
+            rank?: number;
+            /** @description Number of ranks. */
+            world_size?: number;
+        };
+        /**
+         * OverviewGpu
+         * @description One GPU that ran work in this trace.
+         */
+        OverviewGpu: {
+            /** @description Estimated achieved occupancy (kernel-time weighted), percent; null when unknown. */
+            achieved_occupancy_pct: number | null;
+            /** @description "major.minor"; null when unknown. */
+            compute_capability: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Total device memory, GiB (2 decimals); null when unknown. */
+            memory_gb: number | null;
+            /** @description Device name from the trace's device properties; null when the trace has none. */
+            name: string | null;
+            /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
+            sm_efficiency_pct: number | null;
+            /** @description Share of kernel time on Tensor Cores, percent; null when unavailable. */
+            tensor_core_pct: number | null;
+            /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
+            utilization_pct: number | null;
+        };
+        /**
+         * Recommendation
+         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         */
+        Recommendation: {
+            /**
+             * @description The rule that fired.
+             * @enum {unknown}
+             */
+            id: "communication" | "data_parallel" | "dataloader" | "low_gpu_utilization" | "memory_limit" | "mixed_precision" | "nccl_backend";
+            /** @description URL of the first link, null when there is none. */
+            link: string | null;
+            /** @description Further reading. */
+            links: components["schemas"]["RecommendationLink"][];
+            /** @description The measured value (2 decimals), in `unit`. */
+            metric: number;
+            /**
+             * @description How much it matters.
+             * @enum {unknown}
+             */
+            severity: "high" | "low" | "medium";
+            /** @description Explanation with the measured value and threshold (plain text). */
+            text: string;
+            /** @description Short headline (plain text). */
+            title: string;
+            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
+            unit: string;
+            /** @description The view that shows the evidence. */
+            view: string;
+        };
+        /** RecommendationLink */
+        RecommendationLink: {
+            /** @description Link text. */
+            label: string;
+            /** @description Documentation URL. */
+            url: string;
+        };
+        /**
+         * OverviewStep
+         * @description One profiler step.
+         */
+        OverviewStep: {
+            /** @description Time per category, us; always all eight. */
+            breakdown_us: components["schemas"]["StepBreakdown"];
+            /** @description Step name: the N of ProfilerStep#N, or "0" for a trace without step markers. */
+            name: string;
+            /** @description Step duration, us. */
+            total_us: number;
+        };
+        /**
+         * TimelineEventPayload
+         * @description `/timeline/event`: everything known about one event.
+         */
+        TimelineEventPayload: {
+            /** @description Arguments from the side tables. */
+            args: components["schemas"]["EventArgs"];
+            /** @description Trace category. */
+            cat: string | null;
+            /** @description Events with the same correlation id. */
+            correlated: components["schemas"]["CorrelatedEvent"][];
+            /** @description Correlation id (launch <-> device event); null when absent. */
+            correlation: number | null;
+            /** @description Depth in the track; null when not drawn. */
+            depth: number | null;
+            /** @description End as drawn (clamped into its parent), absolute us; absent when not drawn. */
+            drawn_end_us?: number;
+            /** @description Duration, us; null for instants and counters. */
+            dur: number | null;
+            /** @description External id (links ops to launches); null when absent. */
+            external_id: number | null;
+            /** @description Flows that start or end on the event. */
+            flows: components["schemas"]["EventFlow"][];
+            /** @description Event id. */
+            id: number;
+            /**
+             * @description What the event is.
+             * @enum {unknown}
+             */
+            kind: "cpu_op" | "driver" | "gpu_user_annotation" | "kernel" | "memcpy" | "memset" | "other" | "overhead" | "python" | "python_function" | "runtime" | "sync" | "trace" | "user_annotation";
+            /** @description Name; null when absent. */
+            name: string | null;
+            /** @description Event id of the enclosing event; null at depth 0 or when not drawn. */
+            parent: number | null;
+            /** @description Trace event phase, e.g. "X", "i". */
+            ph: string | null;
+            /** @description Process id, as a string. */
+            pid: string | null;
+            /** @description Thread id (or stream), as a string. */
+            tid: string | null;
+            /** @description Track id where it is drawn; null when not drawn. */
+            track: number | null;
+            /** @description Start, absolute trace us. */
+            ts: number | null;
+        };
+        /**
+         * EventArgs
+         * @description The event's rows of the side tables ({} where it has none).
+         */
+        EventArgs: {
+            device_args: components["schemas"]["DeviceArgs"];
+            op_args: components["schemas"]["OpArgs"];
+            python_args: components["schemas"]["PythonArgs"];
+        };
+        /**
+         * DeviceArgs
+         * @description Kernel/memcpy/memset (and launch) arguments present on the event.
+         */
+        DeviceArgs: {
+            /** @description Copy bandwidth, GB/s; absent when the event has none. */
+            bandwidth_gbps?: number;
+            /** @description Block; absent when the event has none. */
+            block?: string;
+            /** @description Blocks per SM; absent when the event has none. */
+            blocks_per_sm?: number;
+            /** @description Bytes copied or set; absent when the event has none. */
+            bytes?: number;
+            /** @description Device index; absent when the event has none. */
+            device?: number;
+            /** @description Grid, e.g. "[4, 106, 1]"; absent when the event has none. */
+            grid?: string;
+            /** @description Estimated achieved occupancy, percent; absent when the event has none. */
+            occupancy?: number;
+            /** @description Registers per thread; absent when the event has none. */
+            registers_per_thread?: number;
+            /** @description Shared memory, bytes; absent when the event has none. */
+            shared_memory?: number;
+            /** @description Stream; absent when the event has none. */
+            stream?: number;
+            /** @description Warps per SM; absent when the event has none. */
+            warps_per_sm?: number;
+        };
+        /**
+         * OpArgs
+         * @description Operator (cpu_op, user annotation) arguments present on the event.
+         */
+        OpArgs: {
+            /** @description Python call stack; absent when the event has none. */
+            call_stack?: string;
+            /** @description Collective name; absent when the event has none. */
+            collective?: string;
+            /** @description Data type; absent when the event has none. */
+            dtype?: string;
+            /** @description Forward thread id; absent when the event has none. */
+            fwd_thread_id?: number;
+            /** @description Process group size; absent when the event has none. */
+            group_size?: number;
+            /** @description Input elements; absent when the event has none. */
+            in_msg_nelems?: number;
+            /** @description Input dims, Python str of the list; absent when the event has none. */
+            input_dims?: string;
+            /** @description Input types; absent when the event has none. */
+            input_types?: string;
+            /** @description Output elements; absent when the event has none. */
+            out_msg_nelems?: number;
+            /** @description Process group; absent when the event has none. */
+            process_group?: string;
+            /** @description Autograd sequence number; absent when the event has none. */
+            sequence_number?: number;
+        };
+        /**
+         * PythonArgs
+         * @description python_function arguments present on the event.
+         */
+        PythonArgs: {
+            /** @description Python id; absent when the event has none. */
+            python_id?: number;
+            /** @description nn.Module id; absent when the event has none. */
+            python_module_id?: number;
+            /** @description Parent's Python id; absent when the event has none. */
+            python_parent_id?: number;
+        };
+        /**
+         * CorrelatedEvent
+         * @description An event with the same correlation id (launch <-> kernel/memcpy/memset).
+         */
+        CorrelatedEvent: {
+            /** @description Depth in the track; null when not drawn. */
+            depth: number | null;
+            /** @description Duration, us; null for instants. */
+            dur: number | null;
+            /** @description Event id. */
+            id: number;
+            /**
+             * @description What the event is.
+             * @enum {unknown}
+             */
+            kind: "cpu_op" | "driver" | "gpu_user_annotation" | "kernel" | "memcpy" | "memset" | "other" | "overhead" | "python" | "python_function" | "runtime" | "sync" | "trace" | "user_annotation";
+            /** @description Name; null when absent. */
+            name: string | null;
+            /** @description Track id; null when not drawn. */
+            track: number | null;
+            /** @description Start, absolute trace us. */
+            ts: number | null;
+        };
+        /**
+         * EventFlow
+         * @description A flow arrow that starts or ends on the event.
+         */
+        EventFlow: {
+            /** @description Flow category, e.g. "ac2g". */
+            cat: string;
+            /**
+             * @description out: starts on this event; in: ends on it.
+             * @enum {unknown}
+             */
+            direction: "in" | "out";
+            /** @description The flow's id in the trace. */
+            id: number | null;
+            /** @description Event id of the other end; null when not placed. */
+            other_id: number | null;
+            /** @description Track id of the other end. */
+            other_track: number;
+            /** @description Time of the other end, absolute trace us. */
+            other_ts: number;
+        };
+        /**
+         * TimelinePayload
+         * @description `/timeline`: one window of the trace at a pixel width, level of detail applied.
+         */
+        TimelinePayload: {
+            /** @description Counter tracks. */
+            counters: components["schemas"]["CounterTrack"][];
+            /** @description Window end, trace us (absolute). */
+            end_us: number;
+            /** @description Flow arrows in the window. */
+            flows: components["schemas"]["TimelineFlows"];
+            /** @description Pixels below which neighbouring events merge into blocks (doubled on dense windows). */
+            merge_px: number;
+            /** @description Event names, indexed by `events.name`. */
+            names: string[];
+            /** @description Absolute trace us that relative times count from (= start_us). */
+            origin_us: number;
+            /** @description Window start, trace us (absolute). */
+            start_us: number;
+            /** @description Level-of-detail statistics. */
+            stats: components["schemas"]["TimelineStats"];
+            /** @description Profiler steps in the window. */
+            steps: components["schemas"]["TimelineSteps"];
+            /** @description Last event end of the trace, absolute us. */
+            trace_end_us: number;
+            /** @description First event of the trace, absolute us. */
+            trace_start_us: number;
+            /** @description All tracks, in display order. */
+            tracks: components["schemas"]["Track"][];
+            /** @description Microseconds per pixel. */
+            us_per_px: number;
+            /**
+             * @description Always "timeline".
+             * @enum {unknown}
+             */
+            view: "timeline";
+            /** @description Width in pixels the window was laid out for. */
+            width: number;
+        };
+        /**
+         * CounterTrack
+         * @description One counter series (GPU utilization, SM efficiency, memory), sampled per pixel bin.
+         */
+        CounterTrack: {
+            /** @description Device label, e.g. "GPU 0", "CPU". */
+            device: string;
+            /**
+             * @description What is measured.
+             * @enum {unknown}
+             */
+            kind: "gpu_utilization" | "memory_allocated" | "memory_reserved" | "sm_efficiency";
+            /** @description Display name, e.g. "GPU 0 Utilization". */
+            name: string;
+            /** @description Sample times, us since origin_us. */
+            t: number[];
+            /**
+             * @description Unit of `v`.
+             * @enum {unknown}
+             */
+            unit: "bytes" | "fraction";
+            /** @description Values: fractions 0..1 (4 decimals) or whole bytes. */
+            v: number[];
+        };
+        /**
+         * TimelineFlows
+         * @description Flow arrows (start -> finish) with an end in the window (parallel arrays).
+         */
+        TimelineFlows: {
+            /** @description More than `limit`: an even sample is sent. */
+            capped: boolean;
+            /** @description Index into `cats`. */
+            cat: number[];
+            /** @description Flow categories (e.g. "ac2g", "fwdbwd"), indexed by `cat`. */
+            cats: string[];
+            /** @description Flows that only pass over the window (counted, not sent). */
+            crossing: number;
+            /** @description Depth of the start event (0 when not placed). */
+            from_depth: number[];
+            /** @description Event id of the start, -1 when not placed. */
+            from_id: number[];
+            /** @description Track id of the start. */
+            from_track: number[];
+            /** @description Start time, us since origin_us. */
+            from_ts: number[];
+            /** @description Most flows sent. */
+            limit: number;
+            /** @description Depth of the end event (0 when not placed). */
+            to_depth: number[];
+            /** @description Event id of the end, -1 when not placed. */
+            to_id: number[];
+            /** @description Track id of the end. */
+            to_track: number[];
+            /** @description End time, us since origin_us. */
+            to_ts: number[];
+            /** @description Flows with an end in the window. */
+            total: number;
+        };
+        /** TimelineStats */
+        TimelineStats: {
+            /** @description Merged blocks. */
+            blocks: number;
+            /** @description Events in the window. */
+            events: number;
+            /** @description Events inside blocks. */
+            hidden: number;
+            /** @description Events drawn individually. */
+            shown: number;
+        };
+        /**
+         * TimelineSteps
+         * @description Profiler steps overlapping the window (parallel arrays).
+         */
+        TimelineSteps: {
+            /** @description More than 4000: an even sample is sent. */
+            capped: boolean;
+            /** @description Step end, us since origin_us. */
+            end: number[];
+            /** @description Step names. */
+            name: string[];
+            /** @description Step start, us since origin_us. */
+            start: number[];
+            /** @description Steps overlapping the window. */
+            total: number;
+        };
+        /**
+         * Track
+         * @description One (process, thread) lane of the trace, in display order.
+         */
+        Track: {
+            /** @description Number of nesting levels of the whole track. */
+            depth: number;
+            /** @description Events on the track over the whole trace. */
+            event_count: number;
+            /** @description Track index (used by flows, events and search results). */
+            id: number;
+            /**
+             * @description Track group.
+             * @enum {unknown}
+             */
+            kind: "cpu" | "gpu" | "other";
+            /** @description The trace's pid, as a string. */
+            pid: string;
+            /** @description Process label to display. */
+            process: string;
+            /** @description Only the levels with something in the window. */
+            rows: components["schemas"]["TrackRow"][];
+            /** @description Thread (or stream) label to display. */
+            thread: string;
+            /** @description The trace's tid, as a string. */
+            tid: string;
+        };
+        /**
+         * TrackRow
+         * @description One visible nesting level of a track.
+         */
+        TrackRow: {
+            /** @description Merged blocks. */
+            blocks: components["schemas"]["RowBlocks"];
+            /** @description Nesting depth within the track (0: top level). */
+            depth: number;
+            /** @description Events drawn individually. */
+            events: components["schemas"]["RowEvents"];
+        };
+        /**
+         * RowBlocks
+         * @description Runs of events too small to draw one by one, merged into blocks (parallel arrays).
+         */
+        RowBlocks: {
+            /** @description Events merged into the block. */
+            count: number[];
+            /** @description Block end, us since origin_us. */
+            end: number[];
+            /** @description Block start, us since origin_us. */
+            start: number[];
+        };
+        /**
+         * RowEvents
+         * @description Events drawn one by one, as parallel arrays.
+         */
+        RowEvents: {
+            /** @description Duration, us. */
+            dur: number[];
+            /** @description Event id (for `/timeline/event?id=`). */
+            id: number[];
+            /** @description Index into the payload's `names`. */
+            name: number[];
+            /** @description Start, us since origin_us. */
+            start: number[];
+        };
+        /**
+         * TimelineSearchPayload
+         * @description `/timeline/search`: events whose name contains the query (case-insensitive), in time
+         *         order.
+         */
+        TimelineSearchPayload: {
+            /** @description Most matches sent. */
+            limit: number;
+            /** @description The first `limit` matches in time order. */
+            matches: components["schemas"]["SearchMatch"][];
+            /** @description Matching distinct names. */
+            name_count: number;
+            /** @description The first 50 matching distinct names. */
+            names: string[];
+            /** @description The query as searched. */
+            query: string;
+            /** @description Every matching event (from start_us on, when given). */
+            total: number;
+            /** @description total > len(matches). */
+            truncated: boolean;
+        };
+        /** SearchMatch */
+        SearchMatch: {
+            /** @description Depth in the track. */
+            depth: number;
+            /** @description Duration, us (0 for instants). */
+            dur: number;
+            /** @description Event id. */
+            id: number;
+            /** @description Event name. */
+            name: string;
+            /** @description Track id. */
+            track: number;
+            /** @description Start, absolute trace us. */
+            ts: number;
+        };
+        /**
+         * RunListing
+         * @description `/runs`: every run, sorted by name, with per-worker-span load state.
+         */
+        RunListing: {
+            /** @description The first scan runs, or some file is queued or being parsed. */
+            loading: boolean;
+            /** @description The logdir being served. */
+            logdir: string;
+            /** @description Runs, sorted by name. */
+            runs: components["schemas"]["Run"][];
+        };
+        /**
+         * Run
+         * @description One run (a folder of the logdir with traces or memory-timeline exports).
+         */
+        Run: {
+            /** @description Run name (its path under the logdir). */
+            name: string;
+            /** @description Fraction (0..1) of the run's bytes parsed. */
+            progress: number;
+            /**
+             * @description loading: some file is queued or being parsed; error: every file failed; partial: some file failed or is partial/truncated; ready: all files parsed cleanly.
+             * @enum {unknown}
+             */
+            state: "error" | "loading" | "partial" | "ready";
+            /** @description Views offered by the files parsed so far, display order. */
+            views: string[];
+            /** @description Workers, sorted. */
+            workers: components["schemas"]["WorkerListing"][];
+        };
+        /** WorkerListing */
+        WorkerListing: {
+            /** @description Worker name. */
+            name: string;
+            /** @description The worker's spans, numeric order. */
+            spans: components["schemas"]["SpanStatus"][];
+        };
+        /**
+         * SpanStatus
+         * @description The load state of one worker span (one trace file).
+         */
+        SpanStatus: {
             /** @description Events parsed; null until parsed, or when the file failed. */
             events: number | null;
+            /** @description The parser's messages for the file. */
+            messages: string[];
+            /** @description Span id ("1", "2", ... or "default"). */
+            span: string;
+            /**
+             * @description queued/loading: not parsed yet; ok; partial: malformed events skipped; truncated: file cut off; error: failed.
+             * @enum {unknown}
+             */
+            state: "error" | "loading" | "ok" | "partial" | "queued" | "truncated";
         };
-        SpanStatusDetail: components["schemas"]["SpanStatus"] & {
-            run: string;
-            worker: string;
+        /**
+         * SpanStatusDetail
+         * @description `/status`: the load status of one worker span (200 whatever the state).
+         */
+        SpanStatusDetail: {
+            /** @description Events parsed; null until parsed or on failure. */
+            events: number | null;
+            /** @description The parser's messages. */
+            messages: string[];
+            /** @description Fraction (0..1) of the file parsed (4 decimals). */
             progress: number;
+            /** @description Run name. */
+            run: string;
+            /** @description Span id. */
+            span: string;
+            /**
+             * @description As in /runs.
+             * @enum {unknown}
+             */
+            state: "error" | "loading" | "ok" | "partial" | "queued" | "truncated";
+            /** @description Worker name. */
+            worker: string;
+        };
+        /**
+         * ViewSpecs
+         * @description `/viewspecs`: every view the plugin has, in display order (the frontend's registry).
+         */
+        ViewSpecs: {
+            /** @description Every view of the plugin, in display order. */
+            views: components["schemas"]["ViewSpecEntry"][];
+        };
+        /** ViewSpecEntry */
+        ViewSpecEntry: {
+            /** @description The view (tab) name, as `/views` and `/workers` use it. */
+            name: string;
+            /** @description Display order, 1 first. */
+            order: number;
+            /** @description The view covers the whole run (e.g. Distributed): it is offered per run, not per worker file. */
+            run_level: boolean;
+        };
+        /**
+         * Loading
+         * @description The 202 reply: the worker span (or every file of the run, for /views) is still loading;
+         *         poll again (Retry-After: 1).
+         */
+        Loading: {
+            /**
+             * @description Always true.
+             * @enum {unknown}
+             */
+            loading: true;
+            /** @description Fraction (0..1) parsed (4 decimals). */
+            progress: number;
+            /**
+             * @description Waiting in the queue, or being parsed.
+             * @enum {unknown}
+             */
+            state: "loading" | "queued";
+        };
+        /**
+         * Error
+         * @description Every 4xx/5xx JSON reply.
+         */
+        Error: {
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** ErrorDetail */
+        ErrorDetail: {
+            /** @description The HTTP status (400, 404, 405, 422, 500, 501). */
+            code: number;
+            /** @description What went wrong (plain text). */
+            message: string;
+            /** @description With 422: the parser's messages for the file. */
+            messages?: string[];
         };
     };
     responses: {
-        /** @description The view's data (JSON). */
-        Json: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": Record<string, never>;
-            };
-        };
-        /** @description The view's data (JSON), or CSV with `format=csv`. */
-        Payload: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": Record<string, never>;
-                "text/csv": unknown;
-            };
-        };
         /** @description The worker span (or, for `/views`, every file of the run) is still loading. */
         Loading: {
             headers: {
@@ -1200,13 +2694,6 @@ export interface components {
          *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
          */
         format: "json" | "csv";
-        operatorGroupBy: "operator" | "operator_input_shape";
-        /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
-        startUs: number;
-        /** @description Range end, in trace microseconds; must be greater than `start_us`. */
-        endUs: number;
-        /** @description Number of slices (1 to 1000000); absent means all. */
-        topN: number;
     };
     requestBodies: never;
     headers: never;

@@ -352,9 +352,11 @@ const GROUPS = [
 
 type GroupKey = (typeof GROUPS)[number]['key']
 
-function numberOf(row: OperatorDelta, key: string): number {
-  const v = row[key]
-  return typeof v === 'number' ? v : Number(v ?? 0)
+/** base_/exp_/delta_ + a group's key: the numeric columns of an operator delta. */
+type DeltaKey = Exclude<keyof OperatorDelta, 'name'>
+
+function numberOf(row: OperatorDelta, key: DeltaKey): number {
+  return row[key]
 }
 
 function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string }) {

@@ -364,29 +364,36 @@ function toPoints(curve: MemoryPayload['curves'][string] | undefined, origin: nu
 const NOTABLE_UNFREED_BYTES = 1 << 20
 
 function LeakCallout({ leak }: { leak: Leak }) {
+  // /memory's hints name a device (and growth says if approximate, unfreed its top operators);
+  // /memory/timeline's say whether growth is over steps or windows (unfreed: by category).
+  const device = 'device' in leak ? leak.device : ''
   if (leak.kind === 'growth') {
-    const basis = leak.basis === 'windows' ? 'equal slices of the timeline' : 'steps'
+    const windows = 'basis' in leak && leak.basis === 'windows'
+    const approximate = 'approximate' in leak && leak.approximate
+    const basis = windows ? 'equal slices of the timeline' : 'steps'
     return (
       <Banner kind="warning" title={`Possible leak: allocated memory grows at every one of ${leak.steps.length} ${basis}`} testId="mem-leak">
         <div>
           +{bytes(leak.growth_bytes)} in all, about {signedBytes(leak.per_step_bytes)} per step
-          {leak.device ? ` on ${leak.device}` : ''}
-          {leak.approximate ? ' (approximate: rebuilt from allocation sizes)' : ''}.
+          {device ? ` on ${device}` : ''}
+          {approximate ? ' (approximate: rebuilt from allocation sizes)' : ''}.
         </div>
         <div className="leak-steps">
           {leak.steps.map((s, i) => (
             <span key={i} className="leak-step">
-              {leak.basis === 'windows' ? s : `step ${s}`}: {bytes(leak.allocated_at_step_end[i])}
+              {windows ? s : `step ${s}`}: {bytes(leak.allocated_at_step_end[i])}
             </span>
           ))}
         </div>
       </Banner>
     )
   }
-  const parts = leak.top_ops?.length
-    ? leak.top_ops.map((o) => `${o.name}: ${bytes(o.bytes)} in ${count(o.count)}`)
-    : (leak.by_category ?? []).map((c) => `${categoryLabel(c.category)} ${bytes(c.bytes)}`)
-  const title = leak.by_category
+  const topOps = 'top_ops' in leak ? leak.top_ops : undefined
+  const byCategory = 'by_category' in leak ? leak.by_category : undefined
+  const parts = topOps?.length
+    ? topOps.map((o) => `${o.name}: ${bytes(o.bytes)} in ${count(o.count)}`)
+    : (byCategory ?? []).map((c) => `${categoryLabel(c.category)} ${bytes(c.bytes)}`)
+  const title = byCategory
     ? `${bytes(leak.bytes)} created while profiling was never freed before the trace ended`
     : `${count(leak.count)} allocation${leak.count === 1 ? '' : 's'} (${bytes(leak.bytes)}) ${leak.count === 1 ? 'was' : 'were'} never freed before the trace ended`
   return (
@@ -399,7 +406,7 @@ function LeakCallout({ leak }: { leak: Leak }) {
         Expected for outputs kept across steps; a leak if it repeats every step.{' '}
         {parts.length > 0 && (
           <>
-            {leak.top_ops ? 'Largest by operator: ' : 'By category: '}
+            {topOps ? 'Largest by operator: ' : 'By category: '}
             <span className="leak-ops">{parts.join(', ')}</span>
           </>
         )}

@@ -1,91 +1,25 @@
 // API client of the Memory view: `memory` (build_memory) and `memory/timeline` (the
 // export_memory_timeline categories). Times are trace us, sizes bytes.
-import { ApiError, getJson, routeUrl, type Selection } from '../../api'
+import { ApiError, getJson, routeUrl, type Schemas, type Selection } from '../../api'
 
-export interface MemoryCurve {
-  t_us: (number | null)[]
-  allocated: (number | null)[]
-  reserved: (number | null)[]
-  approximate: boolean
-}
+type MemoryLeak = Schemas['MemoryLeak']
+type TimelineLeak = Schemas['MemoryTimelineLeak']
 
-export interface MemoryPeak {
-  bytes: number
-  t_us: number | null
-  reserved_bytes: number | null
-  capacity_bytes: number | null
-  fraction_of_capacity: number | null
-  approximate: boolean
-}
+/**
+ * A leak hint with the fields its `kind` carries (the schema marks them "kind growth only" /
+ * "kind unfreed only", so they are optional there): the server always sends them with that kind.
+ */
+type Kinded<T extends MemoryLeak | TimelineLeak> =
+  | (T & { kind: 'growth' } & Required<Pick<T, 'steps' | 'allocated_at_step_end' | 'growth_bytes' | 'per_step_bytes'>>)
+  | (T & { kind: 'unfreed' } & Required<Pick<T, 'count' | 'bytes'>>)
 
-export interface MemoryEvent {
-  device: string
-  op: string
-  bytes: number
-  alloc_t_us: number | null
-  free_t_us: number | null
-  duration_us: number | null
-}
+/** A `/memory` leak hint (per device, top operators) or a `/memory/timeline` one (by category). */
+export type Leak = Kinded<MemoryLeak> | Kinded<TimelineLeak>
 
-export interface MemoryOperator {
-  device: string
-  name: string
-  calls: number
-  self_increase_bytes: number
-  self_alloc_bytes: number
-  self_alloc_count: number
-  increase_bytes: number
-  alloc_bytes: number
-  alloc_count: number
-}
-
-export interface GrowthLeak {
-  device?: string
-  kind: 'growth'
-  steps: string[]
-  allocated_at_step_end: number[]
-  growth_bytes: number
-  per_step_bytes: number
-  approximate?: boolean
-  basis?: 'steps' | 'windows'
-}
-
-export interface UnfreedLeak {
-  device?: string
-  kind: 'unfreed'
-  count: number
-  bytes: number
-  top_ops?: { name: string; count: number; bytes: number }[]
-  by_category?: { category: string; bytes: number }[]
-}
-
-export type Leak = GrowthLeak | UnfreedLeak
-
-export interface MemoryPayload {
-  devices: string[]
-  default_device: string | null
-  time_origin_us: number | null
-  range_us: [number | null, number | null]
-  curves: Record<string, MemoryCurve>
-  peaks: Record<string, MemoryPeak>
-  events: { rows: MemoryEvent[]; total: number; truncated: boolean }
-  operators: { rows: MemoryOperator[] }
-  leaks: Leak[]
-  messages: string[]
-}
-
-export interface MemoryTimeline {
-  categories: string[]
-  t_us: number[]
-  series: Record<string, number[]>
-  total: number[]
-  peak: { bytes: number; t_us: number } | null
-  records: number
-  skipped: number
-  messages: string[]
-  base_time_ns: number | null
-  leaks: Leak[]
-}
+export type MemoryPayload = Omit<Schemas['MemoryPayload'], 'leaks'> & { leaks: Kinded<MemoryLeak>[] }
+export type MemoryEvent = Schemas['MemoryEventRow']
+export type MemoryOperator = Schemas['MemoryOperatorRow']
+export type MemoryTimeline = Omit<Schemas['MemoryTimelinePayload'], 'leaks'> & { leaks: Kinded<TimelineLeak>[] }
 
 export interface MemoryQuery {
   device?: string

@@ -1,5 +1,5 @@
 import { useMemo } from 'react'
-import { api, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../../api'
+import { api, type Category, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../../api'
 import { Chart } from '../../charts/Chart'
 import { Donut } from '../../charts/Donut'
 import { categoryColor, stepsOption } from '../../charts/options'
@@ -31,9 +31,9 @@ export function OverviewView({ selection, workerCount, theme, onNavigate, views 
   )
 }
 
-function categoriesOf(data: Overview): string[] {
+function categoriesOf(data: Overview): Category[] {
   if (data.categories.length) return data.categories
-  return Object.keys(data.average.breakdown_us)
+  return Object.keys(data.average.breakdown_us) as Category[]
 }
 
 function OverviewContent({
@@ -51,7 +51,7 @@ function OverviewContent({
 }) {
   const categories = useMemo(() => categoriesOf(data), [data])
   const total = data.average.total_us
-  const deviceType = typeof data.environment.device_type === 'string' ? data.environment.device_type : data.gpus.length ? 'GPU' : 'CPU'
+  const deviceType = data.environment.device_type
 
   const pie: Pie | null = useMemo(() => {
     const slices = categories.map((name) => ({ name, value: data.average.breakdown_us[name] ?? 0 }))
@@ -271,9 +271,8 @@ function safeLink(link: string | null | undefined): string | null {
   }
 }
 
-function metricText(rec: Recommendation): string | null {
-  if (rec.metric === null || rec.metric === undefined || rec.metric === '') return null
-  const value = typeof rec.metric === 'number' ? num2(rec.metric) : String(rec.metric)
+function metricText(rec: Recommendation): string {
+  const value = num2(rec.metric)
   const unit = rec.unit ? (rec.unit === '%' ? ' %' : ` ${rec.unit}`) : ''
   return `${value}${unit}`
 }
