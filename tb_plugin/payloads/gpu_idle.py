@@ -196,13 +196,13 @@ class GpuIdlePayload(TypedDict):
     applicable: Annotated[bool, doc("False when the trace has no device work.")]
     message: Annotated[Optional[str], doc("Why the GPU analyses do not apply, or null.")]
     vendor: Annotated[Literal["nvidia", "amd", "unknown"], doc("GPU vendor of the trace.")]
-    formulas: Formulas
+    formulas: Annotated[Formulas, doc("Each analysis's formula, as the UI states it.")]
     temporal: Annotated[list[DeviceTime], doc("Per GPU.")]
-    idle: IdleBreakdown
-    launch: LaunchStats
-    queue: QueueLengths
-    bandwidth: Bandwidth
+    idle: Annotated[IdleBreakdown, doc("Idle-time causes per stream, with the gaps.")]
+    launch: Annotated[LaunchStats, doc("Kernel launch statistics.")]
+    queue: Annotated[QueueLengths, doc("Queue length per stream.")]
+    bandwidth: Annotated[Bandwidth, doc("Memory-copy bandwidth over time.")]
     sequences: Annotated[list[KernelSequence], doc("Top 20 by GPU time.")]
     annotations: Annotated[list[AnnotationTime], doc("By GPU time, then wall time.")]
-    critical_path: CriticalPath
+    critical_path: Annotated[CriticalPath, doc("Critical path per step.")]
     recommendations: Annotated[list[Recommendation], doc("As on the Overview.")]
