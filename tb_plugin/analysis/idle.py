@@ -12,8 +12,9 @@ Formulas (also in `FORMULAS`, which the UI shows next to each chart):
   (launch_start_i ≥ previous end): the CPU did not enqueue work in time. kernel wait: event i was
   already queued (launched before) and gap_i ≤ `kernel_wait_us`: back-to-back launch overhead.
   other: the rest (queued but waiting longer: syncs, cross-stream dependencies, no launch link).
-- Queue length, per stream: +1 at each launch call's start, −1 at its device event's end;
-  time-weighted mean and max over [first launch, last end]; time with length ≥ `queue_full`.
+- Queue length, per stream (HTA's definition: operations enqueued and not yet started): +1 at
+  each launch call's start, −1 at its device event's start; time-weighted mean and max over
+  [first launch, last start]; time with length ≥ `queue_full`.
 - Bandwidth: each copy/memset contributes its `memory bandwidth (GB/s)` (else bytes / dur)
   while it runs; the sum over concurrent ones per copy kind (HtoD, DtoH, DtoD, memset, other).
 """
@@ -37,8 +38,9 @@ FORMULAS = {
     "idle": "Per stream, gap_i = start_i − max(previous ends) > 0. Host wait: launch_start_i ≥ "
             "previous end (the CPU enqueued it late). Kernel wait: launched earlier and gap_i ≤ "
             "kernel_wait_us (launch overhead between queued kernels). Other: the rest.",
-    "queue": "Per stream: +1 at each launch call's start, −1 at its device event's end; mean "
-             "is time-weighted over [first launch, last end]; full = length ≥ queue_full.",
+    "queue": "Per stream, operations enqueued but not started: +1 at each launch call's "
+             "start, −1 at its device event's start; mean is time-weighted over [first launch, "
+             "last start]; full = length ≥ queue_full.",
     "bandwidth": "Sum of the running copies' `memory bandwidth (GB/s)` (else bytes / duration) "
                  "per copy kind, time-weighted per bucket.",
 }
@@ -147,17 +149,18 @@ def queue_lengths(table: TraceTable, queue_full: int) -> list[dict[str, Any]]:
         work["launch_start"].to_numpy())]
     result = []
     for (device, stream), group in work.groupby(["device", "stream"], sort=True):
-        times, length = queue_series(group["launch_start"].to_numpy(), group["end"].to_numpy())
+        times, length = queue_series(group["launch_start"].to_numpy(),
+                                     group["start"].to_numpy())
         result.append({"device": int(device), "stream": int(stream),
                        **queue_summary(times, length, queue_full)})
     return result
 
 
-def queue_series(launch_start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def queue_series(launch_start: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Step function of the queue length: at times[i] the length becomes length[i]. At equal
-    times the −1s apply before the +1s (a kernel ending as the next is launched)."""
-    times = np.concatenate((launch_start, end))
-    delta = np.concatenate((np.ones(len(launch_start)), -np.ones(len(end))))
+    times the −1s apply before the +1s (a kernel starting as the next is launched)."""
+    times = np.concatenate((launch_start, start))
+    delta = np.concatenate((np.ones(len(launch_start)), -np.ones(len(start))))
     order = np.lexsort((delta, times))
     return times[order], np.cumsum(delta[order])
 

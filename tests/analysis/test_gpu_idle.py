@@ -76,11 +76,12 @@ def test_idle_causes_per_stream(table):
 
 def test_queue_length(table):
     s7 = next(q for q in queue_lengths(table, 2) if q["stream"] == 7)
-    # +1 at launches 10, 40, 70, 100, 290; −1 at ends 50, 60, 130, 210, 320 (10..320 = 310):
-    # length·time = 1·30 + 2·10 + 1·10 + 0 + 1·30 + 2·30 + 1·80 + 0 + 1·30 = 260
-    assert s7["max"] == 2 and s7["mean"] == pytest.approx(260 / 310)
-    assert s7["full_us"] == 40.0  # length ≥ 2 during [40,50) and [100,130)
-    assert s7["series"]["t_us"][0] == 10.0 and s7["series"]["length"][:3] == [1.0, 2.0, 1.0]
+    # +1 at launches 10, 40, 70, 100, 290; −1 at starts 20, 55, 110, 200, 300 (10..300 = 290):
+    # length·time = 1·10 + 0 + 1·15 + 0 + 1·30 + 2·10 + 1·90 + 0 + 1·10 = 175
+    assert s7["max"] == 2 and s7["mean"] == pytest.approx(175 / 290)
+    assert s7["full_us"] == 10.0  # length ≥ 2 during [100,110)
+    assert s7["series"]["t_us"][:3] == [10.0, 20.0, 40.0]
+    assert s7["series"]["length"][:3] == [1.0, 0.0, 1.0]
 
 
 def test_bandwidth(table):
