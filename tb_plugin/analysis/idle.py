@@ -8,10 +8,11 @@ Formulas (also in `FORMULAS`, which the UI shows next to each chart):
   and the overlap compute ∩ communication = |C ∩ M| (already inside compute). The four
   exclusive parts sum to |W|.
 - Idle time, per stream: events sorted by start; gap_i = start_i − max(end_0..end_{i−1}) when
-  > 0. host wait: the launch of event i started at or after the stream went idle
-  (launch_start_i ≥ previous end): the CPU did not enqueue work in time. kernel wait: event i was
-  already queued (launched before) and gap_i ≤ `kernel_wait_us`: back-to-back launch overhead.
+  > 0. host wait: the launch of event i started after the stream went idle
+  (launch_start_i > previous end): the CPU did not enqueue work in time. kernel wait: event i was
+  already queued (launched by then) and gap_i < `kernel_wait_us`: back-to-back launch overhead.
   other: the rest (queued but waiting longer: syncs, cross-stream dependencies, no launch link).
+  (Strict comparisons, as HTA: a launch exactly at the previous end is not host wait.)
 - Queue length, per stream (HTA's definition: operations enqueued and not yet started): +1 at
   each launch call's start, −1 at its device event's start; time-weighted mean and max over
   [first launch, last start]; time with length ≥ `queue_full`.
@@ -35,8 +36,8 @@ FORMULAS = {
                 "communication = |M − C|, memory = |Y − (C ∪ M)|, idle = |W| − |C ∪ M ∪ Y| "
                 "(C, M, Y: merged compute, communication and memcpy/memset intervals); "
                 "overlap = |C ∩ M| is counted in compute.",
-    "idle": "Per stream, gap_i = start_i − max(previous ends) > 0. Host wait: launch_start_i ≥ "
-            "previous end (the CPU enqueued it late). Kernel wait: launched earlier and gap_i ≤ "
+    "idle": "Per stream, gap_i = start_i − max(previous ends) > 0. Host wait: launch_start_i > "
+            "previous end (the CPU enqueued it late). Kernel wait: launched by then and gap_i < "
             "kernel_wait_us (launch overhead between queued kernels). Other: the rest.",
     "queue": "Per stream, operations enqueued but not started: +1 at each launch call's "
              "start, −1 at its device event's start; mean is time-weighted over [first launch, "
@@ -101,8 +102,8 @@ def stream_gaps(work: pd.DataFrame, kernel_wait_us: float) -> pd.DataFrame:
     prev_end[new_group] = np.nan
     gap = start - prev_end
     real = np.isfinite(gap) & (gap > 0)
-    host_wait = np.isfinite(launch) & (launch >= prev_end)
-    kernel_wait = np.isfinite(launch) & ~host_wait & (gap <= kernel_wait_us)
+    host_wait = np.isfinite(launch) & (launch > prev_end)
+    kernel_wait = np.isfinite(launch) & ~host_wait & (gap < kernel_wait_us)
     cause = np.where(host_wait, 0, np.where(kernel_wait, 1, 2)).astype(np.int8)
     return pd.DataFrame({"device": dev[real], "stream": stream[real], "start": prev_end[real],
                          "end": start[real], "gap": gap[real], "cause": cause[real],

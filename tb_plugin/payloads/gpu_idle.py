@@ -51,7 +51,7 @@ class StreamIdle(TypedDict):
     idle_us: Annotated[float, doc("Sum of gaps between its events, us.")]
     host_wait_us: Annotated[float, doc("Gaps whose next event was launched after the "
                                        "stream went idle, us.")]
-    kernel_wait_us: Annotated[float, doc("Gaps <= kernel_wait_us between queued events, us.")]
+    kernel_wait_us: Annotated[float, doc("Gaps < kernel_wait_us between queued events, us.")]
     other_us: Annotated[float, doc("The other gaps, us.")]
     gaps: Annotated[int, doc("Number of gaps.")]
 

@@ -60,17 +60,19 @@ def test_temporal_breakdown(table):
 def test_idle_causes_per_stream(table):
     result = idle_breakdown(table, kernel_wait_us=30.0)
     s7, s8 = result["streams"]
-    # gaps on stream 7: 55−50 = 5 (k2 launched at 40 < 50, 5 ≤ 30: kernel wait),
-    # 110−60 = 50 (k3 launched at 100 ≥ 60: host wait), 200−130 = 70 (k4 launched at 70 <
-    # 130, 70 > 30: other), 300−210 = 90 (copy launched at 290 ≥ 210: host wait)
+    # gaps on stream 7: 55−50 = 5 (k2 launched at 40 < 50, 5 < 30: kernel wait),
+    # 110−60 = 50 (k3 launched at 100 > 60: host wait), 200−130 = 70 (k4 launched at 70 <
+    # 130, 70 > 30: other), 300−210 = 90 (copy launched at 290 > 210: host wait)
     assert (s7["stream"], s7["gaps"], s7["busy_us"]) == (7, 4, 85.0)
     assert (s7["host_wait_us"], s7["kernel_wait_us"], s7["other_us"]) == (140.0, 5.0, 70.0)
     assert s7["idle_us"] == 215.0
     assert (s8["stream"], s8["gaps"], s8["idle_us"]) == (8, 0, 0.0)
     assert [g["gap_us"] for g in result["largest_gaps"]] == [90.0, 70.0, 50.0, 5.0]
     assert result["largest_gaps"][1]["cause"] == "other"
-    # a looser threshold turns the 70 us gap into kernel wait
+    # the threshold is strict (as HTA's): 70 us is not < 70, but it is < 71
     s7 = idle_breakdown(table, kernel_wait_us=70.0)["streams"][0]
+    assert (s7["kernel_wait_us"], s7["other_us"]) == (5.0, 70.0)
+    s7 = idle_breakdown(table, kernel_wait_us=71.0)["streams"][0]
     assert (s7["kernel_wait_us"], s7["other_us"]) == (75.0, 0.0)
 
 
