@@ -20,6 +20,7 @@ from .catalogue import (
 )
 from .diff import DiffPayload
 from .distributed import DistributedPayload
+from .gpu_idle import GpuIdlePayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
 from .memory_timeline import MemoryTimelinePayload
@@ -44,7 +45,8 @@ REPLIES: dict[str, type] = {"loading": Loading, "error": Error}
 
 __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatusDetail",
            "ViewSpecs",
-           "DiffPayload", "DistributedPayload", "KernelPiesPayload", "KernelsPayload",
+           "DiffPayload", "DistributedPayload", "GpuIdlePayload", "KernelPiesPayload",
+           "KernelsPayload",
            "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
            "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]

@@ -13,6 +13,13 @@ import msgspec
 from msgspec import Meta
 
 from ..analysis.diff import UnknownDiffPathError, build_diff
+from ..analysis.gpu_idle import (
+    DEFAULT_DELAY_CUTOFF_US,
+    DEFAULT_KERNEL_WAIT_US,
+    DEFAULT_QUEUE_FULL,
+    DEFAULT_RUNTIME_CUTOFF_US,
+    build_gpu_idle,
+)
 from ..analysis.kernels import build_kernel_pies, build_kernels
 from ..analysis.memory import UnknownDeviceError, build_memory
 from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
@@ -41,6 +48,7 @@ from ..payloads import (
     CallStacksPayload,
     DiffPayload,
     DistributedPayload,
+    GpuIdlePayload,
     KernelPiesPayload,
     KernelsPayload,
     MemoryPayload,
@@ -126,6 +134,23 @@ class MemoryOptions(msgspec.Struct, forbid_unknown_fields=True):
 class DiffOptions(msgspec.Struct, forbid_unknown_fields=True):
     path: Annotated[str, Meta(description=(
         "A node path from the payload (`0` the root, `0-1` its second child, ...)."))] = "0"
+
+
+Micros = Annotated[float, Meta(ge=0, le=1e9)]
+
+
+class GpuIdleOptions(msgspec.Struct, forbid_unknown_fields=True):
+    kernel_wait_us: Annotated[Micros, Meta(description=(
+        "Longest gap between queued kernels counted as kernel wait, us."))
+    ] = DEFAULT_KERNEL_WAIT_US
+    runtime_cutoff_us: Annotated[Micros, Meta(description=(
+        "Launch calls longer than this are runtime outliers, us."))] = DEFAULT_RUNTIME_CUTOFF_US
+    delay_cutoff_us: Annotated[Micros, Meta(description=(
+        "Launch delays longer than this are outliers, us."))] = DEFAULT_DELAY_CUTOFF_US
+    queue_full: Annotated[int, Meta(ge=1, le=1_000_000, description=(
+        "Queue length counted as full."))] = DEFAULT_QUEUE_FULL
+    step: Optional[Annotated[str, Meta(description=(
+        "Step whose critical path event ids are returned (default: the first)."))]] = None
 
 
 # -- builders -------------------------------------------------------------------------------------
@@ -221,6 +246,11 @@ def _modules(table: Any, _options: NoOptions) -> Any:
 
 def _distributed(tables: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
     return build_distributed_view(tables, skipped)
+
+
+def _gpu_idle(table: Any, options: GpuIdleOptions) -> Any:
+    return build_gpu_idle(table, options.kernel_wait_us, options.runtime_cutoff_us,
+                          options.delay_cutoff_us, options.queue_full, options.step)
 
 
 def _diff(base: Any, exp: Any, options: DiffOptions) -> Any:
@@ -337,6 +367,16 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.distributed.build_distributed`, plus `skipped:\n{worker: "
              "reason}`. With `format=csv`, the communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
+    ViewSpec("gpu_idle", "/gpu_idle", "GPU Idle", _gpu_idle,
+             payload=GpuIdlePayload, options=GpuIdleOptions, rows=rows.gpu_idle_rows,
+             summary="Why the GPU is idle: temporal and idle-time breakdowns, launch "
+                     "statistics, queue lengths, bandwidth, kernel sequences, annotations, "
+                     "critical path, recommendations.",
+             description="Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each "
+             "analysis states its formula in\n`formulas`. A trace without device work answers "
+             "`applicable: false` with a message. With\n`format=csv`, one row per table entry "
+             "with a `table` column (`temporal`, `idle`, `queue`,\n`launch`, `sequences`, "
+             "`annotations`, `critical_path`)."),
     ViewSpec("diff", "/diff", "Diff", _diff,
              payload=DiffPayload, kind=PAIR, options=DiffOptions,
              rows=rows.diff_rows,

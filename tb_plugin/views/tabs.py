@@ -14,6 +14,7 @@ Predicates:
 - Distributed: run-level; at least one worker has communication ops (`breakdown.comm_op_mask`).
 - Module: the file has module events (`nn.Module` python_function events with a module id, or
   Lightning `[pl][module]` ops); `build_modules()["available"]` decides at request time.
+- GPU Idle: every parsed file (a trace without device work says what does not apply).
 - Diff: run-level; the run has two usable traces (spans or workers) to compare, or another run
   of the logdir has one. The run list is global, so a single-trace run still offers Diff when
   there is another run to compare it with.
@@ -94,6 +95,7 @@ VIEWS: dict[str, View] = {view.name: view for view in sorted((
     View("Distributed", 6, _always, _run_has_comm, run_level=True),
     View("Module", 7, _has_modules),
     View("Diff", 8, _always, _run_can_diff, run_level=True),
+    View("GPU Idle", 9, _always),
 ), key=lambda view: view.order)}
 
 

@@ -1181,6 +1181,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gpu_idle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why the GPU is idle: temporal and idle-time breakdowns, launch statistics, queue lengths, bandwidth, kernel sequences, annotations, critical path, recommendations.
+         * @description Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each analysis states its formula in
+         *     `formulas`. A trace without device work answers `applicable: false` with a message. With
+         *     `format=csv`, one row per table entry with a `table` column (`temporal`, `idle`, `queue`,
+         *     `launch`, `sequences`, `annotations`, `critical_path`).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Longest gap between queued kernels counted as kernel wait, us. */
+                    kernel_wait_us?: number;
+                    /** @description Launch calls longer than this are runtime outliers, us. */
+                    runtime_cutoff_us?: number;
+                    /** @description Launch delays longer than this are outliers, us. */
+                    delay_cutoff_us?: number;
+                    /** @description Queue length counted as full. */
+                    queue_full?: number;
+                    /** @description Step whose critical path event ids are returned (default: the first). */
+                    step?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GpuIdlePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff": {
         parameters: {
             query?: never;
@@ -1476,6 +1545,348 @@ export interface components {
             synchronizing: number;
             /** @description Data transfer (after every rank arrived). */
             transfer: number;
+        };
+        /**
+         * GpuIdlePayload
+         * @description `/gpu_idle`: the diagnosis of one worker span.
+         */
+        GpuIdlePayload: {
+            /** @description By GPU time, then wall time. */
+            annotations: components["schemas"]["AnnotationTime"][];
+            /** @description False when the trace has no device work. */
+            applicable: boolean;
+            /** @description Memory-copy bandwidth over time. */
+            bandwidth: components["schemas"]["Bandwidth"];
+            /** @description Critical path per step. */
+            critical_path: components["schemas"]["CriticalPath"];
+            /** @description Each analysis's formula, as the UI states it. */
+            formulas: components["schemas"]["Formulas"];
+            /** @description Idle-time causes per stream, with the gaps. */
+            idle: components["schemas"]["IdleBreakdown"];
+            /** @description Kernel launch statistics. */
+            launch: components["schemas"]["LaunchStats"];
+            /** @description Why the GPU analyses do not apply, or null. */
+            message: string | null;
+            /** @description Queue length per stream. */
+            queue: components["schemas"]["QueueLengths"];
+            /** @description As on the Overview. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description Top 20 by GPU time. */
+            sequences: components["schemas"]["KernelSequence"][];
+            /** @description Per GPU. */
+            temporal: components["schemas"]["DeviceTime"][];
+            /**
+             * @description GPU vendor of the trace.
+             * @enum {unknown}
+             */
+            vendor: "amd" | "nvidia" | "unknown";
+        };
+        /** AnnotationTime */
+        AnnotationTime: {
+            /** @description GPU time of the kernels attributed to them (leaf-most), us. */
+            gpu_us: number;
+            kernels: number;
+            name: string;
+            /** @description Ranges with this name. */
+            ranges: number;
+            /**
+             * @description record_function (host) or gpu_user_annotation (GPU) ranges.
+             * @enum {unknown}
+             */
+            side: "gpu" | "host";
+            /** @description Sum of their durations, us. */
+            wall_us: number;
+        };
+        /** Bandwidth */
+        Bandwidth: {
+            kinds: components["schemas"]["CopyKind"][];
+            series: components["schemas"]["BandwidthSeries"];
+        };
+        /** CopyKind */
+        CopyKind: {
+            /** @description Merged time with such a copy running, us. */
+            busy_us: number;
+            /** @description Bytes moved; null when the trace has no sizes. */
+            bytes: number | null;
+            count: number;
+            /**
+             * @description Copy kind.
+             * @enum {unknown}
+             */
+            kind: "DtoD" | "DtoH" | "HtoD" | "memset" | "other";
+            /** @description bytes / busy time, GB/s. */
+            mean_gbps: number | null;
+            /** @description Highest bucket mean of the series, GB/s. */
+            peak_gbps: number;
+        };
+        /** BandwidthSeries */
+        BandwidthSeries: {
+            /** @description Per copy kind: mean GB/s per bucket. */
+            gbps: {
+                [key: string]: number[];
+            };
+            /** @description Bucket starts, us. */
+            t_us: number[];
+        };
+        /** CriticalPath */
+        CriticalPath: {
+            /** @description Event ids on that step's path (Trace view). */
+            event_ids: number[];
+            formula: string;
+            /** @description The step whose path is in event_ids. */
+            step: string | null;
+            /** @description The first 64 steps. */
+            steps: components["schemas"]["CriticalStep"][];
+            /** @description More steps than shown. */
+            truncated: boolean;
+        };
+        /** CriticalStep */
+        CriticalStep: {
+            end_us: number;
+            length_us: number;
+            /** @description Events on the path. */
+            nodes: number;
+            /** @description The path's time by kind, us; sums to length_us. */
+            shares_us: components["schemas"]["PathShares"];
+            start_us: number;
+            step: string;
+        };
+        /** PathShares */
+        PathShares: {
+            host_compute: number;
+            idle: number;
+            kernel: number;
+            launch: number;
+            runtime: number;
+            sync: number;
+        };
+        /**
+         * Formulas
+         * @description The formula of each analysis, as the UI states it.
+         */
+        Formulas: {
+            annotations: string;
+            bandwidth: string;
+            critical_path: string;
+            idle: string;
+            launch: string;
+            queue: string;
+            sequences: string;
+            temporal: string;
+        };
+        /** IdleBreakdown */
+        IdleBreakdown: {
+            /** @description Distribution of all gaps. */
+            gap_histogram: components["schemas"]["Histogram"];
+            /** @description Threshold of a kernel wait, us. */
+            kernel_wait_us: number;
+            /** @description The 10 longest gaps. */
+            largest_gaps: components["schemas"]["Gap"][];
+            streams: components["schemas"]["StreamIdle"][];
+        };
+        /**
+         * Histogram
+         * @description Counts in log-spaced bins (2 per decade from 0.1 us); empty end bins trimmed.
+         */
+        Histogram: {
+            /** @description Values per bin. */
+            counts: number[];
+            /** @description Bin edges, us (one more than `counts`). */
+            edges_us: number[];
+        };
+        /** Gap */
+        Gap: {
+            /**
+             * @description Its cause.
+             * @enum {unknown}
+             */
+            cause: "host_wait" | "kernel_wait" | "other";
+            device: number;
+            /** @description Gap end (start of the next event), us. */
+            end_us: number;
+            /** @description Length, us. */
+            gap_us: number;
+            /** @description Event id of the event after the gap (Trace view). */
+            next_event: number;
+            /** @description Gap start (end of the previous event), us. */
+            start_us: number;
+            stream: number;
+        };
+        /** StreamIdle */
+        StreamIdle: {
+            /** @description Merged busy time, us. */
+            busy_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Device events on the stream. */
+            events: number;
+            /** @description Number of gaps. */
+            gaps: number;
+            /** @description Gaps whose next event was launched after the stream went idle, us. */
+            host_wait_us: number;
+            /** @description Sum of gaps between its events, us. */
+            idle_us: number;
+            /** @description Gaps < kernel_wait_us between queued events, us. */
+            kernel_wait_us: number;
+            /** @description The other gaps, us. */
+            other_us: number;
+            /** @description Stream id. */
+            stream: number;
+        };
+        /** LaunchStats */
+        LaunchStats: {
+            /** @description Sum of launch call durations, us. */
+            cpu_us_total: number;
+            delay_cutoff_us: number;
+            /** @description Kernels with delay > delay_cutoff_us. */
+            delay_outliers: number;
+            /** @description Sum of kernel durations, us. */
+            gpu_us_total: number;
+            histograms: components["schemas"]["LaunchHistograms"];
+            /** @description Kernels with a launch call. */
+            kernels: number;
+            mean_delay_us: number | null;
+            median_delay_us: number | null;
+            runtime_cutoff_us: number;
+            /** @description Launches with cpu > runtime_cutoff_us. */
+            runtime_outliers: number;
+            /** @description Their GPU time, us. */
+            short_kernel_gpu_us: number;
+            /** @description Kernels with gpu < cpu. */
+            short_kernels: number;
+            top_delay_outliers: components["schemas"]["LaunchOutlier"][];
+            top_runtime_outliers: components["schemas"]["LaunchOutlier"][];
+        };
+        /** LaunchHistograms */
+        LaunchHistograms: {
+            cpu_us: components["schemas"]["Histogram"];
+            /** @description Negative delays counted as 0. */
+            delay_us: components["schemas"]["Histogram"];
+            gpu_us: components["schemas"]["Histogram"];
+        };
+        /** LaunchOutlier */
+        LaunchOutlier: {
+            /** @description Launch call duration, us. */
+            cpu_us: number;
+            /** @description Kernel start - launch call end, us. */
+            delay_us: number;
+            /** @description Kernel event id. */
+            event: number;
+            /** @description Kernel duration, us. */
+            gpu_us: number;
+            /** @description Launch call event id. */
+            launch_event: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description Kernel start, us. */
+            start_us: number;
+        };
+        /** QueueLengths */
+        QueueLengths: {
+            /** @description Length counted as a full queue. */
+            queue_full: number;
+            streams: components["schemas"]["StreamQueue"][];
+        };
+        /** StreamQueue */
+        StreamQueue: {
+            device: number;
+            /** @description Time with length >= queue_full, us. */
+            full_us: number;
+            /** @description Longest queue. */
+            max: number;
+            /** @description Time-weighted mean length. */
+            mean: number;
+            series: components["schemas"]["QueueSeries"];
+            stream: number;
+        };
+        /** QueueSeries */
+        QueueSeries: {
+            /** @description Queue length from that time (bucket maximum). */
+            length: number[];
+            /** @description Times (at most 400 buckets: the bucket's start), us. */
+            t_us: number[];
+        };
+        /**
+         * Recommendation
+         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         */
+        Recommendation: {
+            /** @description End of that range (trace us), or null. */
+            end_us: number | null;
+            /**
+             * @description The rule that fired.
+             * @enum {unknown}
+             */
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            /** @description URL of the first link, null when there is none. */
+            link: string | null;
+            /** @description Further reading. */
+            links: components["schemas"]["RecommendationLink"][];
+            /** @description The measured value (2 decimals), in `unit`. */
+            metric: number;
+            /**
+             * @description The grade: how much it matters (ties keep the rules' priority order).
+             * @enum {unknown}
+             */
+            severity: "high" | "low" | "medium";
+            /** @description Start of the time range that proves it (trace us), null when the whole trace does. */
+            start_us: number | null;
+            /** @description Explanation with the measured value and threshold (plain text). */
+            text: string;
+            /** @description Short headline (plain text). */
+            title: string;
+            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
+            unit: string;
+            /** @description The view that shows the evidence. */
+            view: string;
+        };
+        /** RecommendationLink */
+        RecommendationLink: {
+            /** @description Link text. */
+            label: string;
+            /** @description Documentation URL. */
+            url: string;
+        };
+        /** KernelSequence */
+        KernelSequence: {
+            /** @description Calls of the operator with exactly this sequence. */
+            count: number;
+            /** @description Sum of the operator's host durations, us. */
+            cpu_us: number;
+            /** @description Two or more kernels. */
+            fusion_candidate: boolean;
+            /** @description Sum of the kernels' durations, us. */
+            gpu_us: number;
+            /** @description Kernel names in launch order. */
+            kernels: string[];
+            /** @description The operator that launched the kernels. */
+            operator: string;
+        };
+        /**
+         * DeviceTime
+         * @description Temporal breakdown of one GPU over its window (exclusive parts sum to `window_us`).
+         */
+        DeviceTime: {
+            /** @description |M - C|: communication not under compute, us. */
+            communication_us: number;
+            /** @description |C n M|, us (inside compute). */
+            compute_communication_overlap_us: number;
+            /** @description |C|: merged compute kernel time, us. */
+            compute_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Last device event end, us. */
+            end_us: number;
+            /** @description idle_us / window_us, percent. */
+            idle_pct: number;
+            /** @description Window minus all device busy time, us. */
+            idle_us: number;
+            /** @description |Y - (C u M)|: memcpy/memset under neither, us. */
+            memory_us: number;
+            /** @description First device event start, us. */
+            start_us: number;
+            /** @description end_us - start_us, us. */
+            window_us: number;
         };
         /**
          * KernelPiesPayload
@@ -2090,43 +2501,6 @@ export interface components {
             tensor_core_pct: number | null;
             /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
             utilization_pct: number | null;
-        };
-        /**
-         * Recommendation
-         * @description One performance recommendation (`analysis.recommendations`), most severe first.
-         */
-        Recommendation: {
-            /**
-             * @description The rule that fired.
-             * @enum {unknown}
-             */
-            id: "communication" | "data_parallel" | "dataloader" | "low_gpu_utilization" | "memory_limit" | "mixed_precision" | "nccl_backend";
-            /** @description URL of the first link, null when there is none. */
-            link: string | null;
-            /** @description Further reading. */
-            links: components["schemas"]["RecommendationLink"][];
-            /** @description The measured value (2 decimals), in `unit`. */
-            metric: number;
-            /**
-             * @description How much it matters.
-             * @enum {unknown}
-             */
-            severity: "high" | "low" | "medium";
-            /** @description Explanation with the measured value and threshold (plain text). */
-            text: string;
-            /** @description Short headline (plain text). */
-            title: string;
-            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
-            unit: string;
-            /** @description The view that shows the evidence. */
-            view: string;
-        };
-        /** RecommendationLink */
-        RecommendationLink: {
-            /** @description Link text. */
-            label: string;
-            /** @description Documentation URL. */
-            url: string;
         };
         /**
          * OverviewStep
