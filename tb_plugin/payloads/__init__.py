@@ -22,6 +22,7 @@ from .diff import DiffPayload
 from .distributed import DistributedPayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
+from .memory_snapshot import MemorySnapshotPayload
 from .memory_timeline import MemoryTimelinePayload
 from .modules import ModulesPayload
 from .operators import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
@@ -45,6 +46,7 @@ REPLIES: dict[str, type] = {"loading": Loading, "error": Error}
 __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatusDetail",
            "ViewSpecs",
            "DiffPayload", "DistributedPayload", "KernelPiesPayload", "KernelsPayload",
-           "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
+           "MemoryPayload", "MemorySnapshotPayload", "MemoryTimelinePayload", "ModulesPayload",
+           "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
            "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]
