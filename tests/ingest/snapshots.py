@@ -6,6 +6,7 @@ caching-allocator simulation (`simulated_snapshot`) that keeps its trace and dum
 from __future__ import annotations
 
 import pickle
+import random
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,100 @@ def write(path: Path, snapshot: Any) -> Path:
     with open(path, "wb") as handle:
         pickle.dump(snapshot, handle)  # as _dump_snapshot does (default protocol)
     return path
+
+
+class Simulated:
+    """A tiny caching allocator (first fit in 2 MiB-rounded segments, two-phase frees, an
+    occasional empty_cache) that writes its trace and dump in the snapshot format and keeps
+    the ground truth after every entry: `allocated[i]`, `reserved[i]` and `live[i]` (address ->
+    size) after entry i; `pre` is the state before the first entry."""
+
+    def __init__(self, seed: int, operations: int = 400) -> None:
+        self.rng = random.Random(seed)
+        self.trace: list[dict[str, Any]] = []
+        self.segments: dict[int, int] = {}  # address -> size
+        self.blocks: dict[int, tuple[int, list[dict[str, Any]]]] = {}  # address -> (size, frames)
+        self.next_segment = SEG
+        self.t = 0
+        self.allocated: list[int] = []
+        self.reserved: list[int] = []
+        self.live: list[dict[int, int]] = []
+        for _ in range(3):  # allocated before recording started: no trace entries
+            self._place(self.rng.randrange(1, 3 * MIB), record=False)
+        self.pre = {a: s for a, (s, _) in self.blocks.items()}
+        self.pre_reserved = sum(self.segments.values())
+        for _ in range(operations):
+            roll = self.rng.random()
+            if self.blocks and roll < 0.45:
+                self._free(self.rng.choice(sorted(self.blocks)))
+            elif roll < 0.48:
+                self._empty_cache()
+            else:
+                self._place(self.rng.choice([self.rng.randrange(1, 64 * KIB),
+                                             self.rng.randrange(1, 4 * MIB)]))
+
+    def _log(self, action: str, addr: int, size: int, stack: Any) -> None:
+        self.t += self.rng.randrange(1, 5)
+        self.trace.append(entry(action, addr, size, self.t, stack))
+        self.allocated.append(sum(s for s, _ in self.blocks.values()))
+        self.reserved.append(sum(self.segments.values()))
+        self.live.append({a: s for a, (s, _) in self.blocks.items()})
+
+    def _place(self, size: int, record: bool = True) -> None:
+        size = -(-size // 512) * 512
+        stack = frames(f"alloc_{self.rng.randrange(5)}", "train_step")
+        for start in sorted(self.segments):
+            cursor = start
+            for addr in sorted(a for a in self.blocks if start <= a < start + self.segments[start]):
+                if addr - cursor >= size:
+                    break
+                cursor = addr + self.blocks[addr][0]
+            if start + self.segments[start] - cursor >= size:
+                self.blocks[cursor] = (size, stack)
+                if record:
+                    self._log("alloc", cursor, size, stack)
+                return
+        seg_size = -(-size // (2 * MIB)) * 2 * MIB
+        start, self.next_segment = self.next_segment, self.next_segment + seg_size + 2 * MIB
+        self.segments[start] = seg_size
+        if record:
+            self._log("segment_alloc", start, seg_size, stack)
+        self.blocks[start] = (size, stack)
+        if record:
+            self._log("alloc", start, size, stack)
+
+    def _free(self, addr: int) -> None:
+        size, stack = self.blocks[addr]
+        self._log("free_requested", addr, size, stack)
+        del self.blocks[addr]
+        self._log("free_completed", addr, size, stack)
+
+    def _empty_cache(self) -> None:
+        for start, size in sorted(self.segments.items()):
+            if not any(start <= a < start + size for a in self.blocks):
+                del self.segments[start]
+                self._log("segment_free", start, size, [])
+
+    def snapshot(self) -> dict[str, Any]:
+        segments = []
+        for start, size in sorted(self.segments.items()):
+            blocks, cursor = [], start
+            for addr in sorted(a for a in self.blocks if start <= a < start + size):
+                if addr > cursor:
+                    blocks.append({"address": cursor, "size": addr - cursor,
+                                   "requested_size": 0, "state": "inactive", "frames": []})
+                block_size, stack = self.blocks[addr]
+                blocks.append({"address": addr, "size": block_size,
+                               "requested_size": block_size, "state": "active_allocated",
+                               "frames": stack})
+                cursor = addr + block_size
+            if cursor < start + size:
+                blocks.append({"address": cursor, "size": start + size - cursor,
+                               "requested_size": 0, "state": "inactive", "frames": []})
+            used = sum(b["size"] for b in blocks if b["state"] != "inactive")
+            segments.append({"device": 0, "address": start, "total_size": size,
+                             "allocated_size": used, "active_size": used, "stream": 0,
+                             "segment_type": "large" if size > 2 * MIB else "small",
+                             "segment_pool_id": (0, 0), "is_expandable": False,
+                             "blocks": blocks})
+        return {"segments": segments, "device_traces": [list(self.trace)]}
