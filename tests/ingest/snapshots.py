@@ -5,10 +5,13 @@ caching-allocator simulation (`simulated_snapshot`) that keeps its trace and dum
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 from pathlib import Path
 from typing import Any
+
+from tb_plugin.load import load_trace
 
 KIB, MIB = 1 << 10, 1 << 20
 T0 = 1_700_000_000_000_000  # epoch us, as `time_us` is written
@@ -72,6 +75,18 @@ def hand_snapshot() -> dict[str, Any]:
     return {"segments": segments, "device_traces": [trace],
             "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": ""},
             "external_annotations": []}
+
+
+def into_trace_period(data: dict[str, Any], trace: Path) -> dict[str, Any]:
+    """`data` with its entries' `time_us` moved to start at the trace's first event (on the
+    epoch clock the trace's `baseTimeNanoseconds` gives), spacing kept."""
+    table = load_trace(trace, use_cache=False)
+    start_us = table.metadata.base_time_ns / 1000 + float(table.events["ts"].min())
+    entries = [e for trace_entries in data["device_traces"] for e in trace_entries]
+    first = min(e["time_us"] for e in entries)
+    for entry in entries:
+        entry["time_us"] = entry["time_us"] - first + start_us
+    return data
 
 
 def write(path: Path, snapshot: Any) -> Path:
@@ -175,3 +190,35 @@ class Simulated:
                              "segment_pool_id": (0, 0), "is_expandable": False,
                              "blocks": blocks})
         return {"segments": segments, "device_traces": [list(self.trace)]}
+
+
+class _WritesAFile:
+    """Unpickling this would create `path` (the classic `__reduce__` payload)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> Any:
+        return (open, (self.path, "w"))
+
+
+class _RunsAShellCommand:
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> Any:
+        return (os.system, (f"touch {self.path}",))
+
+
+def evil_pickles(target: Path) -> dict[str, bytes]:
+    """Pickles that would create `target` if anything in them ran, hidden inside a snapshot."""
+    snapshot = hand_snapshot()
+    nested = {**snapshot, "device_traces": [[*snapshot["device_traces"][0],
+                                             {"action": "alloc", "frames": _WritesAFile(target)}]]}
+    out = {f"reduce-protocol-{p}": pickle.dumps(nested, protocol=p) for p in (0, 2, 4, 5)}
+    out["os.system"] = pickle.dumps({"segments": [_RunsAShellCommand(target)],
+                                     "device_traces": []})
+    # a hand-written protocol-0 GLOBAL + REDUCE, and a persistent id
+    out["global-opcode"] = (b"cbuiltins\nopen\n(V" + str(target).encode() + b"\nVw\ntR.")
+    out["persistent-id"] = b"(dp0\nVsegments\np1\nPevil\np2\ns."
+    return out

@@ -11,7 +11,6 @@ import gzip
 import os
 import pickle
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -20,40 +19,8 @@ from tb_plugin.cache import TraceCache
 from tb_plugin.discovery import discover_runs
 from tb_plugin.ingest.snapshot import ACTIONS, BLOCK_STATES, SnapshotError, read_snapshot
 from tb_plugin.load import load_snapshot
-from tests.ingest.snapshots import KIB, MIB, PRE, SEG, T0, hand_snapshot, write
+from tests.ingest.snapshots import KIB, MIB, PRE, SEG, T0, evil_pickles, hand_snapshot, write
 from tests.support import SAMPLES, import_torch
-
-
-class _WritesAFile:
-    """Unpickling this would create `path` (the classic `__reduce__` payload)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-
-    def __reduce__(self) -> Any:
-        return (open, (self.path, "w"))
-
-
-class _RunsAShellCommand:
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-
-    def __reduce__(self) -> Any:
-        return (os.system, (f"touch {self.path}",))
-
-
-def _evil_pickles(target: Path) -> dict[str, bytes]:
-    """Pickles that would create `target` if anything in them ran, hidden inside a snapshot."""
-    snapshot = hand_snapshot()
-    nested = {**snapshot, "device_traces": [[*snapshot["device_traces"][0],
-                                             {"action": "alloc", "frames": _WritesAFile(target)}]]}
-    out = {f"reduce-protocol-{p}": pickle.dumps(nested, protocol=p) for p in (0, 2, 4, 5)}
-    out["os.system"] = pickle.dumps({"segments": [_RunsAShellCommand(target)],
-                                     "device_traces": []})
-    # a hand-written protocol-0 GLOBAL + REDUCE, and a persistent id
-    out["global-opcode"] = (b"cbuiltins\nopen\n(V" + str(target).encode() + b"\nVw\ntR.")
-    out["persistent-id"] = b"(dp0\nVsegments\np1\nPevil\np2\ns."
-    return out
 
 
 @pytest.mark.parametrize("kind", ["reduce-protocol-0", "reduce-protocol-2", "reduce-protocol-4",
@@ -63,7 +30,7 @@ def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(tmp_path: Path
                                                                    kind: str) -> None:
     target = tmp_path / "pwned"
     path = tmp_path / "evil.pickle"
-    path.write_bytes(_evil_pickles(target)[kind])
+    path.write_bytes(evil_pickles(target)[kind])
     with pytest.raises(SnapshotError, match=r"^refused: .*(nothing from the file was run)"):
         read_snapshot(path)
     assert not target.exists()
@@ -75,7 +42,7 @@ def test_a_pickle_that_would_run_code_is_refused_and_runs_nothing(tmp_path: Path
 
 def test_the_refusal_names_what_the_pickle_refers_to(tmp_path: Path) -> None:
     path = tmp_path / "evil.pickle"
-    path.write_bytes(_evil_pickles(tmp_path / "x")["os.system"])
+    path.write_bytes(evil_pickles(tmp_path / "x")["os.system"])
     with pytest.raises(SnapshotError) as error:
         read_snapshot(path)
     assert "posix.system" in str(error.value) or "os.system" in str(error.value)

@@ -8,28 +8,15 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tb_plugin.load import load_trace
-from tests.ingest.snapshots import T0, hand_snapshot, write
-from tests.ingest.test_snapshot import _evil_pickles
+from tests.ingest.snapshots import evil_pickles, hand_snapshot, into_trace_period, write
 from tests.support import SAMPLES
 
 from .harness import TensorBoard, assert_error, running_tensorboard
 
 WORKER = "vm_9710"
-
-
-def _shifted(trace: Path) -> dict[str, Any]:
-    """The hand snapshot, its entries moved into the trace's period (1 us apart)."""
-    table = load_trace(trace, use_cache=False)
-    start_us = table.metadata.base_time_ns / 1000 + float(table.events["ts"].min())
-    data = hand_snapshot()
-    for entry in data["device_traces"][0]:
-        entry["time_us"] = entry["time_us"] - T0 + start_us
-    return data
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +30,9 @@ def snap_tb(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
     for source in (SAMPLES / "cnn_bs32").glob("*.json.gz"):  # traces and their exports
         shutil.copy(source, run / source.name)
     paired = traces[1].name.replace(".pt.trace.json.gz", ".snapshot.pickle")
-    write(run / paired, _shifted(traces[1]))
+    write(run / paired, into_trace_period(hand_snapshot(), traces[1]))
     target = root / "pwned"
-    (run / "evil.pickle").write_bytes(_evil_pickles(target)["reduce-protocol-4"])
+    (run / "evil.pickle").write_bytes(evil_pickles(target)["reduce-protocol-4"])
     (logdir / "only").mkdir()
     write(logdir / "only" / "oom.pickle", hand_snapshot())
     with running_tensorboard(logdir, root / "tb.log", server_env, "--load_fast=true") as tb:
