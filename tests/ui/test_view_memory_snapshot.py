@@ -47,13 +47,15 @@ def test_snapshot_card_matches_the_api(page, views_tensorboard, requests_log, ar
     rows.nth(0).click()
     assert frame.locator("[data-testid=mem-stack] li").count() == len(top[0]["frames"])
     # the new wording: no reserved pool on the CPU, what is alive at the end is not a leak
-    assert "no reserved pool" in frame.inner_text("[data-testid=mem-peak-reserved]")
-    assert "not a leak by itself" in frame.inner_text("[data-testid=mem-end]")
+    assert "no reserved pool on the CPU" in frame.inner_text("[data-testid=mem-peak-reserved-sub]")
+    assert "not a leak by itself" in frame.inner_text("[data-testid=mem-end-sub]")
     assert frame.locator("[data-testid=mem-leak]").count() == 0
     shot(page, artifacts, "memory_snapshot_light")
 
     # a click on the curve asks for the segments at that instant
-    box = frame.locator("[data-testid=mem-snapshot-chart]").bounding_box()
+    chart = frame.locator("[data-testid=mem-snapshot-chart]")
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
     page.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.4)
     url = wait_request(page, requests_log, lambda u: "/memory/snapshot?" in u and "at=" in u)
     params = dict(parse_qsl(urlparse(url).query))

@@ -206,7 +206,7 @@ function MemoryContent({
           className="mem-stat"
           label="Peak reserved"
           value={peak?.reserved_bytes != null ? bytes(peak.reserved_bytes) : 'none'}
-          sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : device === 'CPU' ? 'the CPU allocator keeps no reserved pool' : 'not recorded in the trace'}
+          sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : device === 'CPU' ? 'no reserved pool on the CPU' : 'not recorded in the trace'}
           testId="mem-peak-reserved"
         />
         <StatCard
@@ -220,7 +220,7 @@ function MemoryContent({
           className="mem-stat"
           label="Still allocated at the end"
           value={bytes(peak?.end_bytes)}
-          sub="of the window: all live memory, including what was allocated before profiling; not a leak by itself"
+          sub="all live memory then; not a leak by itself"
           testId="mem-end"
         />
       </div>
