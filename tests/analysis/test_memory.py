@@ -12,7 +12,7 @@ import pytest
 
 from tb_plugin.analysis import memory as mem
 from tb_plugin.analysis.memory_curves import DEFAULT_MAX_POINTS, downsample
-from tb_plugin.analysis.memory_records import device_name
+from tb_plugin.analysis.memory_records import default_device, device_name
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
@@ -238,7 +238,7 @@ def test_other_device_types_get_names(tmp_path: Path) -> None:
                _record(50, 0, -1, 5, 4, 4, 4)]
     payload = mem.build_memory(make_table(events, tmp_path))
     assert payload["devices"] == ["CPU", "device type 7:0", "XPU0", "MPS0", "PrivateUse1:1"]
-    assert payload["default_device"] == "CPU"
+    assert payload["default_device"] == "XPU0"  # the first accelerator, not the CPU
     assert payload["peaks"]["XPU0"]["bytes"] == 64 and payload["peaks"]["XPU0"][
         "capacity_bytes"] is None
     assert {r["device"] for r in payload["operators"]["rows"]} == set(payload["devices"])
@@ -249,6 +249,17 @@ def test_device_name_helper() -> None:
     assert device_name(0, -1) == "CPU"
     assert device_name(1, 3) == "GPU3"
     assert device_name(12, 0) == "XPU0"
+    assert device_name(6, 0) == "HIP0" and device_name(13, 0) == "MPS0"
+    assert device_name(19, 2) == "MTIA2" and device_name(20, 1) == "PrivateUse1:1"
+
+
+@pytest.mark.parametrize(("devices", "expected"), [
+    (["CPU", "GPU0", "GPU1"], "GPU0"), (["CPU", "HIP0"], "HIP0"), (["CPU", "MPS0"], "MPS0"),
+    (["CPU", "XPU1", "MTIA0"], "XPU1"), (["CPU", "MTIA0"], "MTIA0"),
+    (["CPU", "PrivateUse1:0"], "PrivateUse1:0"), (["CPU", "device type 7:0"], "CPU"),
+    (["device type 7:0"], "device type 7:0"), ([], None)])
+def test_the_default_device_is_the_first_accelerator(devices: list, expected: Any) -> None:
+    assert default_device(devices) == expected
     assert device_name(7, 0) == "device type 7:0"
     assert device_name(99, float("nan")) == "device type 99"
     assert device_name(float("nan"), 0) == "unknown device"
