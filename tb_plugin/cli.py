@@ -279,7 +279,8 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
 def _build_snapshot(run: RunInfo, args: argparse.Namespace, spec: ViewSpec, options: Any,
                     cache: TraceCache) -> Any:
     """The run's snapshot (`--snapshot`, else the one named after the span's trace, else the
-    first), on the span's clock when the run has traces."""
+    one of its period, else the first readable one), on the span's clock when the run has
+    traces."""
     snapshots = run.memory_snapshots
     if not snapshots:
         raise UsageError(f"run {run.name} has no allocator snapshot (*.pickle, *snapshot*.pkl)")
@@ -289,10 +290,12 @@ def _build_snapshot(run: RunInfo, args: argparse.Namespace, spec: ViewSpec, opti
         if ref is None:
             raise UsageError(f"no snapshot {options.snapshot!r}; snapshots: "
                              f"{', '.join(r.name for r in snapshots)}")
-    else:
-        ref = (span.memory_snapshot if span is not None else None) or snapshots[0]
+        candidates = [ref]
+    else:  # named after the span's trace, else the one of its period
+        paired = span.memory_snapshot if span is not None else None
+        candidates = [paired] if paired is not None else snapshots
     table = _load(span, cache) if span is not None else None
-    return spec.build(table, (ref, [r.name for r in snapshots]), options)
+    return spec.build(table, (candidates, [r.name for r in snapshots]), options)
 
 
 def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> dict[str, Any]:

@@ -7,7 +7,8 @@ Chrome trace. `*.raw.json.gz` memory-timeline exports belong to their run as mem
 each span carries the export written next to its trace (`matching_timeline`). Allocator
 snapshots (`*.pickle`, `*snapshot*.pkl`, as `torch.cuda.memory._dump_snapshot` writes them)
 belong to their run too; a span carries the one named after its trace
-(`<worker>.<ts>*.pickle`), else the run's only snapshot (`matching_snapshot`). Nothing is
+(`<worker>.<ts>*.pickle`), else the run's only snapshot (`matching_snapshot`); of several,
+the Memory view shows the one whose period overlaps the trace. Nothing is
 read here: a snapshot is only unpickled (restricted to plain data) when a view asks for it.
 """
 

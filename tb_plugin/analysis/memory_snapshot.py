@@ -123,6 +123,18 @@ def _axis(snap: Snapshot, rows: dict[str, np.ndarray], table: Optional[TraceTabl
     return x, "trace", base
 
 
+def overlaps_trace(snap: Snapshot, table: TraceTable) -> bool:
+    """Whether the snapshot's entries (with times) fall in the trace's period."""
+    time = snap.entries["time_us"]
+    if not snap.has_time:
+        return False
+    lo, hi = _trace_extent(table)
+    if lo is None or hi is None:
+        return False
+    x = time - int(table.metadata.base_time_ns or 0) / 1000.0
+    return bool(x.max() >= lo and x.min() <= hi)
+
+
 def _trace_extent(table: TraceTable) -> tuple[Optional[float], Optional[float]]:
     ts = table.events["ts"].to_numpy(dtype=np.float64)
     end = ts + np.nan_to_num(table.events["dur"].to_numpy(dtype=np.float64))

@@ -229,11 +229,12 @@ def _snapshot(store: TraceProvider, request: wrappers.Request, spec: ViewSpec
         ref = next((r for r in snapshots if r.name == options.snapshot), None)
         if ref is None:
             raise NotFound(f"no snapshot {options.snapshot[:120]!r} in run {run[:120]!r}")
-    else:
+        candidates = [ref]
+    else:  # the one named after the trace, else the one of its period (the builder decides)
         paired = matching_snapshot(state.ref.name, snapshots) if state is not None else None
-        ref = paired or snapshots[0]
-    source = (ref, [r.name for r in snapshots])
-    key = spec.payload_key(options, snapshot=ref.identity())
+        candidates = [paired] if paired is not None else snapshots
+    source = (candidates, [r.name for r in snapshots])
+    key = spec.payload_key(options, snapshot="|".join(r.identity() for r in candidates))
     if state is None:
         return send_payload(request, store, spec, lambda: spec.build(None, source, options),
                             fmt=fmt, memo=(key,), name=(run, "memory-snapshot"))

@@ -16,7 +16,11 @@ from msgspec import Meta
 from ..analysis.diff import UnknownDiffPathError, build_diff
 from ..analysis.kernels import build_kernel_pies, build_kernels
 from ..analysis.memory import UnknownDeviceError, build_memory
-from ..analysis.memory_snapshot import UnknownSnapshotDeviceError, build_memory_snapshot
+from ..analysis.memory_snapshot import (
+    UnknownSnapshotDeviceError,
+    build_memory_snapshot,
+    overlaps_trace,
+)
 from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
 from ..analysis.modules import build_modules
 from ..analysis.operators import (
@@ -232,19 +236,42 @@ def _memory_timeline(table: Optional[Any], export: Any, _options: NoOptions) -> 
     return build_memory_timeline_for(table, raw)
 
 
+def _snapshot_name(ref: Any) -> str:
+    if isinstance(ref, Snapshot):
+        return "snapshot"
+    return getattr(ref, "name", None) or os.path.basename(os.fspath(ref))
+
+
+def _pick_snapshot(table: Optional[Any], candidates: list[Any]) -> tuple[str, Snapshot]:
+    """The one candidate, or among several the first readable one whose period overlaps the
+    trace (else the first readable one); `Unreadable` with the first reason if none is."""
+    refused: Optional[Unreadable] = None
+    readable: list[tuple[str, Snapshot]] = []
+    for ref in candidates:
+        name = _snapshot_name(ref)
+        try:
+            snap = ref if isinstance(ref, Snapshot) else load_snapshot(ref)
+        except SnapshotError as exc:
+            refused = refused or Unreadable(f"{name[:200]}: {exc}")
+            continue
+        if len(candidates) == 1 or (table is not None and overlaps_trace(snap, table)):
+            return name, snap
+        readable.append((name, snap))
+    if readable:
+        return readable[0]
+    assert refused is not None
+    raise refused
+
+
 def _memory_snapshot(table: Optional[Any], source: Any, options: SnapshotOptions) -> Any:
-    """`source`: (snapshot, names of the run's snapshots) or a snapshot alone; a snapshot is a
-    FileRef or path (read through the cache) or already read columns."""
-    ref, names = source if isinstance(source, tuple) else (source, None)
-    name = getattr(ref, "name", None) or os.path.basename(os.fspath(ref)) \
-        if not isinstance(ref, Snapshot) else "snapshot"
+    """`source`: (candidates, names of the run's snapshots) or one snapshot alone; a snapshot
+    is a FileRef or path (read through the cache) or already read columns. Of several
+    candidates, the one of the trace's period is shown (`_pick_snapshot`)."""
+    candidates, names = source if isinstance(source, tuple) else ([source], None)
     start, end = options.start, options.end
     if start is not None and end is not None and start >= end:
         raise OptionError(f"bad snapshot range [{start}, {end}]: need start < end")
-    try:
-        snap = ref if isinstance(ref, Snapshot) else load_snapshot(ref)
-    except SnapshotError as exc:
-        raise Unreadable(f"{name[:200]}: {exc}") from exc
+    name, snap = _pick_snapshot(table, list(candidates))
     try:
         return build_memory_snapshot(snap, name, table, options.device, start, end,
                                      options.at, snapshots=names)

@@ -12,8 +12,23 @@ import pytest
 
 from tb_plugin.analysis.memory_snapshot import UnknownSnapshotDeviceError, build_memory_snapshot
 from tb_plugin.ingest.snapshot import read_snapshot, to_columns
+from tb_plugin.load import load_trace
+from tb_plugin.views.errors import Unreadable
+from tb_plugin.views.registry import build_view
 from tests.analysis.helpers import make_table
-from tests.ingest.snapshots import KIB, MIB, PRE, SEG, T0, Simulated, hand_snapshot, write
+from tests.ingest.snapshots import (
+    KIB,
+    MIB,
+    PRE,
+    SEG,
+    T0,
+    Simulated,
+    evil_pickles,
+    hand_snapshot,
+    into_trace_period,
+    write,
+)
+from tests.support import SAMPLES
 
 
 @pytest.fixture()
@@ -157,3 +172,21 @@ def test_level_of_detail_keeps_the_peak_and_ranges_start_with_the_value_in_force
     zoom = build_memory_snapshot(snap, "sim.pickle", start=lo + 0.5, end=hi)["curve"]
     assert zoom["t"][0] == lo + 0.5 and zoom["allocated"][0] == sim.allocated[100]
     assert zoom["t"][-1] == hi and zoom["allocated"][-1] == sim.allocated[200]
+
+
+def test_of_several_snapshots_a_span_gets_the_one_of_its_period(tmp_path: Path) -> None:
+    traces = sorted(SAMPLES.glob("cnn_bs32/*.pt.trace.json.gz"))
+    if len(traces) < 2:
+        pytest.skip("samples/cnn_bs32 is absent")
+    first = write(tmp_path / "a.pickle", into_trace_period(hand_snapshot(), traces[1]))
+    second = write(tmp_path / "b.pickle", into_trace_period(hand_snapshot(), traces[0]))
+    evil = tmp_path / "evil.pickle"
+    evil.write_bytes(evil_pickles(tmp_path / "pwned")["reduce-protocol-4"])
+    names = ["a.pickle", "b.pickle", "evil.pickle"]
+    for trace, expected in ((traces[0], "b.pickle"), (traces[1], "a.pickle")):
+        table = load_trace(trace, use_cache=False)
+        p = build_view(table, "memory_snapshot", ([evil, first, second], names))
+        assert p["name"] == expected and p["clock"] == "trace" and p["snapshots"] == names
+    with pytest.raises(Unreadable, match="evil.pickle: refused"):
+        build_view(None, "memory_snapshot", ([evil], names))
+    assert not (tmp_path / "pwned").exists()
