@@ -53,6 +53,12 @@ def memory_timeline_rows(payload: dict[str, Any]) -> Rows:
              "total": payload["total"][i]} for i, t in enumerate(payload["t_us"])]
 
 
+def memory_snapshot_rows(payload: dict[str, Any]) -> Rows:
+    curve = payload["curve"]
+    return [{"t": t, "allocated": a, "reserved": r}
+            for t, a, r in zip(curve["t"], curve["allocated"], curve["reserved"])]
+
+
 def module_rows(payload: dict[str, Any]) -> Rows:
     """The module tree, depth first, one row per module with its key and depth."""
     out: Rows = []

@@ -7,6 +7,7 @@ and flags, and `openapi.yaml` (`python -m tb_plugin.views.openapi`) follow from 
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal, Optional
 
 import msgspec
@@ -22,6 +23,11 @@ from ..analysis.gpu_idle import (
 )
 from ..analysis.kernels import build_kernel_pies, build_kernels
 from ..analysis.memory import UnknownDeviceError, build_memory
+from ..analysis.memory_snapshot import (
+    UnknownSnapshotDeviceError,
+    build_memory_snapshot,
+    overlaps_trace,
+)
 from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
 from ..analysis.modules import build_modules
 from ..analysis.operators import (
@@ -42,7 +48,8 @@ from ..analysis.timeline import (
 )
 from ..analysis.timeline_counters import timeline_extras
 from ..ingest.memory_export import RawTimeline
-from ..load import load_memory_export
+from ..ingest.snapshot import Snapshot, SnapshotError
+from ..load import load_memory_export, load_snapshot
 from ..output import rows
 from ..payloads import (
     CallStacksPayload,
@@ -52,6 +59,7 @@ from ..payloads import (
     KernelPiesPayload,
     KernelsPayload,
     MemoryPayload,
+    MemorySnapshotPayload,
     MemoryTimelinePayload,
     ModulesPayload,
     OperatorPiesPayload,
@@ -61,9 +69,9 @@ from ..payloads import (
     TimelinePayload,
     TimelineSearchPayload,
 )
-from .errors import NotInTrace, OptionError
+from .errors import NotInTrace, OptionError, Unreadable
 from .options import NoOptions, option_fields
-from .spec import DISK, EXPORT, MEMORY, PAIR, SPAN, ViewSpec, never
+from .spec import DISK, EXPORT, MEMORY, PAIR, SNAPSHOT, SPAN, ViewSpec, never
 
 MAX_TOP_N = 1_000_000
 MAX_SEARCH_LIMIT = 10_000
@@ -129,6 +137,22 @@ class MemoryOptions(msgspec.Struct, forbid_unknown_fields=True):
         "A device name from `devices` (e.g. `CPU`, `GPU0`)."))]] = None
     start_us: StartUs = None
     end_us: EndUs = None
+
+
+SnapshotUnits = ("In the payload's `clock`: trace us (`trace`), the snapshot's own us "
+                 "(`snapshot`) or entry numbers (`entry`).")
+
+
+class SnapshotOptions(msgspec.Struct, forbid_unknown_fields=True):
+    snapshot: Optional[Annotated[str, Meta(description=(
+        "A snapshot file name from `snapshots`; default the one named after the span's "
+        "trace, else the run's first."))]] = None
+    device: Optional[Annotated[str, Meta(description=(
+        "A device name from `devices` (e.g. `GPU0`); default the first."))]] = None
+    start: Optional[Annotated[float, Meta(description="Range start. " + SnapshotUnits)]] = None
+    end: Optional[Annotated[float, Meta(description="Range end. " + SnapshotUnits)]] = None
+    at: Optional[Annotated[float, Meta(description=(
+        "The instant of `segments`; default the peak. " + SnapshotUnits))]] = None
 
 
 class DiffOptions(msgspec.Struct, forbid_unknown_fields=True):
@@ -235,6 +259,56 @@ def _memory_timeline(table: Optional[Any], export: Any, _options: NoOptions) -> 
     if table is None:
         return build_memory_timeline(raw)
     return build_memory_timeline_for(table, raw)
+
+
+def _snapshot_name(ref: Any) -> str:
+    if isinstance(ref, Snapshot):
+        return "snapshot"
+    return getattr(ref, "name", None) or os.path.basename(os.fspath(ref))
+
+
+def _pick_snapshot(table: Optional[Any], candidates: list[Any]) -> tuple[str, Snapshot]:
+    """The one candidate, or among several the first readable one whose period overlaps the
+    trace (else the first readable one); `Unreadable` with the first reason if none is."""
+    refused: Optional[Unreadable] = None
+    readable: list[tuple[str, Snapshot]] = []
+    for ref in candidates:
+        name = _snapshot_name(ref)
+        try:
+            snap = ref if isinstance(ref, Snapshot) else load_snapshot(ref)
+        except SnapshotError as exc:
+            refused = refused or Unreadable(f"{name[:200]}: {exc}")
+            continue
+        if len(candidates) == 1 or (table is not None and overlaps_trace(snap, table)):
+            return name, snap
+        readable.append((name, snap))
+    if readable:
+        return readable[0]
+    assert refused is not None
+    raise refused
+
+
+def _memory_snapshot(table: Optional[Any], source: Any, options: SnapshotOptions) -> Any:
+    """`source`: (candidates, names of the run's snapshots) or one snapshot alone; a snapshot
+    is a FileRef or path (read through the cache) or already read columns. Of several
+    candidates, the one of the trace's period is shown (`_pick_snapshot`)."""
+    candidates, names = source if isinstance(source, tuple) else ([source], None)
+    start, end = options.start, options.end
+    if start is not None and end is not None and start >= end:
+        raise OptionError(f"bad snapshot range [{start}, {end}]: need start < end")
+    name, snap = _pick_snapshot(table, list(candidates))
+    try:
+        return build_memory_snapshot(snap, name, table, options.device, start, end,
+                                     options.at, snapshots=names)
+    except UnknownSnapshotDeviceError as exc:
+        raise NotInTrace(f"no device {str(options.device)[:60]!r} in snapshot "
+                         f"{name[:200]!r}") from exc
+
+
+def _snapshot_cache(options: SnapshotOptions) -> str:
+    """The default view on disk; zoomed ranges and other instants in memory only."""
+    plain = options.start is None and options.end is None and options.at is None
+    return DISK if plain else MEMORY
 
 
 def _modules(table: Any, _options: NoOptions) -> Any:
@@ -349,6 +423,22 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.memory_timeline.build_memory_timeline`.\nWith `format=csv`, "
              "one row per time point (`t_us`, one column per category, `total`).",
              errors={"404": "Unknown run/worker/span, or no export for it."}),
+    ViewSpec("memory_snapshot", "/memory/snapshot", "Memory", _memory_snapshot,
+             payload=MemorySnapshotPayload, kind=SNAPSHOT, options=SnapshotOptions,
+             rows=rows.memory_snapshot_rows, cache=_snapshot_cache,
+             summary="An allocator snapshot (`torch.cuda.memory._dump_snapshot` pickle) of the "
+                     "run: curves, segments at an instant, top allocations.",
+             description="The run's snapshots are `*.pickle` and `*snapshot*.pkl` files; they "
+             "are read with an\nunpickler that builds plain data only (dicts, lists, tuples, "
+             "strings, numbers, None):\nanything else is refused with 422 and nothing from the "
+             "file runs. With worker and span,\ntimes are on that trace's clock when the "
+             "snapshot overlaps its period. Shape: see\n"
+             "`tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the "
+             "curve\n(`t`, `allocated`, `reserved`).",
+             errors={"404": "Unknown run/worker/span, no snapshot in the run, or no such "
+                            "snapshot or device.",
+                     "422": "The snapshot was refused (not plain data, over "
+                            "TORCH_PROF_SNAPSHOT_MAX_MB) or is not a snapshot."}),
     ViewSpec("modules", "/modules", "Module", _modules,
              payload=ModulesPayload, rows=rows.module_rows,
              summary="Module view (nn.Module hierarchy with stats, flame graph, backward "
