@@ -67,10 +67,14 @@ class ColumnBuilder:
             "block": Interner(normalize=json_repr),
             "input_dims": Interner(normalize=json_repr),
             "input_types": Interner(normalize=json_repr),
+            "concrete_inputs": Interner(normalize=json_repr),
             "call_stack": Interner(),
             "collective": Interner(),
             "dtype": Interner(),
             "process_group": Interner(),
+            "kernel_file": Interner(),
+            "kernel_hash": Interner(),
+            "kernel_backend": Interner(),
             "binding": Interner(),
         }
         self.chunks: dict[str, dict[str, list[np.ndarray]]] = {
@@ -261,6 +265,7 @@ class ColumnBuilder:
             "event": rows + base,
             "input_dims": self._input_dims(sub),
             "input_types": self._codes(sub, "input_types", "input_types", bytes),
+            "concrete_inputs": self._codes(sub, "concrete_inputs", "concrete_inputs", bytes),
             "call_stack": self._codes(sub, "call_stack", "call_stack"),
             "sequence_number": self._floats(sub, "sequence_number"),
             "fwd_thread_id": self._floats(sub, "fwd_thread_id"),
@@ -270,6 +275,12 @@ class ColumnBuilder:
             "group_size": self._floats(sub, "group_size"),
             "dtype": self._codes(sub, "dtype", "dtype"),
             "process_group": self._codes(sub, "process_group", "process_group"),
+            "flops": self._floats(sub, "flops"),
+            "kernel_file": self._codes(sub, "kernel_file", "kernel_file"),
+            "kernel_hash": self._codes(sub, "kernel_hash", "kernel_hash"),
+            "kernel_backend": self._codes(sub, "kernel_backend", "kernel_backend"),
+            "kernel_flop": self._floats(sub, "kernel_flop"),
+            "kernel_num_gb": self._floats(sub, "kernel_num_gb"),
         })
 
     def _input_dims(self, args: list[Args]) -> np.ndarray:

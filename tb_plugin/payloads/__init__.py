@@ -20,6 +20,7 @@ from .catalogue import (
 )
 from .diff import DiffPayload
 from .distributed import DistributedPayload
+from .efficiency import CompiledPayload, RooflinePayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
 from .memory_timeline import MemoryTimelinePayload
@@ -47,4 +48,5 @@ __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatus
            "DiffPayload", "DistributedPayload", "KernelPiesPayload", "KernelsPayload",
            "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
-           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]
+           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload",
+           "CompiledPayload", "RooflinePayload"]
