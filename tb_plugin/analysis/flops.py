@@ -59,6 +59,8 @@ ATTENTION_BACKWARD_OPS = frozenset(f"{op}_backward" for op in (
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu")) | {
     "_flash_attention_backward", "_efficient_attention_backward"}
+_BLHD_OPS = frozenset(("_flash_attention_forward", "_efficient_attention_forward",
+                       "_flash_attention_backward", "_efficient_attention_backward"))
 ELEMENTWISE_OPS = frozenset((
     "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "pow", "relu",
     "gelu", "silu", "sigmoid", "tanh", "clamp", "where", "copy", "fill", "masked_fill",
@@ -190,7 +192,7 @@ def attention_flops(name: str, shapes: list[Optional[list[int]]]) -> Optional[fl
     q, k, v = (shapes + [None] * 3)[:3]
     if q is None or k is None or v is None or not len(q) == len(k) == len(v) == 4:
         return None
-    if name.endswith(("_flash_attention_forward", "_efficient_attention_forward")):
+    if name[6:] in _BLHD_OPS:
         (b, lq, h, d), lk, dv = q, k[1], v[3]
     else:
         (b, h, lq, d), lk, dv = q, k[2], v[3]
@@ -226,9 +228,7 @@ def estimate(name: str, dims: Any, types: Any, scalars: Any
             flops, out = result
             bytes_ = moved + math.prod(out) * es
     elif kind in ("attention", "attention_backward"):
-        forward = attention_flops(name.replace("_backward", "_forward") if kind ==
-                                  "attention_backward" else name,
-                                  shapes[1:4] if kind == "attention_backward" else shapes)
+        forward = attention_flops(name, shapes[1:4] if kind == "attention_backward" else shapes)
         if forward is not None:
             flops = forward * (2.0 if kind == "attention_backward" else 1.0)
             bytes_ = moved + (elems[0] * es if shapes and shapes[0] else 0.0)

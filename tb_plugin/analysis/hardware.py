@@ -8,10 +8,12 @@ or None ("unknown device": no roofline ceiling, no MFU).
 
 `PEAKS` holds vendor datasheet numbers: dense (no 2:4 sparsity) TFLOP/s per dtype at boost
 clock, and HBM bandwidth in TB/s. Matrix-core dtypes (fp16, bf16, tf32, fp8, int8) are the
-tensor-core/MFMA peaks; fp32 and fp64 are the vector (non-tensor) peaks, which is what a plain
-fp32 GEMM gets unless TF32 is enabled. An MI250/MI250X is seen by ROCm as two devices (GCDs),
-so its rows are per GCD (half the package); an MI210 is the same silicon as one MI250 GCD.
-The sources are listed in the README (Compiled and roofline section).
+tensor-core/MFMA peaks; on NVIDIA fp32 and fp64 are the vector (non-tensor-core) peaks, which is
+what a plain fp32 GEMM gets unless TF32 is enabled; on AMD fp32 is the MFMA (matrix) fp32 peak,
+which rocBLAS/hipBLASLt fp32 GEMMs run on, and fp64 the vector peak. ROCm sees an MI250/MI250X
+as two devices (GCDs), so their rows are per GCD (half the package); an MI210 is the same
+silicon as one MI250 GCD. The sources are in the README ("Compiled code and hardware
+efficiency").
 """
 
 from __future__ import annotations
@@ -51,16 +53,16 @@ PEAKS: dict[str, Peaks] = {
                     bf16=756.0, fp16=756.0, fp8=1513.0, int8=1513.0),
     "H200": _p("NVIDIA H200 SXM", NVIDIA, 4.8, fp64=34.0, fp32=67.0, tf32=494.7, bf16=989.4,
                fp16=989.4, fp8=1978.9, int8=1978.9),
-    "B200": _p("NVIDIA B200 (HGX)", NVIDIA, 8.0, fp64=37.0, fp32=75.0, tf32=1100.0,
+    "B200": _p("NVIDIA B200 (HGX)", NVIDIA, 8.0, fp64=37.0, fp32=75.0, tf32=1125.0,
                bf16=2250.0, fp16=2250.0, fp8=4500.0, int8=4500.0),
     "L4": _p("NVIDIA L4", NVIDIA, 0.3, fp32=30.3, tf32=60.0, bf16=121.0, fp16=121.0,
              fp8=242.5, int8=242.5),
     "T4": _p("NVIDIA T4", NVIDIA, 0.32, fp32=8.1, fp16=65.0, int8=130.0),
-    "MI100": _p("AMD Instinct MI100", AMD, 1.2288, fp64=11.5, fp32=23.1, fp16=184.6,
+    "MI100": _p("AMD Instinct MI100", AMD, 1.2288, fp64=11.5, fp32=46.1, fp16=184.6,
                 bf16=92.3),
-    "MI210": _p("AMD Instinct MI210 / one MI250 GCD", AMD, 1.6384, fp64=22.6, fp32=22.6,
+    "MI210": _p("AMD Instinct MI210 / one MI250 GCD", AMD, 1.6384, fp64=22.6, fp32=45.3,
                 fp16=181.0, bf16=181.0, int8=181.0),
-    "MI250X-GCD": _p("AMD Instinct MI250X (one GCD)", AMD, 1.6384, fp64=23.95, fp32=23.95,
+    "MI250X-GCD": _p("AMD Instinct MI250X (one GCD)", AMD, 1.6384, fp64=23.95, fp32=47.85,
                      fp16=191.5, bf16=191.5, int8=191.5),
     "MI300X": _p("AMD Instinct MI300X", AMD, 5.3, fp64=81.7, fp32=163.4, tf32=653.7,
                  bf16=1307.4, fp16=1307.4, fp8=2614.9, int8=2614.9),
