@@ -277,12 +277,12 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              rows=rows.whole_payload,
              summary="Top-N kernel pie and tensor-core share; 404 when the worker ran no "
                      "kernel."),
-    ViewSpec("compiled", "/compiled", "Kernel", _compiled,
+    ViewSpec("compiled", "/compiled", "Operator", _compiled,
              payload=CompiledPayload, rows=rows.whole_payload,
              summary="torch.compile regions -> Inductor kernels (source file, hash, backend) "
                      "-> device time, guard and launch overhead, extern ops.",
-             description="A section of the Kernel view (every Triton kernel row of the "
-             "kernel table has its\nregion here). Shape: see "
+             description="A section of the Operator view (always offered: a CPU run has "
+             "compiled regions but no\nKernel view). Shape: see "
              "`tb_plugin.analysis.compiled.build_compiled`."),
     ViewSpec("roofline", "/roofline", "Operator", _roofline,
              payload=RooflinePayload, rows=rows.whole_payload,
