@@ -75,17 +75,15 @@ def _node_args(table: TraceTable, tree: OpTree) -> pd.DataFrame:
 def _compiled(table: TraceTable) -> dict[str, Any]:
     tree = build_op_tree(table)
     events = table.events
-    names = tree.names.astype(str) if len(tree) else np.empty(0, dtype=str)
-    name_index = pd.Index(names)
-    is_region = np.asarray(name_index.str.match(REGION_RE.pattern), dtype=bool)
+    is_region = _name_flags(tree, lambda n: bool(REGION_RE.match(n)))
     region = enclosing(tree, is_region)
     region_nodes = np.flatnonzero(is_region)
     args = _node_args(table, tree)
     has_file = args["kernel_file"].notna().to_numpy()
-    is_cpp = np.asarray(name_index.str.contains(CPP_KERNEL_RE.pattern), dtype=bool)
-    is_kernel = (has_file | is_cpp | np.asarray(name_index.str.startswith("triton_"),
-                                                dtype=bool)) & (region >= 0) & ~is_region
-    is_aten = np.asarray(name_index.str.startswith("aten::"), dtype=bool) & (region >= 0)
+    is_cpp = _name_flags(tree, lambda n: bool(CPP_KERNEL_RE.search(n)))
+    is_kernel = (has_file | is_cpp | _name_flags(tree, lambda n: n.startswith("triton_"))) & (
+        region >= 0) & ~is_region
+    is_aten = _name_flags(tree, lambda n: n.startswith("aten::")) & (region >= 0)
     above = enclosing(tree, is_aten | is_region)[np.maximum(tree.parent, 0)]
     outer_aten = is_aten & (tree.parent >= 0) & (above >= 0) & is_region[np.maximum(above, 0)]
     # device time and launches per node, then per region
@@ -105,20 +103,20 @@ def _compiled(table: TraceTable) -> dict[str, Any]:
     ends = tree.subtree_end[region_nodes]
     regions = pd.DataFrame({
         "node": region_nodes,
-        "name": names[region_nodes],
+        "name": _names(tree, region_nodes),
         "start": tree.start[region_nodes],
         "host_us": tree.end[region_nodes] - tree.start[region_nodes],
         "device_us": sub[ends] - sub[region_nodes],
         "kernels": sub_count[ends] - sub_count[region_nodes],
         "launch_us": sub_launch[ends] - sub_launch[region_nodes],
-        "guard_us": _guards(tree, names, region_nodes),
+        "guard_us": _guards(tree, _name_flags(tree, lambda n: n == GUARD_NAME), region_nodes),
     })
     kernel_nodes = np.flatnonzero(is_kernel)
     files, lines = _sources(table, tree, kernel_nodes, args)
     kernels = pd.DataFrame({
         "node": kernel_nodes,
-        "region": names[region[kernel_nodes]],
-        "name": names[kernel_nodes],
+        "region": _names(tree, region[kernel_nodes]),
+        "name": _names(tree, kernel_nodes),
         "file": files,
         "line": lines,
         "hash": args["kernel_hash"].to_numpy(dtype=object)[kernel_nodes],
@@ -130,21 +128,33 @@ def _compiled(table: TraceTable) -> dict[str, Any]:
     })
     extern_nodes = np.flatnonzero(outer_aten)
     extern = pd.DataFrame({
-        "region": names[region[extern_nodes]],
-        "name": names[extern_nodes],
+        "region": _names(tree, region[extern_nodes]),
+        "name": _names(tree, extern_nodes),
         "host_us": tree.end[extern_nodes] - tree.start[extern_nodes],
         "device_us": sub[tree.subtree_end[extern_nodes]] - sub[extern_nodes],
     })
     return {"regions": regions, "kernels": kernels, "extern": extern}
 
 
-def _guards(tree: OpTree, names: np.ndarray, region_nodes: np.ndarray) -> np.ndarray:
+def _names(tree: OpTree, nodes: np.ndarray) -> np.ndarray:
+    """Names of some nodes (not roots) as an object array."""
+    return tree.name_categories.to_numpy(dtype=object)[tree.name_code[nodes]] if len(
+        nodes) else np.empty(0, dtype=object)
+
+
+def _name_flags(tree: OpTree, predicate: Any) -> np.ndarray:
+    """`predicate` per node name, tested once per distinct name (roots: False)."""
+    cats = tree.name_categories
+    flags = np.fromiter((predicate(str(c)) for c in cats), dtype=bool, count=len(cats))
+    return np.append(flags, False)[tree.name_code]
+
+
+def _guards(tree: OpTree, guard: np.ndarray, region_nodes: np.ndarray) -> np.ndarray:
     """Per region node: the duration of the guard check that ends right before it on its
     thread (the `TorchDynamo Cache Lookup` sibling just before it in pre-order), else 0."""
     out = np.zeros(len(region_nodes))
     if not len(region_nodes):
         return out
-    guard = names == GUARD_NAME
     guard_nodes = np.flatnonzero(guard)
     if not len(guard_nodes):
         return out

@@ -68,7 +68,7 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
     return pd.DataFrame({
         "node": chosen,
         "event": sel["event"].to_numpy(),
-        "name": tree.names[chosen].astype(str) if len(chosen) else np.empty(0, dtype=object),
+        "name": tree.name_categories.to_numpy(dtype=object)[tree.name_code[chosen]],
         "start": tree.start[chosen],
         "flops": sel["flops"].to_numpy(),
         "bytes": sel["bytes"].to_numpy(),
