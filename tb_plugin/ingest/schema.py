@@ -143,7 +143,7 @@ OP_ARG_COLUMNS: dict[str, str] = {  # cpu_op / user annotations
     "event": "int64",
     "input_dims": "category",  # Python str() of the dims list, as the reference shows it
     "input_types": "category",
-    "concrete_inputs": "category",  # scalar arguments (stride, padding...) as recorded
+    "concrete_inputs": "category",  # scalar arguments as recorded; kept for convolutions only
     "call_stack": "category",
     "sequence_number": "float64",
     "fwd_thread_id": "float64",
