@@ -16,10 +16,12 @@ from .breakdown import CATEGORIES, Breakdown, compute_breakdown
 from .diagnosis import add_diagnosis
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
+from .hardware import compute_capability, device_vendor
 from .launch import device_properties
 from .memo import memoised
 from .optree import build_op_tree
 from .recommendations import Facts, recommend
+from .roofline import device_info, mfu_pct
 from .tensor_cores import event_tc_flags
 
 
@@ -118,15 +120,19 @@ def _pct(value: Optional[float], scale: float = 100.0) -> Optional[float]:
 def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str, Any]:
     props = device_properties(table, m.device)
     memory = props.get("totalGlobalMem")
-    major, minor = props.get("computeMajor"), props.get("computeMinor")
+    info = device_info(table, m.device)
     tc_by_device = tc["tc_ratio_by_device"]
     tc_ratio = tc_by_device.get(m.device, tc_by_device.get(str(m.device)))
     return {
         "id": m.device,
         "name": props.get("name"),
         "memory_gb": round(memory / 1024**3, 2) if isinstance(memory, (int, float)) else None,
-        "compute_capability": f"{major}.{minor}" if major is not None and minor is not None
-        else None,
+        "compute_capability": compute_capability(props, device_vendor(
+            props, table.metadata.extra)),
+        "vendor": info["vendor"],
+        "architecture": info["architecture"],
+        "peaks_model": info["peaks_model"],
+        "mfu_pct": mfu_pct(table) if info["peaks_model"] else None,
         "utilization_pct": _pct(m.utilization),
         "sm_efficiency_pct": _pct(m.sm_efficiency),
         "achieved_occupancy_pct": _pct(m.achieved_occupancy, 1.0),  # already a percentage

@@ -2,40 +2,31 @@
 
 Read from what the trace carries, never guessed from `computeMajor` (AMD's ROCm writes the GFX
 generation there, e.g. 9.0 for MI250, which is not a CUDA compute capability):
-1. `deviceProperties[device]`: an AMD-only key (`gcnArchName`), or a name naming the vendor
-   ("AMD Radeon Graphics", "AMD Instinct MI300X"; "NVIDIA A100", "Tesla V100", "GeForce").
-2. Else the runtime calls: HIP (`hip*`) means AMD, CUDA (`cuda*`/`cu*`) means NVIDIA.
+1. `deviceProperties[device]`, by `hardware.device_vendor` (the one set of rules: AMD-only keys,
+   names that say the vendor, wavefront size);
+2. else the runtime calls: HIP (`hip*`) means AMD, CUDA (`cuda*`/`cu*`) means NVIDIA.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import numpy as np
 
 from ..ingest.schema import LAUNCH_KINDS, TraceTable
+from . import hardware
 from .events import kind_mask, name_mask
 from .launch import device_properties
 
 Vendor = Literal["nvidia", "amd", "unknown"]
 
-_AMD_NAME = re.compile(r"\b(?:AMD|Radeon|Instinct|MI\d{3}X?)\b|gfx\d", re.IGNORECASE)
-_NVIDIA_NAME = re.compile(r"NVIDIA|Tesla|GeForce|Quadro|RTX|\b[ABHLT]\d{2,3}\b|\bGB\d{3}",
-                          re.IGNORECASE)
-_AMD_KEYS = ("gcnArchName", "gcnArch")
 
 
 def vendor_of_properties(props: dict) -> Vendor:
-    """The vendor a `deviceProperties` entry names; unknown when it names none."""
-    if any(key in props for key in _AMD_KEYS):
-        return "amd"
-    name = str(props.get("name") or "")
-    if _AMD_NAME.search(name):
-        return "amd"
-    if _NVIDIA_NAME.search(name):
-        return "nvidia"
-    return "unknown"
+    """The vendor a `deviceProperties` entry names (`hardware.device_vendor`'s rules); unknown
+    when it names none."""
+    found = hardware.device_vendor(props)
+    return "amd" if found == hardware.AMD else "nvidia" if found == hardware.NVIDIA else "unknown"
 
 
 def runtime_vendor(table: TraceTable) -> Vendor:

@@ -20,6 +20,7 @@ from .catalogue import (
 )
 from .diff import DiffPayload
 from .distributed import DistributedPayload
+from .efficiency import CompiledPayload, RooflinePayload
 from .gpu_idle import GpuIdlePayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
@@ -50,4 +51,5 @@ __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatus
            "KernelsPayload", "MemoryPayload", "MemorySnapshotPayload", "MemoryTimelinePayload",
            "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
-           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]
+           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload",
+           "CompiledPayload", "RooflinePayload"]

@@ -50,7 +50,16 @@ class OverviewGpu(TypedDict):
                                        "when the trace has none.")]
     memory_gb: Annotated[Optional[float], doc("Total device memory, GiB (2 decimals); null when "
                                               "unknown.")]
-    compute_capability: Annotated[Optional[str], doc('"major.minor"; null when unknown.')]
+    compute_capability: Annotated[Optional[str], doc(
+        'CUDA "major.minor"; null when unknown and always null on AMD GPUs (see architecture).')]
+    vendor: Annotated[Optional[str], doc('"NVIDIA" or "AMD"; null when unknown.')]
+    architecture: Annotated[Optional[str], doc(
+        'Generation and target, e.g. "Hopper (sm_90)", "CDNA3 (gfx942)"; null when unknown.')]
+    peaks_model: Annotated[Optional[str], doc(
+        "The row of the hardware peaks table matched (see `/roofline`); null: unknown device.")]
+    mfu_pct: Annotated[Optional[float], doc(
+        "Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for "
+        "their dtype / step time); null when the device's peaks are unknown.")]
     utilization_pct: Annotated[Optional[float], doc("GPU utilization: share of the steps' time "
                                                     "with a kernel running, percent.")]
     sm_efficiency_pct: Annotated[Optional[float], doc("Estimated SM efficiency, percent; null "

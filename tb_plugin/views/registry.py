@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Optional
 import msgspec
 from msgspec import Meta
 
+from ..analysis.compiled import build_compiled
 from ..analysis.diff import UnknownDiffPathError, build_diff
 from ..analysis.gpu_idle import (
     DEFAULT_DELAY_CUTOFF_US,
@@ -38,6 +39,7 @@ from ..analysis.operators import (
 )
 from ..analysis.overview import build_overview
 from ..analysis.report import build_distributed_view
+from ..analysis.roofline import build_roofline
 from ..analysis.timeline import (
     DEFAULT_WIDTH,
     MAX_WIDTH,
@@ -53,6 +55,7 @@ from ..load import load_memory_export, load_snapshot
 from ..output import rows
 from ..payloads import (
     CallStacksPayload,
+    CompiledPayload,
     DiffPayload,
     DistributedPayload,
     GpuIdlePayload,
@@ -65,6 +68,7 @@ from ..payloads import (
     OperatorPiesPayload,
     OperatorsPayload,
     OverviewPayload,
+    RooflinePayload,
     TimelineEventPayload,
     TimelinePayload,
     TimelineSearchPayload,
@@ -209,6 +213,14 @@ def _kernels(table: Any, options: KernelOptions) -> Any:
 
 def _kernel_pies(table: Any, options: KernelPieOptions) -> Any:
     return build_kernel_pies(table, options.top_n)
+
+
+def _compiled(table: Any, _options: NoOptions) -> Any:
+    return build_compiled(table)
+
+
+def _roofline(table: Any, _options: NoOptions) -> Any:
+    return build_roofline(table)
 
 
 def warm_timeline(table: Any) -> None:
@@ -369,6 +381,20 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              rows=rows.whole_payload,
              summary="Top-N kernel pie and tensor-core share; 404 when the worker ran no "
                      "kernel."),
+    ViewSpec("compiled", "/compiled", "Operator", _compiled,
+             payload=CompiledPayload, rows=rows.whole_payload,
+             summary="torch.compile regions -> Inductor kernels (source file, hash, backend) "
+                     "-> device time, guard and launch overhead, extern ops.",
+             description="A section of the Operator view (always offered: a CPU run has "
+             "compiled regions but no\nKernel view). Shape: see "
+             "`tb_plugin.analysis.compiled.build_compiled`."),
+    ViewSpec("roofline", "/roofline", "Operator", _roofline,
+             payload=RooflinePayload, rows=rows.whole_payload,
+             summary="FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic "
+                     "intensity, compute/memory bound, and MFU per step.",
+             description="A section of the Operator view. The device's peaks come from the "
+             "documented table in\n`tb_plugin.analysis.hardware`. Shape: see "
+             "`tb_plugin.analysis.roofline.build_roofline`."),
     ViewSpec("timeline", "/timeline", "Trace", _timeline,
              payload=TimelinePayload, options=TimelineOptions, **_TIMELINE,
              summary="Level-of-detail trace timeline of one window (Trace view).",

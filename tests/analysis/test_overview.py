@@ -74,6 +74,8 @@ def test_overview_contract(tmp_path):
         "id": 0, "name": "Tesla V100-SXM2-32GB", "memory_gb": 31.75, "compute_capability": "7.0",
         "utilization_pct": pytest.approx(15.0), "sm_efficiency_pct": pytest.approx(15.0),
         "achieved_occupancy_pct": pytest.approx(40.0), "tensor_core_pct": 0.0,  # no TC kernel
+        "vendor": "NVIDIA", "architecture": "Volta (sm_70)", "peaks_model": "V100",
+        "mfu_pct": 0.0,  # no operator with FLOPs in the steps
     }
     items = {r["id"]: r for r in overview["recommendations"]}
     # the GPU (busy 300 + 50 of [450, 1200)) idles 400/750 = 53.3%, all of it host wait (the

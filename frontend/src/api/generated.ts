@@ -720,6 +720,120 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/compiled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * torch.compile regions -> Inductor kernels (source file, hash, backend) -> device time, guard and launch overhead, extern ops.
+         * @description A section of the Operator view (always offered: a CPU run has compiled regions but no
+         *     Kernel view). Shape: see `tb_plugin.analysis.compiled.build_compiled`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CompiledPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/roofline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, and MFU per step.
+         * @description A section of the Operator view. The device's peaks come from the documented table in
+         *     `tb_plugin.analysis.hardware`. Shape: see `tb_plugin.analysis.roofline.build_roofline`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RooflinePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/timeline": {
         parameters: {
             query?: never;
@@ -1632,6 +1746,165 @@ export interface components {
             synchronizing: number;
             /** @description Data transfer (after every rank arrived). */
             transfer: number;
+        };
+        /**
+         * CompiledPayload
+         * @description `/compiled`: torch.compile regions -> Inductor kernels -> device time.
+         */
+        CompiledPayload: {
+            /** @description The trace has compiled regions or Inductor kernels. */
+            available: boolean;
+            /** @description Inductor kernel op calls in the trace. */
+            inductor_kernels: number;
+            /** @description By device then host time, descending. */
+            regions: components["schemas"]["CompiledRegion"][];
+        };
+        /**
+         * CompiledRegion
+         * @description One compiled region (all its calls summed).
+         */
+        CompiledRegion: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels launched inside it. */
+            device_kernels: number;
+            /** @description Device time of the kernels launched inside it, us. */
+            device_us: number;
+            /** @description By device then host time. */
+            extern_ops: components["schemas"]["ExternOp"][];
+            /** @description Guard checks (TorchDynamo Cache Lookup) before it, us. */
+            guard_us: number;
+            /** @description Host time inside the region, us. */
+            host_us: number;
+            /** @description By device then host time. */
+            inductor_kernels: components["schemas"]["InductorKernel"][];
+            /** @description Kernel launch calls made inside it, us. */
+            launch_us: number;
+            /** @description "Torch-Compiled Region: <frame>/<compile id>" or "CompiledFunctionBackward". */
+            name: string;
+        };
+        /**
+         * ExternOp
+         * @description An outermost aten op the compiled graph still calls (mm, attention...).
+         */
+        ExternOp: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device time of its kernels, us. */
+            device_us: number;
+            /** @description Host time, us. */
+            host_us: number;
+            /** @description Operator name. */
+            name: string;
+        };
+        /**
+         * InductorKernel
+         * @description One Inductor-generated kernel op (Triton launch or C++ kernel) of a region.
+         */
+        InductorKernel: {
+            /** @description "triton", "cpp"...; null when not recorded. */
+            backend: string | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels it launched. */
+            device_kernels: number;
+            /** @description Device time of the kernels it launched, us. */
+            device_us: number;
+            /** @description Inductor source file: `kernel_file`, or for C++ kernels the generated wrapper module seen in the Python stack; null when not recorded. */
+            file: string | null;
+            /** @description The eager ops the name says were fused ("add_cos_sin"), as written; "" when none. */
+            fused: string;
+            /** @description `kernel_hash`; null when not recorded. */
+            hash: string | null;
+            /** @description Host time of the kernel op (launch), us. */
+            host_us: number;
+            /** @description Line in `file` (C++ kernels' wrapper call); null. */
+            line: number | null;
+            /** @description Kernel op name, e.g. triton_poi_fused_add_cos_sin_0. */
+            name: string;
+        };
+        /**
+         * RooflinePayload
+         * @description `/roofline`: FLOPs, bytes, roofline and MFU.
+         */
+        RooflinePayload: {
+            /** @description Null on a CPU-only trace. */
+            device: components["schemas"]["RooflineDevice"] | null;
+            /** @description By FLOPs descending, ties by name. */
+            rows: components["schemas"]["RooflineRow"][];
+            /** @description One per step. */
+            steps: components["schemas"]["RooflineStep"][];
+            /**
+             * @description What `time_us` measures.
+             * @enum {unknown}
+             */
+            time_basis: "device" | "host";
+        };
+        /**
+         * RooflineDevice
+         * @description The GPU the roofline is drawn for (the one that ran most kernels).
+         */
+        RooflineDevice: {
+            /** @description e.g. "Ampere (sm_80)", "CDNA2 (gfx90a)". */
+            architecture: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Peak memory bandwidth, TB/s. */
+            memory_tbps: number | null;
+            /** @description Device name; null when unknown. */
+            name: string | null;
+            /** @description Peak dense TFLOP/s per dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8). */
+            peak_tflops: {
+                [key: string]: number;
+            } | null;
+            /** @description Matched peaks row; null: unknown device. */
+            peaks_model: string | null;
+            /** @description "NVIDIA", "AMD"; null when unknown. */
+            vendor: string | null;
+        };
+        /**
+         * RooflineRow
+         * @description One operator name and dtype (outermost FLOP-carrying calls only).
+         */
+        RooflineRow: {
+            /** @description Bytes / time, TB/s. */
+            achieved_tbps: number | null;
+            /** @description FLOPs / time, TFLOP/s. */
+            achieved_tflops: number | null;
+            /** @description Above or below the device's ridge point for its dtype; null without peaks. */
+            bound: ("compute" | "memory") | null;
+            /** @description Bytes moved summed; null when unknown. */
+            bytes: number | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description dtype of its first tensor ("bf16", "fp32"...; "unknown"). */
+            dtype: string;
+            /** @description Some calls' FLOPs/bytes come from shape formulas, not a recorded `flops`/`kernel_flop`. */
+            estimate: boolean;
+            /** @description FLOPs summed; null when unknown. */
+            flops: number | null;
+            /** @description Arithmetic intensity, FLOPs per byte. */
+            intensity: number | null;
+            /** @description Operator name. */
+            name: string;
+            /** @description Peak of its dtype, TFLOP/s; null. */
+            peak_tflops: number | null;
+            /** @description Device time (GPU trace) or host time (CPU trace), us. */
+            time_us: number;
+        };
+        /**
+         * RooflineStep
+         * @description FLOPs and MFU of one profiler step.
+         */
+        RooflineStep: {
+            /** @description FLOPs of the operators that started in the step. */
+            flops: number;
+            /** @description Model FLOPs utilisation, percent; null without peaks. */
+            mfu_pct: number | null;
+            /** @description Step name. */
+            step: string;
+            /** @description FLOPs / step duration, TFLOP/s. */
+            tflops: number | null;
         };
         /**
          * GpuIdlePayload
@@ -2725,20 +2998,28 @@ export interface components {
         OverviewGpu: {
             /** @description Estimated achieved occupancy (kernel-time weighted), percent; null when unknown. */
             achieved_occupancy_pct: number | null;
-            /** @description "major.minor"; null when unknown. */
+            /** @description Generation and target, e.g. "Hopper (sm_90)", "CDNA3 (gfx942)"; null when unknown. */
+            architecture: string | null;
+            /** @description CUDA "major.minor"; null when unknown and always null on AMD GPUs (see architecture). */
             compute_capability: string | null;
             /** @description Device index. */
             id: number;
             /** @description Total device memory, GiB (2 decimals); null when unknown. */
             memory_gb: number | null;
+            /** @description Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for their dtype / step time); null when the device's peaks are unknown. */
+            mfu_pct: number | null;
             /** @description Device name from the trace's device properties; null when the trace has none. */
             name: string | null;
+            /** @description The row of the hardware peaks table matched (see `/roofline`); null: unknown device. */
+            peaks_model: string | null;
             /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
             sm_efficiency_pct: number | null;
             /** @description Share of kernel time on Tensor Cores, percent; null when unavailable. */
             tensor_core_pct: number | null;
             /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
             utilization_pct: number | null;
+            /** @description "NVIDIA" or "AMD"; null when unknown. */
+            vendor: string | null;
         };
         /**
          * OverviewStep
@@ -2843,8 +3124,12 @@ export interface components {
             call_stack?: string;
             /** @description Collective name; absent when the event has none. */
             collective?: string;
+            /** @description Concrete Inputs (scalar arguments), Python str of the list; absent when the event has none. */
+            concrete_inputs?: string;
             /** @description Data type; absent when the event has none. */
             dtype?: string;
+            /** @description FLOPs recorded with with_flops=True; absent when the event has none. */
+            flops?: number;
             /** @description Forward thread id; absent when the event has none. */
             fwd_thread_id?: number;
             /** @description Process group size; absent when the event has none. */
@@ -2855,6 +3140,16 @@ export interface components {
             input_dims?: string;
             /** @description Input types; absent when the event has none. */
             input_types?: string;
+            /** @description Inductor backend ("triton"); absent when the event has none. */
+            kernel_backend?: string;
+            /** @description Inductor kernel source file; absent when the event has none. */
+            kernel_file?: string;
+            /** @description Inductor's FLOP estimate; absent when the event has none. */
+            kernel_flop?: number;
+            /** @description Inductor kernel hash; absent when the event has none. */
+            kernel_hash?: string;
+            /** @description Inductor's GB-moved estimate; absent when the event has none. */
+            kernel_num_gb?: number;
             /** @description Output elements; absent when the event has none. */
             out_msg_nelems?: number;
             /** @description Process group; absent when the event has none. */
