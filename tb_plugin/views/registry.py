@@ -13,6 +13,8 @@ import msgspec
 from msgspec import Meta
 
 from ..analysis.diff import UnknownDiffPathError, build_diff
+from ..analysis.dist_summary import encode as encode_summary
+from ..analysis.dist_summary import rank_summary
 from ..analysis.kernels import build_kernel_pies, build_kernels
 from ..analysis.memory import UnknownDeviceError, build_memory
 from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
@@ -219,8 +221,18 @@ def _modules(table: Any, _options: NoOptions) -> Any:
     return payload
 
 
-def _distributed(tables: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
-    return build_distributed_view(tables, skipped)
+def _distributed(inputs: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
+    """`inputs`: each worker's table, or its rank summary (`rank_summary_builtins`)."""
+    return build_distributed_view(inputs, skipped)
+
+
+def rank_summary_builtins(table: Any) -> Any:
+    """The Distributed view's per-file summary, as cached (msgspec builtins)."""
+    return encode_summary(rank_summary(table))
+
+
+def _has_comm(features: dict[str, Any]) -> bool:
+    return int(features.get("comm_ops") or 0) > 0
 
 
 def _diff(base: Any, exp: Any, options: DiffOptions) -> Any:
@@ -328,14 +340,17 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "module tree depth first, one row\nper module with its `key` and `depth`."),
     ViewSpec("distributed", "/distributed", "Distributed", _distributed,
              payload=DistributedPayload, kind=SPAN,
+             summarize=rank_summary_builtins, summary_wanted=_has_comm,
              rows=rows.distributed_rows,
              summary="Distributed view of one span over all workers of the run.",
              description="Span ids are per-worker indices (`1`, `2`, ...): workers are matched "
              "by the same id.\nWorkers whose file of that span is broken, or that have no such "
              "span, are left out and\nnamed in `skipped` and `messages`; 202 while any "
              "worker's file of that span is still\nloading. Shape: see "
-             "`tb_plugin.analysis.distributed.build_distributed`, plus `skipped:\n{worker: "
-             "reason}`. With `format=csv`, the communication-op rows with a `worker` column.",
+             "`tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:\n{worker: "
+             "reason}`. Built from one small summary per worker (cached next to its table), "
+             "never\nfrom all workers' tables. With `format=csv`, the communication-op rows "
+             "with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
     ViewSpec("diff", "/diff", "Diff", _diff,
              payload=DiffPayload, kind=PAIR, options=DiffOptions,
