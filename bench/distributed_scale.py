@@ -46,11 +46,9 @@ def _reduced(path: Path) -> dict[str, Any]:
     kept, compute = [], 0
     for event in events:
         name, cat = event.get("name", ""), event.get("cat")
-        if event.get("ph") == "M" or name.startswith(COMM_PREFIXES):
-            kept.append(event)
-        elif cat == "kernel" and event["args"].get("correlation") in nccl:
-            kept.append(event)
-        elif cat == "cuda_runtime" and event.get("args", {}).get("correlation") in nccl:
+        launched = event.get("args", {}).get("correlation") in nccl
+        if (event.get("ph") == "M" or name.startswith(COMM_PREFIXES)
+                or (cat in ("kernel", "cuda_runtime") and launched)):
             kept.append(event)
         elif cat in ("kernel", "cpu_op") and compute < COMPUTE_KEPT:
             kept.append(event)

@@ -36,10 +36,10 @@ from .load import load_trace
 from .output.encoding import pretty_json
 from .output.rows import csv_bytes
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
-from .views.errors import NotInTrace, OptionError
+from .views.errors import NotInTrace, OptionError, Unreadable
 from .views.options import OptionField, option_fields, read_options
 from .views.registry import SPECS
-from .views.spec import EXPORT, PAIR, SPAN, ViewSpec
+from .views.spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -131,6 +131,7 @@ def _summarise_run(run: RunInfo, cache: TraceCache, show_progress: bool) -> dict
         "path": run.path,
         "workers": workers,
         "memory_timelines": [ref.url for ref in run.memory_timelines],
+        "memory_snapshots": [ref.url for ref in run.memory_snapshots],
     }
 
 
@@ -164,6 +165,8 @@ def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None
                     out.write(f"      ! {message}\n")
         for timeline in run["memory_timelines"]:
             out.write(f"  memory timeline: {timeline}\n")
+        for snapshot in run["memory_snapshots"]:
+            out.write(f"  allocator snapshot: {snapshot}\n")
 
 
 class _Progress:
@@ -207,7 +210,7 @@ def _report(args: argparse.Namespace, cache: TraceCache) -> int:
         options = _options(args, spec)
         payload = _build_report(discover_runs(args.logdir), args, spec, options, cache)
         text = _csv(spec, payload) if args.format == "csv" else pretty_json(payload)
-    except LoadError as exc:
+    except (LoadError, Unreadable) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     except (UsageError, OptionError, NotInTrace) as exc:
@@ -257,6 +260,8 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
     run = _find_run(runs, args.run)
     if spec.kind == SPAN:
         return _distributed(run, args.span, cache, spec, options)
+    if spec.kind == SNAPSHOT:
+        return _build_snapshot(run, args, spec, options, cache)
     if spec.kind == EXPORT and not run.workers:
         return spec.build(None, _only_export(run), options)
     span = _select_span(run, args.worker, args.span)
@@ -268,6 +273,28 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
     if spec.kind == EXPORT:
         return spec.build(table, _export_of(run, span), options)
     return spec.build(table, options)
+
+
+def _build_snapshot(run: RunInfo, args: argparse.Namespace, spec: ViewSpec, options: Any,
+                    cache: TraceCache) -> Any:
+    """The run's snapshot (`--snapshot`, else the one named after the span's trace, else the
+    one of its period, else the first readable one), on the span's clock when the run has
+    traces."""
+    snapshots = run.memory_snapshots
+    if not snapshots:
+        raise UsageError(f"run {run.name} has no allocator snapshot (*.pickle, *snapshot*.pkl)")
+    span = _select_span(run, args.worker, args.span) if run.workers else None
+    if options.snapshot is not None:
+        ref = next((r for r in snapshots if r.name == options.snapshot), None)
+        if ref is None:
+            raise UsageError(f"no snapshot {options.snapshot!r}; snapshots: "
+                             f"{', '.join(r.name for r in snapshots)}")
+        candidates = [ref]
+    else:  # named after the span's trace, else the one of its period
+        paired = span.memory_snapshot if span is not None else None
+        candidates = [paired] if paired is not None else snapshots
+    table = _load(span, cache) if span is not None else None
+    return spec.build(table, (candidates, [r.name for r in snapshots]), options)
 
 
 def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,

@@ -28,6 +28,9 @@ LOAD_MEMORY_ENV = "TORCH_PROF_LOAD_MEMORY_MB"
 TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
 START_METHOD_ENV = "TORCH_PROF_START_METHOD"
 WARM_ENV = "TORCH_PROF_WARM"
+SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
+#: Default size limit of an allocator snapshot, MB (unpickled, about five times that in memory).
+DEFAULT_SNAPSHOT_MAX_MB = 1024
 
 #: Values of $TORCH_PROF_CACHE_DIR that turn the cache off.
 CACHE_OFF_VALUES = frozenset({"off", "none", "0", "false"})
@@ -52,6 +55,8 @@ class Settings:
     start_method: str = "spawn"
     #: Warm derived data (op tree, timeline index) of newly read tables in the background.
     warm: bool = True
+    #: Allocator snapshots (pickles) bigger than this, bytes, are refused (bounded memory).
+    snapshot_max_bytes: int = DEFAULT_SNAPSHOT_MAX_MB << 20
 
 
 def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
@@ -69,6 +74,8 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         table_memory=_megabytes(megabytes[TABLE_MEMORY_ENV]),
         start_method=_choice(env, START_METHOD_ENV, START_METHODS, "spawn"),
         warm=env.get(WARM_ENV, "").strip() != "0",
+        snapshot_max_bytes=(_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB)
+        << 20,
     )
 
 

@@ -230,6 +230,16 @@ def _text(value: Any) -> Optional[str]:
     return str(value) if isinstance(value, (str, int)) and str(value) else None
 
 
+def summary_builtins(table: TraceTable) -> Any:
+    """The summary of one table as the cache stores it (the Distributed spec's `summarize`)."""
+    return encode(rank_summary(table))
+
+
+def wants_summary(features: dict[str, Any]) -> bool:
+    """Parser children precompute the summary of files with communication ops."""
+    return int(features.get("comm_ops") or 0) > 0
+
+
 def encode(summary: RankSummary) -> Any:
     """JSON-able builtins (the cache stores JSON; NaN stays NaN)."""
     return msgspec.to_builtins(summary)

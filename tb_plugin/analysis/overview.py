@@ -13,6 +13,7 @@ import numpy as np
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from ..payloads import OverviewPayload
 from .breakdown import CATEGORIES, Breakdown, compute_breakdown
+from .diagnosis import add_diagnosis
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
 from .launch import device_properties
@@ -170,7 +171,7 @@ def collect_facts(table: TraceTable, breakdown: Breakdown, metrics: dict[int, Gp
         r"nccl\w*Kernel"))
     props = {int(p.get("id", i)): p for i, p in enumerate(table.metadata.device_properties)
              if isinstance(p.get("id", i), int)}
-    return Facts(
+    facts = Facts(
         average=breakdown.average,
         gpu_utilization={d: m.utilization for d, m in metrics.items()},
         used_devices=used_devices(table),
@@ -184,6 +185,7 @@ def collect_facts(table: TraceTable, breakdown: Breakdown, metrics: dict[int, Gp
         kernel_tc_ratio=tc["kernel_tc_ratio"],
         tc_eligible_ops_kernel_ratio=tc["tc_eligible_ops_kernel_ratio"],
     )
+    return add_diagnosis(facts, table, breakdown)
 
 
 def _gpu_memory_peaks(table: TraceTable) -> dict[int, float]:

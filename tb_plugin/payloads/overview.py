@@ -66,20 +66,27 @@ class RecommendationLink(TypedDict):
     url: Annotated[str, doc("Documentation URL.")]
 
 
-RecommendationId = Literal["dataloader", "data_parallel", "nccl_backend", "communication",
-                           "low_gpu_utilization", "mixed_precision", "memory_limit"]
+RecommendationId = Literal[
+    "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
+    "dataloader", "communication_not_overlapped", "data_parallel", "nccl_backend",
+    "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
+"""Stable rule ids (`analysis.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
 class Recommendation(TypedDict):
     """One performance recommendation (`analysis.recommendations`), most severe first."""
 
     id: Annotated[RecommendationId, doc("The rule that fired.")]
-    severity: Annotated[Literal["high", "medium", "low"], doc("How much it matters.")]
+    severity: Annotated[Literal["high", "medium", "low"], doc(
+        "The grade: how much it matters (ties keep the rules' priority order).")]
     title: Annotated[str, doc("Short headline (plain text).")]
     text: Annotated[str, doc("Explanation with the measured value and threshold (plain text).")]
     view: Annotated[ViewName, doc("The view that shows the evidence.")]
     metric: Annotated[float, doc("The measured value (2 decimals), in `unit`.")]
     unit: Annotated[str, doc('Unit of `metric`, e.g. "%" or "GPUs".')]
+    start_us: Annotated[Optional[float], doc("Start of the time range that proves it (trace "
+                                             "us), null when the whole trace does.")]
+    end_us: Annotated[Optional[float], doc("End of that range (trace us), or null.")]
     link: Annotated[Optional[str], doc("URL of the first link, null when there is none.")]
     links: Annotated[list[RecommendationLink], doc("Further reading.")]
 

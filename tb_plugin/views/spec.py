@@ -10,7 +10,9 @@ builder reads:
   table (`summarize(table)`, computed by the parser child and cached next to the table), so a
   run-level view never holds all workers' tables;
 - `PAIR`: two worker spans (base and experiment), `build(base, exp, options)`;
-- `EXPORT`: a memory-timeline export, `build(table_or_none, export, options)`.
+- `EXPORT`: a memory-timeline export, `build(table_or_none, export, options)`;
+- `SNAPSHOT`: an allocator snapshot of the run, `build(table_or_none, (snapshot, names),
+  options)` (the table of the span it is shown with, if any; all snapshot names of the run).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import msgspec
 from ..output.rows import RowsOf
 from .options import NoOptions, option_fields
 
-TABLE, SPAN, PAIR, EXPORT = "table", "span", "pair", "export"
+TABLE, SPAN, PAIR, EXPORT, SNAPSHOT = "table", "span", "pair", "export", "snapshot"
 #: Where payloads are cached: on disk (one entry per file version and options), only in the
 #: server's in-memory body LRU (many small variants, e.g. zoomed ranges), or not at all
 #: (timeline windows: each a new key, and cheap once the index is built).

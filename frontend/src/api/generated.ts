@@ -1056,6 +1056,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/memory/snapshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An allocator snapshot (`torch.cuda.memory._dump_snapshot` pickle) of the run: curves, segments at an instant, top allocations.
+         * @description The run's snapshots are `*.pickle` and `*snapshot*.pkl` files; they are read with an
+         *     unpickler that builds plain data only (dicts, lists, tuples, strings, numbers, None):
+         *     anything else is refused with 422 and nothing from the file runs. With worker and span,
+         *     times are on that trace's clock when the snapshot overlaps its period. Shape: see
+         *     `tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the curve
+         *     (`t`, `allocated`, `reserved`).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description With `span`: show the snapshot on that span's clock. */
+                    worker?: string;
+                    span?: string;
+                    /** @description A snapshot file name from `snapshots`; default the one named after the span's trace, else the run's first. */
+                    snapshot?: string;
+                    /** @description A device name from `devices` (e.g. `GPU0`); default the first. */
+                    device?: string;
+                    /** @description Range start. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    start?: number;
+                    /** @description Range end. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    end?: number;
+                    /** @description The instant of `segments`; default the peak. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    at?: number;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MemorySnapshotPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run/worker/span, no snapshot in the run, or no such snapshot or device. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The snapshot was refused (not plain data, over TORCH_PROF_SNAPSHOT_MAX_MB) or is not a snapshot. */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/modules": {
         parameters: {
             query?: never;
@@ -1170,6 +1257,75 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpu_idle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why the GPU is idle: temporal and idle-time breakdowns, launch statistics, queue lengths, bandwidth, kernel sequences, annotations, critical path, recommendations.
+         * @description Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each analysis states its formula in
+         *     `formulas`. A trace without device work answers `applicable: false` with a message. With
+         *     `format=csv`, one row per table entry with a `table` column (`temporal`, `idle`, `queue`,
+         *     `launch`, `sequences`, `annotations`, `critical_path`).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Longest gap between queued kernels counted as kernel wait, us. */
+                    kernel_wait_us?: number;
+                    /** @description Launch calls longer than this are runtime outliers, us. */
+                    runtime_cutoff_us?: number;
+                    /** @description Launch delays longer than this are outliers, us. */
+                    delay_cutoff_us?: number;
+                    /** @description Queue length counted as full. */
+                    queue_full?: number;
+                    /** @description Step whose critical path event ids are returned (default: the first). */
+                    step?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GpuIdlePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
                 422: components["responses"]["Error"];
             };
         };
@@ -1478,6 +1634,348 @@ export interface components {
             transfer: number;
         };
         /**
+         * GpuIdlePayload
+         * @description `/gpu_idle`: the diagnosis of one worker span.
+         */
+        GpuIdlePayload: {
+            /** @description By GPU time, then wall time. */
+            annotations: components["schemas"]["AnnotationTime"][];
+            /** @description False when the trace has no device work. */
+            applicable: boolean;
+            /** @description Memory-copy bandwidth over time. */
+            bandwidth: components["schemas"]["Bandwidth"];
+            /** @description Critical path per step. */
+            critical_path: components["schemas"]["CriticalPath"];
+            /** @description Each analysis's formula, as the UI states it. */
+            formulas: components["schemas"]["Formulas"];
+            /** @description Idle-time causes per stream, with the gaps. */
+            idle: components["schemas"]["IdleBreakdown"];
+            /** @description Kernel launch statistics. */
+            launch: components["schemas"]["LaunchStats"];
+            /** @description Why the GPU analyses do not apply, or null. */
+            message: string | null;
+            /** @description Queue length per stream. */
+            queue: components["schemas"]["QueueLengths"];
+            /** @description As on the Overview. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description Top 20 by GPU time. */
+            sequences: components["schemas"]["KernelSequence"][];
+            /** @description Per GPU. */
+            temporal: components["schemas"]["DeviceTime"][];
+            /**
+             * @description GPU vendor of the trace.
+             * @enum {unknown}
+             */
+            vendor: "amd" | "nvidia" | "unknown";
+        };
+        /** AnnotationTime */
+        AnnotationTime: {
+            /** @description GPU time of the kernels attributed to them (leaf-most), us. */
+            gpu_us: number;
+            kernels: number;
+            name: string;
+            /** @description Ranges with this name. */
+            ranges: number;
+            /**
+             * @description record_function (host) or gpu_user_annotation (GPU) ranges.
+             * @enum {unknown}
+             */
+            side: "gpu" | "host";
+            /** @description Sum of their durations, us. */
+            wall_us: number;
+        };
+        /** Bandwidth */
+        Bandwidth: {
+            kinds: components["schemas"]["CopyKind"][];
+            series: components["schemas"]["BandwidthSeries"];
+        };
+        /** CopyKind */
+        CopyKind: {
+            /** @description Merged time with such a copy running, us. */
+            busy_us: number;
+            /** @description Bytes moved; null when the trace has no sizes. */
+            bytes: number | null;
+            count: number;
+            /**
+             * @description Copy kind.
+             * @enum {unknown}
+             */
+            kind: "DtoD" | "DtoH" | "HtoD" | "memset" | "other";
+            /** @description bytes / busy time, GB/s. */
+            mean_gbps: number | null;
+            /** @description Highest bucket mean of the series, GB/s. */
+            peak_gbps: number;
+        };
+        /** BandwidthSeries */
+        BandwidthSeries: {
+            /** @description Per copy kind: mean GB/s per bucket. */
+            gbps: {
+                [key: string]: number[];
+            };
+            /** @description Bucket starts, us. */
+            t_us: number[];
+        };
+        /** CriticalPath */
+        CriticalPath: {
+            /** @description Event ids on that step's path (Trace view). */
+            event_ids: number[];
+            formula: string;
+            /** @description The step whose path is in event_ids. */
+            step: string | null;
+            /** @description The first 64 steps. */
+            steps: components["schemas"]["CriticalStep"][];
+            /** @description More steps than shown. */
+            truncated: boolean;
+        };
+        /** CriticalStep */
+        CriticalStep: {
+            end_us: number;
+            length_us: number;
+            /** @description Events on the path. */
+            nodes: number;
+            /** @description The path's time by kind, us; sums to length_us. */
+            shares_us: components["schemas"]["PathShares"];
+            start_us: number;
+            step: string;
+        };
+        /** PathShares */
+        PathShares: {
+            host_compute: number;
+            idle: number;
+            kernel: number;
+            launch: number;
+            runtime: number;
+            sync: number;
+        };
+        /**
+         * Formulas
+         * @description The formula of each analysis, as the UI states it.
+         */
+        Formulas: {
+            annotations: string;
+            bandwidth: string;
+            critical_path: string;
+            idle: string;
+            launch: string;
+            queue: string;
+            sequences: string;
+            temporal: string;
+        };
+        /** IdleBreakdown */
+        IdleBreakdown: {
+            /** @description Distribution of all gaps. */
+            gap_histogram: components["schemas"]["Histogram"];
+            /** @description Threshold of a kernel wait, us. */
+            kernel_wait_us: number;
+            /** @description The 10 longest gaps. */
+            largest_gaps: components["schemas"]["Gap"][];
+            streams: components["schemas"]["StreamIdle"][];
+        };
+        /**
+         * Histogram
+         * @description Counts in log-spaced bins (2 per decade from 0.1 us); empty end bins trimmed.
+         */
+        Histogram: {
+            /** @description Values per bin. */
+            counts: number[];
+            /** @description Bin edges, us (one more than `counts`). */
+            edges_us: number[];
+        };
+        /** Gap */
+        Gap: {
+            /**
+             * @description Its cause.
+             * @enum {unknown}
+             */
+            cause: "host_wait" | "kernel_wait" | "other";
+            device: number;
+            /** @description Gap end (start of the next event), us. */
+            end_us: number;
+            /** @description Length, us. */
+            gap_us: number;
+            /** @description Event id of the event after the gap (Trace view). */
+            next_event: number;
+            /** @description Gap start (end of the previous event), us. */
+            start_us: number;
+            stream: number;
+        };
+        /** StreamIdle */
+        StreamIdle: {
+            /** @description Merged busy time, us. */
+            busy_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Device events on the stream. */
+            events: number;
+            /** @description Number of gaps. */
+            gaps: number;
+            /** @description Gaps whose next event was launched after the stream went idle, us. */
+            host_wait_us: number;
+            /** @description Sum of gaps between its events, us. */
+            idle_us: number;
+            /** @description Gaps < kernel_wait_us between queued events, us. */
+            kernel_wait_us: number;
+            /** @description The other gaps, us. */
+            other_us: number;
+            /** @description Stream id. */
+            stream: number;
+        };
+        /** LaunchStats */
+        LaunchStats: {
+            /** @description Sum of launch call durations, us. */
+            cpu_us_total: number;
+            delay_cutoff_us: number;
+            /** @description Kernels with delay > delay_cutoff_us. */
+            delay_outliers: number;
+            /** @description Sum of kernel durations, us. */
+            gpu_us_total: number;
+            histograms: components["schemas"]["LaunchHistograms"];
+            /** @description Kernels with a launch call. */
+            kernels: number;
+            mean_delay_us: number | null;
+            median_delay_us: number | null;
+            runtime_cutoff_us: number;
+            /** @description Launches with cpu > runtime_cutoff_us. */
+            runtime_outliers: number;
+            /** @description Their GPU time, us. */
+            short_kernel_gpu_us: number;
+            /** @description Kernels with gpu < cpu. */
+            short_kernels: number;
+            top_delay_outliers: components["schemas"]["LaunchOutlier"][];
+            top_runtime_outliers: components["schemas"]["LaunchOutlier"][];
+        };
+        /** LaunchHistograms */
+        LaunchHistograms: {
+            cpu_us: components["schemas"]["Histogram"];
+            /** @description Negative delays counted as 0. */
+            delay_us: components["schemas"]["Histogram"];
+            gpu_us: components["schemas"]["Histogram"];
+        };
+        /** LaunchOutlier */
+        LaunchOutlier: {
+            /** @description Launch call duration, us. */
+            cpu_us: number;
+            /** @description Kernel start - launch call end, us. */
+            delay_us: number;
+            /** @description Kernel event id. */
+            event: number;
+            /** @description Kernel duration, us. */
+            gpu_us: number;
+            /** @description Launch call event id. */
+            launch_event: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description Kernel start, us. */
+            start_us: number;
+        };
+        /** QueueLengths */
+        QueueLengths: {
+            /** @description Length counted as a full queue. */
+            queue_full: number;
+            streams: components["schemas"]["StreamQueue"][];
+        };
+        /** StreamQueue */
+        StreamQueue: {
+            device: number;
+            /** @description Time with length >= queue_full, us. */
+            full_us: number;
+            /** @description Longest queue. */
+            max: number;
+            /** @description Time-weighted mean length. */
+            mean: number;
+            series: components["schemas"]["QueueSeries"];
+            stream: number;
+        };
+        /** QueueSeries */
+        QueueSeries: {
+            /** @description Queue length from that time (bucket maximum). */
+            length: number[];
+            /** @description Times (at most 400 buckets: the bucket's start), us. */
+            t_us: number[];
+        };
+        /**
+         * Recommendation
+         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         */
+        Recommendation: {
+            /** @description End of that range (trace us), or null. */
+            end_us: number | null;
+            /**
+             * @description The rule that fired.
+             * @enum {unknown}
+             */
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            /** @description URL of the first link, null when there is none. */
+            link: string | null;
+            /** @description Further reading. */
+            links: components["schemas"]["RecommendationLink"][];
+            /** @description The measured value (2 decimals), in `unit`. */
+            metric: number;
+            /**
+             * @description The grade: how much it matters (ties keep the rules' priority order).
+             * @enum {unknown}
+             */
+            severity: "high" | "low" | "medium";
+            /** @description Start of the time range that proves it (trace us), null when the whole trace does. */
+            start_us: number | null;
+            /** @description Explanation with the measured value and threshold (plain text). */
+            text: string;
+            /** @description Short headline (plain text). */
+            title: string;
+            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
+            unit: string;
+            /** @description The view that shows the evidence. */
+            view: string;
+        };
+        /** RecommendationLink */
+        RecommendationLink: {
+            /** @description Link text. */
+            label: string;
+            /** @description Documentation URL. */
+            url: string;
+        };
+        /** KernelSequence */
+        KernelSequence: {
+            /** @description Calls of the operator with exactly this sequence. */
+            count: number;
+            /** @description Sum of the operator's host durations, us. */
+            cpu_us: number;
+            /** @description Two or more kernels. */
+            fusion_candidate: boolean;
+            /** @description Sum of the kernels' durations, us. */
+            gpu_us: number;
+            /** @description Kernel names in launch order. */
+            kernels: string[];
+            /** @description The operator that launched the kernels. */
+            operator: string;
+        };
+        /**
+         * DeviceTime
+         * @description Temporal breakdown of one GPU over its window (exclusive parts sum to `window_us`).
+         */
+        DeviceTime: {
+            /** @description |M - C|: communication not under compute, us. */
+            communication_us: number;
+            /** @description |C n M|, us (inside compute). */
+            compute_communication_overlap_us: number;
+            /** @description |C|: merged compute kernel time, us. */
+            compute_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Last device event end, us. */
+            end_us: number;
+            /** @description idle_us / window_us, percent. */
+            idle_pct: number;
+            /** @description Window minus all device busy time, us. */
+            idle_us: number;
+            /** @description |Y - (C u M)|: memcpy/memset under neither, us. */
+            memory_us: number;
+            /** @description First device event start, us. */
+            start_us: number;
+            /** @description end_us - start_us, us. */
+            window_us: number;
+        };
+        /**
          * KernelPiesPayload
          * @description `/kernels/pies`: top-N kernels by total time and the Tensor Core share.
          */
@@ -1571,7 +2069,7 @@ export interface components {
             devices: string[];
             /** @description Allocation/free pairs in the range. */
             events: components["schemas"]["MemoryEvents"];
-            /** @description Leak hints per shown device. */
+            /** @description Growth flags per shown device. */
             leaks: components["schemas"]["MemoryLeak"][];
             /** @description Caveats about the records. */
             messages: string[];
@@ -1595,7 +2093,7 @@ export interface components {
             allocated: (number | null)[];
             /** @description Rebuilt from allocation sizes (no totals in the trace, PyTorch < 1.10): starts at zero. */
             approximate: boolean;
-            /** @description Reserved bytes at each time; null where the trace has no reserved total. */
+            /** @description Reserved bytes at each time; null where the allocator keeps no reserved pool (CPU) or the trace has no reserved total. */
             reserved: (number | null)[];
             /** @description Times, trace us (3 decimals). */
             t_us: (number | null)[];
@@ -1629,39 +2127,38 @@ export interface components {
         };
         /**
          * MemoryLeak
-         * @description A leak hint: allocated memory that grows at every step end (kind "growth"), or
-         *         allocations never released before the trace ends (kind "unfreed").
+         * @description A growth flag: the allocated level at every profiler step end rose above the noise, by
+         *         at least 1 MiB in all, over at least 3 steps (`analysis.memory_leaks`). Memory that is only
+         *         alive at the end of the window is never flagged.
          */
         MemoryLeak: {
-            /** @description kind growth only: allocated bytes at each step end. */
-            allocated_at_step_end?: number[];
-            /** @description kind growth only: the curve is approximate. */
-            approximate?: boolean;
-            /** @description kind unfreed only: their bytes. */
-            bytes?: number;
-            /** @description kind unfreed only: allocations never released. */
-            count?: number;
+            /** @description Allocated bytes at each step end. */
+            allocated_at_step_end: number[];
+            /** @description The curve is approximate. */
+            approximate: boolean;
             /** @description Device label. */
             device: string;
-            /** @description kind growth only: last minus first, bytes. */
-            growth_bytes?: number;
+            /** @description Last minus first, bytes. */
+            growth_bytes: number;
             /**
-             * @description Which check fired.
+             * @description The check that fired.
              * @enum {unknown}
              */
-            kind: "growth" | "unfreed";
-            /** @description kind growth only: mean growth per step, bytes. */
-            per_step_bytes?: number;
-            /** @description kind growth only: step names. */
-            steps?: string[];
-            /** @description kind unfreed only: the operators allocating most of it. */
-            top_ops?: components["schemas"]["LeakOp"][];
+            kind: "growth";
+            /** @description Each rise exceeded this, bytes: max(16 KiB, 0.5% of the highest step-end level). */
+            noise_bytes: number;
+            /** @description Mean growth per step, bytes. */
+            per_step_bytes: number;
+            /** @description Step names. */
+            steps: string[];
+            /** @description The operators allocating what stays, most bytes first. */
+            top_ops: components["schemas"]["LeakOp"][];
         };
         /** LeakOp */
         LeakOp: {
             /** @description Their bytes. */
             bytes: number;
-            /** @description Allocations never released. */
+            /** @description Its allocations made after the first step end and still live at the end of the window. */
             count: number;
             /** @description Allocating operator. */
             name: string;
@@ -1706,12 +2203,177 @@ export interface components {
             bytes: number;
             /** @description Device memory (CUDA devices with known properties); null otherwise. */
             capacity_bytes: number | null;
+            /** @description Still allocated at the end of the window (or trace), bytes: everything alive then, including memory allocated before profiling started; not a leak by itself. */
+            end_bytes: number;
             /** @description bytes / capacity_bytes (4 decimals); null without a capacity. */
             fraction_of_capacity: number | null;
-            /** @description Peak reserved bytes; null when unknown. */
+            /** @description Peak reserved bytes; null without a reserved pool (CPU) or when unknown. */
             reserved_bytes: number | null;
             /** @description When it happened, trace us. */
             t_us: number | null;
+        };
+        /**
+         * MemorySnapshotPayload
+         * @description `/memory/snapshot`: one allocator snapshot, one device.
+         */
+        MemorySnapshotPayload: {
+            /** @description The trace's baseTimeNanoseconds used for `trace`; null otherwise. */
+            base_time_ns: number | null;
+            /**
+             * @description `trace`: trace us, the clock of `/memory` (the snapshot overlaps the span's trace); `snapshot`: the snapshot's own us; `entry`: entry numbers (no times recorded).
+             * @enum {unknown}
+             */
+            clock: "entry" | "snapshot" | "trace";
+            /** @description Allocated/reserved over the range. */
+            curve: components["schemas"]["SnapshotCurve"];
+            /** @description The device shown; null for an empty snapshot. */
+            device: string | null;
+            /** @description Devices in the snapshot (`GPU<i>`). */
+            devices: string[];
+            /** @description Trace entries of the device. */
+            entries: number;
+            /** @description [first, last] entry time. */
+            extent: (number | null)[];
+            /** @description Caveats. */
+            messages: string[];
+            /** @description The snapshot file's name. */
+            name: string;
+            /** @description Out-of-memory events (at most 100). */
+            ooms: components["schemas"]["SnapshotOom"][];
+            /** @description Over the whole trace. */
+            peak: components["schemas"]["SnapshotPeak"];
+            /** @description [start, end] as requested; null for an open end. */
+            range: (number | null)[];
+            /** @description At `at` (default the peak). */
+            segments: components["schemas"]["SnapshotSegments"];
+            /** @description Malformed records skipped. */
+            skipped: number;
+            /** @description Every snapshot file of the run (for `snapshot=`). */
+            snapshots: string[];
+            /** @description The trace's profiler steps (clock `trace` only). */
+            steps: components["schemas"]["SnapshotStep"][];
+            /** @description The largest allocations live at the peak, largest first (20). */
+            top_allocations: components["schemas"]["SnapshotAllocation"][];
+        };
+        /**
+         * SnapshotCurve
+         * @description Allocated and reserved bytes after each entry (step points, down-sampled so the peak
+         *         survives), anchored at the dump so memory from before the trace counts.
+         */
+        SnapshotCurve: {
+            /** @description Allocated bytes (alloc to free_completed). */
+            allocated: number[];
+            /** @description Reserved bytes (the allocator's segments). */
+            reserved: number[];
+            /** @description Times, in `clock` units (3 decimals). */
+            t: number[];
+        };
+        /** SnapshotOom */
+        SnapshotOom: {
+            /** @description The request that failed, bytes. */
+            bytes: number;
+            /** @description Free device memory the driver reported, bytes. */
+            device_free: number | null;
+            /** @description When, `clock` units. */
+            t: number | null;
+        };
+        /** SnapshotPeak */
+        SnapshotPeak: {
+            /** @description Peak allocated bytes. */
+            bytes: number;
+            /** @description Peak reserved bytes. */
+            reserved_bytes: number;
+            /** @description When, in `clock` units; null without entries. */
+            t: number | null;
+        };
+        /**
+         * SnapshotSegments
+         * @description The segments and blocks at one instant (fragmentation: free bytes that no single request
+         *         can use are free_bytes - largest_free_bytes).
+         */
+        SnapshotSegments: {
+            /** @description Bytes in live blocks. */
+            allocated_bytes: number;
+            /** @description Its time, in `clock` units; null before the first. */
+            at: number | null;
+            /** @description Live blocks. */
+            block_count: number;
+            /** @description reserved_bytes - allocated_bytes. */
+            free_bytes: number;
+            /** @description The largest request served without a new segment. */
+            largest_free_bytes: number;
+            /** @description The entry the state is after (-1: before the first). */
+            position: number;
+            /** @description Bytes in all live segments. */
+            reserved_bytes: number;
+            /** @description Segments in address order. */
+            rows: components["schemas"]["SnapshotSegment"][];
+            /** @description Live segments. */
+            segment_count: number;
+            /** @description Only the largest segments (400) and blocks (4000) are listed. */
+            truncated: boolean;
+        };
+        /**
+         * SnapshotSegment
+         * @description One allocator segment (cudaMalloc'd memory) and what is live in it.
+         */
+        SnapshotSegment: {
+            /** @description Start address. */
+            address: number;
+            /** @description Bytes in live blocks. */
+            allocated_bytes: number;
+            /** @description Live blocks in address order. */
+            blocks: components["schemas"]["SnapshotBlock"][];
+            /** @description Largest run of bytes no live block covers. */
+            largest_free_bytes: number;
+            /** @description Bytes. */
+            size: number;
+        };
+        /**
+         * SnapshotBlock
+         * @description One live allocation inside a segment.
+         */
+        SnapshotBlock: {
+            /** @description Its first frame outside torch, `name (file:line)`; null without a stack. */
+            frame: string | null;
+            /** @description From the segment's start, bytes. */
+            offset: number;
+            /** @description Bytes. */
+            size: number;
+        };
+        /** SnapshotStep */
+        SnapshotStep: {
+            /** @description Host end, trace us. */
+            end: number | null;
+            /** @description Profiler step name. */
+            name: string;
+            /** @description Host start, trace us. */
+            start: number | null;
+        };
+        /**
+         * SnapshotAllocation
+         * @description A live allocation at the peak, with where it was allocated.
+         */
+        SnapshotAllocation: {
+            /** @description Address. */
+            address: number;
+            /** @description Allocated at, `clock` units; null when before the trace. */
+            alloc_t: number | null;
+            /** @description Allocation stack, innermost first (at most 64 frames); empty when not recorded. */
+            frames: components["schemas"]["SnapshotFrame"][];
+            /** @description Freed (free_completed) at; null when still allocated at the dump. */
+            free_t: number | null;
+            /** @description Bytes. */
+            size: number;
+        };
+        /** SnapshotFrame */
+        SnapshotFrame: {
+            /** @description Source file. */
+            filename: string;
+            /** @description Line number (0 for native frames). */
+            line: number;
+            /** @description Function. */
+            name: string;
         };
         /**
          * MemoryTimelinePayload
@@ -1724,7 +2386,7 @@ export interface components {
             base_time_ns: number | null;
             /** @description Categories, in stacking order. */
             categories: ("ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN")[];
-            /** @description Leak hints. */
+            /** @description Growth flags (with a trace's steps). */
             leaks: components["schemas"]["MemoryTimelineLeak"][];
             /** @description Caveats about the export. */
             messages: string[];
@@ -1743,44 +2405,31 @@ export interface components {
         };
         /**
          * MemoryTimelineLeak
-         * @description A leak hint: the total grows at every step (or window) end (kind "growth"), or memory of
-         *         some categories was created while profiling and never destroyed (kind "unfreed").
+         * @description A growth flag: the total at every profiler step end rose above the noise, by at least
+         *         1 MiB in all, over at least 3 steps (the rule of `/memory`). Needs the trace's steps;
+         *         memory alive when the export ends is never flagged.
          */
         MemoryTimelineLeak: {
-            /** @description kind growth only: total bytes at each step end. */
-            allocated_at_step_end?: number[];
+            /** @description Total bytes at each step end. */
+            allocated_at_step_end: number[];
             /**
-             * @description kind growth only: the trace's steps, or equal windows when there are none.
+             * @description The trace's profiler steps.
              * @enum {unknown}
              */
-            basis?: "steps" | "windows";
-            /** @description kind unfreed only: per category, largest first. */
-            by_category?: components["schemas"]["CategoryBytes"][];
-            /** @description kind unfreed only: bytes over the categories. */
-            bytes?: number;
-            /** @description kind unfreed only: tensors alive at the end minus those destroyed. */
-            count?: number;
-            /** @description kind growth only: last minus first, bytes. */
-            growth_bytes?: number;
+            basis: "steps";
+            /** @description Last minus first, bytes. */
+            growth_bytes: number;
             /**
-             * @description Which check fired.
+             * @description The check that fired.
              * @enum {unknown}
              */
-            kind: "growth" | "unfreed";
-            /** @description kind growth only: mean growth per step, bytes. */
-            per_step_bytes?: number;
-            /** @description kind growth only: step (or "window N") names. */
-            steps?: string[];
-        };
-        /** CategoryBytes */
-        CategoryBytes: {
-            /** @description Bytes created while profiling and never destroyed. */
-            bytes: number;
-            /**
-             * @description Category.
-             * @enum {unknown}
-             */
-            category: "ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN";
+            kind: "growth";
+            /** @description Each rise exceeded this, bytes. */
+            noise_bytes: number;
+            /** @description Mean growth per step, bytes. */
+            per_step_bytes: number;
+            /** @description Step names. */
+            steps: string[];
         };
         /** MemoryTimelinePeak */
         MemoryTimelinePeak: {
@@ -2090,43 +2739,6 @@ export interface components {
             tensor_core_pct: number | null;
             /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
             utilization_pct: number | null;
-        };
-        /**
-         * Recommendation
-         * @description One performance recommendation (`analysis.recommendations`), most severe first.
-         */
-        Recommendation: {
-            /**
-             * @description The rule that fired.
-             * @enum {unknown}
-             */
-            id: "communication" | "data_parallel" | "dataloader" | "low_gpu_utilization" | "memory_limit" | "mixed_precision" | "nccl_backend";
-            /** @description URL of the first link, null when there is none. */
-            link: string | null;
-            /** @description Further reading. */
-            links: components["schemas"]["RecommendationLink"][];
-            /** @description The measured value (2 decimals), in `unit`. */
-            metric: number;
-            /**
-             * @description How much it matters.
-             * @enum {unknown}
-             */
-            severity: "high" | "low" | "medium";
-            /** @description Explanation with the measured value and threshold (plain text). */
-            text: string;
-            /** @description Short headline (plain text). */
-            title: string;
-            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
-            unit: string;
-            /** @description The view that shows the evidence. */
-            view: string;
-        };
-        /** RecommendationLink */
-        RecommendationLink: {
-            /** @description Link text. */
-            label: string;
-            /** @description Documentation URL. */
-            url: string;
         };
         /**
          * OverviewStep

@@ -294,6 +294,11 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
           {metric && <span className="rec-metric">{metric}</span>}
         </div>
         <div className="rec-text">{rec.text}</div>
+        {rec.start_us !== null && rec.end_us !== null && (
+          <div className="rec-evidence muted" data-testid="rec-evidence">
+            Evidence: a {duration(rec.end_us - rec.start_us)} range at trace time {us(rec.start_us)} us
+          </div>
+        )}
         <div className="rec-actions">
           {available && (
             <button type="button" className="link-button" onClick={() => onNavigate(target)} data-testid="rec-view-link">
