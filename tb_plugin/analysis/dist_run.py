@@ -76,12 +76,17 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
     _report_mismatches(workers, calls, messages)
     ranges = matched_ranges(summaries, keyed)
     offsets = clock_offsets(keyed, len(workers)) if len(calls) else np.zeros(len(workers))
+    ranges = ranges.sort_values("w", kind="stable").reset_index(drop=True)
+    bounds = np.searchsorted(ranges["w"].to_numpy(np.int64), np.arange(len(workers) + 1))
+    columns = {c: ranges[c].to_numpy(np.float64) for c in ("start", "end", "real_start")}
+    columns["matched"] = ranges["matched"].to_numpy(bool)
+    ops_rows = op_rows(len(workers), keyed, ranges)
     overlap, wait, ops_tables = {}, {}, {}
-    for w, (worker, summary) in enumerate(summaries.items()):
-        mine = ranges[ranges["w"] == w]
+    for w, (worker, summary) in enumerate(summaries.items()):  # slices, no per-rank scans
+        mine = {c: v[bounds[w]:bounds[w + 1]] for c, v in columns.items()}
         overlap[worker] = _overlap(summary)
         wait[worker] = _wait(summary, mine)
-        ops_tables[worker] = {"rows": _op_rows(keyed[keyed["w"] == w], mine)}
+        ops_tables[worker] = {"rows": ops_rows[w]}
     step_names = _step_order(summaries)
     devices = device_table(summaries)
     cover = coverage(summaries, world)
@@ -116,44 +121,63 @@ def _overlap(summary: RankSummary) -> dict[str, dict[str, float]]:
             for i, name in enumerate(steps.names)}
 
 
-def _wait(summary: RankSummary, mine: pd.DataFrame) -> dict[str, dict[str, float]]:
+def _wait(summary: RankSummary, mine: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
     """Per step: transfer, synchronizing and unmatched us, clipped to the step windows."""
     steps = summary.steps
     starts, ends = np.asarray(steps.starts), np.asarray(steps.ends)
-    matched = mine[mine["matched"].astype(bool)]
-    every = rg.length_in_windows(rg.merge(mine["start"].to_numpy(np.float64),
-                                          mine["end"].to_numpy(np.float64)), starts, ends)
-    both = rg.length_in_windows(rg.merge(matched["start"].to_numpy(np.float64),
-                                         matched["end"].to_numpy(np.float64)), starts, ends)
-    real = rg.length_in_windows(rg.merge(matched["real_start"].to_numpy(np.float64),
-                                         matched["end"].to_numpy(np.float64)), starts, ends)
+    matched = mine["matched"]
+    every = rg.length_in_windows(rg.merge(mine["start"], mine["end"]), starts, ends)
+    both = rg.length_in_windows(rg.merge(mine["start"][matched], mine["end"][matched]),
+                                starts, ends)
+    real = rg.length_in_windows(rg.merge(mine["real_start"][matched], mine["end"][matched]),
+                                starts, ends)
     return {name: {"transfer": real[i], "synchronizing": both[i] - real[i],
                    "unmatched": every[i] - both[i]} for i, name in enumerate(steps.names)}
 
 
-def _merged_length(starts: Any, ends: Any) -> float:
-    return rg.total_length(rg.merge(np.asarray(starts, np.float64), np.asarray(ends, np.float64)))
+def merged_by_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pd.Series:
+    """Length of the union of the intervals of each group (`ranges.merge` per group, at once)."""
+    keep = ends > starts
+    group, starts, ends = group[keep], starts[keep], ends[keep]
+    if len(group) == 0:
+        return pd.Series(dtype=np.float64)
+    order = np.lexsort((starts, group))
+    group, starts, ends = group[order], starts[order], ends[order]
+    reach = pd.Series(ends).groupby(group).cummax().to_numpy()
+    new = np.ones(len(group), dtype=bool)
+    new[1:] = (group[1:] != group[:-1]) | (starts[1:] > reach[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(group) - 1)
+    return pd.Series(reach[last] - starts[first]).groupby(group[first]).sum()
 
 
-def _op_rows(mine_calls: pd.DataFrame, mine: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per op name (first-seen order): calls, bytes, latency (union of its ranges) and transfer
-    (union of `[real_start, end)` of its matched calls), us."""
-    rows = []
-    for name, group in mine_calls.groupby("name", sort=False):
-        sel = mine[mine["name"] == name]
-        real = sel[sel["matched"].astype(bool)]
-        calls = len(group)
-        latency = _merged_length(sel["start"], sel["end"])
-        transfer = _merged_length(real["real_start"], real["end"])
-        size = float(group["bytes"].sum())
-        rows.append({
-            "name": str(name), "calls": calls, "total_bytes": int(size),
-            "avg_bytes": int(round(size / calls)), "total_latency_us": _round(latency),
-            "avg_latency_us": _round(latency / calls), "total_transfer_us": _round(transfer),
-            "avg_transfer_us": _round(transfer / calls),
-            "unmatched_calls": int((~group["matched"].astype(bool)).sum()),
+def op_rows(workers: int, keyed: pd.DataFrame, ranges: pd.DataFrame) -> list[list[dict[str, Any]]]:
+    """Per worker, per op name (first-seen order): calls, bytes, latency (union of its ranges)
+    and transfer (union of `[real_start, end)` of its matched calls), us."""
+    out: list[list[dict[str, Any]]] = [[] for _ in range(workers)]
+    if len(keyed) == 0:
+        return out
+    keyed = keyed.assign(unmatched=~keyed["matched"].astype(bool))
+    calls = keyed.groupby(["w", "name"], sort=False).agg(
+        calls=("call", "size"), size=("bytes", "sum"), unmatched=("unmatched", "sum"))
+    index = pd.MultiIndex.from_frame(ranges[["w", "name"]])
+    group = calls.index.get_indexer(index)
+    latency = merged_by_group(group, ranges["start"].to_numpy(np.float64),
+                              ranges["end"].to_numpy(np.float64))
+    real = ranges["matched"].to_numpy(bool)
+    transfer = merged_by_group(group[real], ranges["real_start"].to_numpy(np.float64)[real],
+                               ranges["end"].to_numpy(np.float64)[real])
+    latency = latency.reindex(np.arange(len(calls)), fill_value=0.0).to_numpy()
+    transfer = transfer.reindex(np.arange(len(calls)), fill_value=0.0).to_numpy()
+    for i, ((w, name), row) in enumerate(zip(calls.index, calls.itertuples(index=False))):
+        n, size = int(row.calls), float(row.size)
+        out[int(w)].append({
+            "name": str(name), "calls": n, "total_bytes": int(size),
+            "avg_bytes": int(round(size / n)), "total_latency_us": _round(latency[i]),
+            "avg_latency_us": _round(latency[i] / n), "total_transfer_us": _round(transfer[i]),
+            "avg_transfer_us": _round(transfer[i] / n), "unmatched_calls": int(row.unmatched),
         })
-    return rows
+    return out
 
 
 def _report_mismatches(workers: list[str], calls: pd.DataFrame, messages: list[str]) -> None:
