@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any, Optional, TextIO
 
-from .analysis.report import build_distributed_view
 from .cache import TraceCache, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import TraceTable
@@ -260,7 +259,7 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
                   cache: TraceCache) -> Any:
     run = _find_run(runs, args.run)
     if spec.kind == SPAN:
-        return _distributed(run, args.span, cache)
+        return _distributed(run, args.span, cache, spec, options)
     if spec.kind == SNAPSHOT:
         return _build_snapshot(run, args, spec, options, cache)
     if spec.kind == EXPORT and not run.workers:
@@ -298,23 +297,34 @@ def _build_snapshot(run: RunInfo, args: argparse.Namespace, spec: ViewSpec, opti
     return spec.build(table, (candidates, [r.name for r in snapshots]), options)
 
 
-def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> dict[str, Any]:
-    """All workers of one span (default: the first worker's first span), like the server."""
+def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,
+                 spec: ViewSpec, options: Any) -> dict[str, Any]:
+    """All workers of one span (default: the first worker's first span), like the server: one
+    file at a time, keeping only its summary (cached next to its table)."""
     if not run.workers:
         raise UsageError(f"run {run.name} has no trace files")
     span_name = span_name or next(iter(run.workers.values()))[0].span
     spans = ((worker, run.span_file(worker, span_name)) for worker in run.workers)
-    files = ((worker, None if span is None else load_trace(span.ref, cache=cache))
+    files = ((worker, None if span is None else _summarised(span, cache, spec))
              for worker, span in spans)
-    found = span_workers(span_name, files, lambda table: (table.status.state,
-                                                          table.status.messages))
+    found = span_workers(span_name, files, lambda loaded: (loaded[0], loaded[1]))
     try:
         tables, skipped = found.require(run.name, span_name)
     except NoWorkerHasSpan as exc:
         raise UsageError(str(exc)) from None
     except NoWorkerReadable as exc:
         raise LoadError(f"{exc.message}: {exc.skipped}") from None
-    return build_distributed_view(tables, skipped)
+    return spec.build({w: loaded[2] for w, loaded in tables.items()}, skipped, options)
+
+
+def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str, list[str], Any]:
+    """(state, messages, the spec's per-file summary or the table) of one span file."""
+    table = load_trace(span.ref, cache=cache)
+    status = table.status
+    if status.state == "error" or spec.summarize is None:
+        return status.state, status.messages, table
+    summary = cache.payload(span.ref, spec.summary_key(), lambda: spec.summarize(table))
+    return status.state, status.messages, summary
 
 
 def _load(span: SpanFile, cache: TraceCache) -> TraceTable:

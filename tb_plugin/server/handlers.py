@@ -132,6 +132,11 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
     files, skipped = store.span_files(run, span)
 
     def payload() -> Any:
+        if spec.summarize is not None:  # one small summary per worker, never all the tables
+            key, summarize = spec.summary_key(), spec.summarize
+            inputs = {worker: store.payload(state, key, summarize)
+                      for worker, state in files.items()}
+            return spec.build(inputs, skipped, options)
         tables = {worker: store.table(state) for worker, state in files.items()}
         return spec.build(tables, skipped, options)
 

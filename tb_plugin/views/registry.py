@@ -15,6 +15,7 @@ from msgspec import Meta
 
 from ..analysis.compiled import build_compiled
 from ..analysis.diff import UnknownDiffPathError, build_diff
+from ..analysis.dist_summary import summary_builtins, wants_summary
 from ..analysis.gpu_idle import (
     DEFAULT_DELAY_CUTOFF_US,
     DEFAULT_KERNEL_WAIT_US,
@@ -330,8 +331,8 @@ def _modules(table: Any, _options: NoOptions) -> Any:
     return payload
 
 
-def _distributed(tables: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
-    return build_distributed_view(tables, skipped)
+def _distributed(inputs: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
+    return build_distributed_view(inputs, skipped)  # tables, or summaries (`summary_builtins`)
 
 
 def _gpu_idle(table: Any, options: GpuIdleOptions) -> Any:
@@ -474,14 +475,16 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "module tree depth first, one row\nper module with its `key` and `depth`."),
     ViewSpec("distributed", "/distributed", "Distributed", _distributed,
              payload=DistributedPayload, kind=SPAN,
+             summarize=summary_builtins, summary_wanted=wants_summary,
              rows=rows.distributed_rows,
              summary="Distributed view of one span over all workers of the run.",
              description="Span ids are per-worker indices (`1`, `2`, ...): workers are matched "
              "by the same id.\nWorkers whose file of that span is broken, or that have no such "
              "span, are left out and\nnamed in `skipped` and `messages`; 202 while any "
              "worker's file of that span is still\nloading. Shape: see "
-             "`tb_plugin.analysis.distributed.build_distributed`, plus `skipped:\n{worker: "
-             "reason}`. With `format=csv`, the communication-op rows with a `worker` column.",
+             "`tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:\n{worker: "
+             "reason}`, built from one small summary per worker. With `format=csv`, the\n"
+             "communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
     ViewSpec("gpu_idle", "/gpu_idle", "GPU Idle", _gpu_idle,
              payload=GpuIdlePayload, options=GpuIdleOptions, rows=rows.gpu_idle_rows,

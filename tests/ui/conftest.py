@@ -90,7 +90,7 @@ def artifacts() -> Path:
 # with this checkout's tb_plugin first on the path (whatever the venv's editable install names).
 
 VIEWS_SHARED_RUNS = ("ddp_2ranks_sampled", "nccl_collectives", "memory_timeline_raw",
-                     "resnet50_gpu_pt19")
+                     "resnet50_gpu_pt19", "param_dlrm_8ranks_nccl", "cpu_only", "ns_resolution")
 
 
 def build_views_logdir(root: Path) -> dict[str, Any]:

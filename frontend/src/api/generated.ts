@@ -1327,8 +1327,9 @@ export interface paths {
          * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
          *     Workers whose file of that span is broken, or that have no such span, are left out and
          *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
-         *     loading. Shape: see `tb_plugin.analysis.distributed.build_distributed`, plus `skipped:
-         *     {worker: reason}`. With `format=csv`, the communication-op rows with a `worker` column.
+         *     loading. Shape: see `tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:
+         *     {worker: reason}`, built from one small summary per worker. With `format=csv`, the
+         *     communication-op rows with a `worker` column.
          */
         get: {
             parameters: {
@@ -1636,12 +1637,24 @@ export interface components {
          * @description `/distributed`: the distributed view of one span over the run's usable workers.
          */
         DistributedPayload: {
+            /** @description Per collective kind and group size. */
+            bandwidth: components["schemas"]["BandwidthRow"][];
+            /** @description Which clock each number is on. */
+            clocks: components["schemas"]["Clocks"];
+            /** @description Matched collectives. */
+            collectives: components["schemas"]["Collectives"];
             /** @description Worker -> its communication-op table. */
             comm_ops: {
                 [key: string]: components["schemas"]["CommOps"];
             };
+            /** @description World size vs ranks present. */
+            coverage: components["schemas"]["Coverage"];
             /** @description One entry per worker. */
             devices: components["schemas"]["DistributedDevice"][];
+            /** @description The trace shows FSDP (FSDP record functions or FullyShardedDataParallel); advice is worded for it. */
+            fsdp: boolean;
+            /** @description Arrival skew, ranks x collectives and ranks x steps. */
+            heatmap: components["schemas"]["HeatMap"];
             /** @description Caveats, the left-out workers first. */
             messages: string[];
             /** @description "all" (mean over the worker's steps) or a step name -> worker -> split, us. */
@@ -1650,13 +1663,17 @@ export interface components {
                     [key: string]: components["schemas"]["Overlap"];
                 };
             };
+            /** @description The straggler named with its evidence. */
+            recommendations: string[];
             /** @description Workers left out (broken, or without this span) -> why. */
             skipped: {
                 [key: string]: string;
             };
             /** @description Step names over all workers, numeric order. */
             steps: string[];
-            /** @description "all" or a step name -> worker -> transfer/synchronizing, us. */
+            /** @description Per rank: last arrivals and imposed wait. */
+            stragglers: components["schemas"]["Stragglers"];
+            /** @description "all" or a step name -> worker -> transfer/synchronizing/unmatched, us, on the rank's clock clipped to its steps (see `clocks`). */
             wait: {
                 [key: string]: {
                     [key: string]: components["schemas"]["Wait"];
@@ -1664,6 +1681,98 @@ export interface components {
             };
             /** @description Workers included, sorted. */
             workers: string[];
+        };
+        /**
+         * BandwidthRow
+         * @description Bandwidth per collective kind and group size (nccl-tests conventions).
+         */
+        BandwidthRow: {
+            /** @description bytes / transfer_us, GB/s. */
+            algbw_gbps: number;
+            /** @description all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send, recv 1; null otherwise. */
+            bus_factor: number | null;
+            /** @description algbw x bus_factor, GB/s. */
+            busbw_gbps: number | null;
+            /** @description Sum of S, bytes. */
+            bytes: number;
+            /** @description Collectives with a bandwidth. */
+            calls: number;
+            /** @description Collective kind. */
+            collective: string;
+            /** @description Ranks in the group (n). */
+            group_size: number;
+            /** @description The GPUs' NVLink peak per direction, GB/s, when every GPU is a known model; null otherwise. */
+            peak_gbps: number | null;
+            /** @description Sum of transfer times, us. */
+            transfer_us: number;
+        };
+        /**
+         * Clocks
+         * @description Which clock each number is on.
+         */
+        Clocks: {
+            /** @description Clock of aligned arrivals (the multi-rank timeline). */
+            aligned: string;
+            /** @description Worker -> its clock minus the run's, estimated from collective ends, us. */
+            offsets_us: {
+                [key: string]: number;
+            };
+            /** @description Clock of overlap and wait per step. */
+            per_step: string;
+            /** @description Clock of the arrival skew, waits and stragglers. */
+            skew: string;
+        };
+        /** Collectives */
+        Collectives: {
+            /** @description In collective order. */
+            rows: components["schemas"]["CollectiveRow"][];
+            /** @description Rows in `rows` (at most 500: the largest skews). */
+            shown: number;
+            /** @description Logical collectives matched. */
+            total: number;
+            /** @description total > shown. */
+            truncated: boolean;
+        };
+        /**
+         * CollectiveRow
+         * @description One logical collective: the seq-th call of `name` in process group `group` on every
+         *         member rank.
+         */
+        CollectiveRow: {
+            /** @description S / transfer, GB/s; null for a single-rank group or one rank present. */
+            algbw_gbps: number | null;
+            /** @description algbw x the nccl-tests factor of the collective and group size, GB/s; null when none applies. */
+            busbw_gbps: number | null;
+            /** @description Size S (bus-bandwidth convention: all_gather the full output), bytes; median over ranks. */
+            bytes: number;
+            /** @description all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, barrier, gather, scatter or other. */
+            collective: string;
+            /** @description Every rank of the group is present. */
+            complete: boolean;
+            /** @description Element type; null when unknown. */
+            dtype: string | null;
+            /** @description Process group name ("Process Group Name"), "default" when the trace gives none. */
+            group: string;
+            /** @description Ranks in the group: "Group size", else the process group's size from pg_config, else the world size for the default group, else the ranks present. */
+            group_size: number;
+            /** @description Collective number, in the first rank's call order. */
+            id: number;
+            /** @description Worker that arrived last (its wait is the shortest); null with one rank or no skew. */
+            last_arriver: string | null;
+            /** @description Longest duration over the ranks, us. */
+            latency_us: number;
+            /** @description Op name, e.g. "nccl:all_reduce". */
+            name: string;
+            /** @description Ranks present in the collective. */
+            ranks: number;
+            /** @description 0-based call number of `name` in the group on each rank. */
+            seq: number;
+            /** @description Arrival skew: longest minus shortest duration over the ranks, us; null with one rank. */
+            skew_us: number | null;
+            /** @description Step of the call (device start, else host start, in the device-adjusted steps); null outside every step. */
+            step: string | null;
+            /** @description Shortest duration over the ranks (kernel span, else host range), us; null when seen on one rank of a larger group. */
+            transfer_us: number | null;
         };
         /** CommOps */
         CommOps: {
@@ -1691,6 +1800,28 @@ export interface components {
             total_latency_us: number;
             /** @description Transfer time, summed, us. */
             total_transfer_us: number;
+            /** @description Calls seen on this rank only (ranks missing): no transfer counted for them. */
+            unmatched_calls: number;
+        };
+        /**
+         * Coverage
+         * @description World size (`distributedInfo`) against the ranks present.
+         */
+        Coverage: {
+            /** @description No rank missing. */
+            complete: boolean;
+            /** @description The warning shown when ranks are missing, else empty. */
+            message: string;
+            /** @description world_size - ranks_present (0 when unknown). */
+            missing: number;
+            /** @description The first 32 missing ranks. */
+            missing_ranks: number[];
+            /** @description The ranks present, sorted. */
+            ranks: number[];
+            /** @description Distinct ranks present (workers when no rank is known). */
+            ranks_present: number;
+            /** @description Largest world size of the traces; null when none says. */
+            world_size: number | null;
         };
         /**
          * DistributedDevice
@@ -1701,9 +1832,9 @@ export interface components {
             backend: string | null;
             /** @description GPUs that ran device work. */
             gpus: components["schemas"]["DistributedGpu"][];
-            /** @description Host name from a hostname_pid worker name, else the worker. */
+            /** @description Host name from the trace (`host_name`), else from a hostname_pid worker name, else the worker. */
             node: string;
-            /** @description Process id from a hostname_pid worker name, else a running index. */
+            /** @description Process id of the training process from the trace (the pid with the most CPU ops), else from a hostname_pid worker name, else a running index. */
             pid: string;
             /** @description Rank; null when the trace does not say. */
             rank: number | null;
@@ -1724,6 +1855,42 @@ export interface components {
             name: string | null;
         };
         /**
+         * HeatMap
+         * @description Arrival skew of each rank (rows) per collective and per step.
+         */
+        HeatMap: {
+            /** @description Ranks x collectives (at most 200 columns). */
+            collectives: components["schemas"]["HeatByCollective"];
+            /** @description Rows or columns are buckets. */
+            downsampled: boolean;
+            /** @description Says how it was downsampled, else empty. */
+            note: string;
+            /** @description Workers per row (at most 128 rows). */
+            rank_bucket: number;
+            /** @description Row labels: workers, or ranges of workers when bucketed. */
+            rows: string[];
+            /** @description Ranks x steps. */
+            steps: components["schemas"]["HeatByStep"];
+        };
+        /** HeatByCollective */
+        HeatByCollective: {
+            /** @description Collectives per column. */
+            column_bucket: number;
+            /** @description Step of each column's first collective. */
+            column_steps: string[];
+            /** @description Column labels ("name #seq", or a range when bucketed). */
+            columns: string[];
+            /** @description rows x columns: wait (arrival skew), us, the largest in the bucket; null where the rank has no such collective. */
+            values: (number | null)[][];
+        };
+        /** HeatByStep */
+        HeatByStep: {
+            /** @description Step names. */
+            columns: string[];
+            /** @description rows x steps: summed wait, us. */
+            values: (number | null)[][];
+        };
+        /**
          * Overlap
          * @description Exclusive split of step time, us.
          */
@@ -1737,6 +1904,36 @@ export interface components {
             /** @description Computation and communication at once. */
             overlap: number;
         };
+        /** Stragglers */
+        Stragglers: {
+            /** @description Most imposed wait first; at most 256. */
+            rows: components["schemas"]["StragglerRow"][];
+            /** @description Collectives on more than one rank with a skew. */
+            skewed_collectives: number;
+            /** @description Workers. */
+            total: number;
+            /** @description All ranks' waiting, us. */
+            total_wait_us: number;
+        };
+        /** StragglerRow */
+        StragglerRow: {
+            /** @description Collectives with a skew this rank took part in. */
+            collectives: number;
+            /** @description imposed_wait_us / all waiting (0..1). */
+            imposed_share: number;
+            /** @description Wait of the other ranks at the collectives it arrived last at, us. */
+            imposed_wait_us: number;
+            /** @description Of those, how often it arrived last. */
+            last: number;
+            /** @description Collective kind -> times last. */
+            last_by_collective: {
+                [key: string]: number;
+            };
+            /** @description Its own wait for the last arriver, us. */
+            waited_us: number;
+            /** @description Worker. */
+            worker: string;
+        };
         /**
          * Wait
          * @description Communication time split, us.
@@ -1746,6 +1943,8 @@ export interface components {
             synchronizing: number;
             /** @description Data transfer (after every rank arrived). */
             transfer: number;
+            /** @description Communication of collectives seen on this rank only while their group has more ranks (ranks missing from the run): neither transfer nor wait. Transfer + synchronizing + unmatched of a step is the overlap chart's communication time of that step. */
+            unmatched: number;
         };
         /**
          * CompiledPayload
