@@ -59,4 +59,6 @@ def summarize(table: TraceTable) -> dict[str, Any]:
         "messages": list(status.messages),
         "events": int(table.event_count),
         "features": features(table),
+        # it may still be being written (`ParseStatus.cut_off`): the server waits for it
+        "cut_off": bool(status.cut_off),
     }

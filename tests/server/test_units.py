@@ -266,8 +266,8 @@ def test_run_state_and_views() -> None:
     assert run_state(["ok", "error"]) == "partial"
     assert run_state(["ok", "ok"]) == "ready" and run_state([]) == "ready"
     assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == [
-        "Overview", "Operator", "Kernel", "Trace", "Diff"]  # two traces: Diff
-    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace"]
+        "Overview", "Operator", "Kernel", "Trace", "Module", "Diff"]  # two traces: Diff
+    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace", "Module"]
     assert views_of_run([]) == []
 
 
@@ -312,16 +312,16 @@ def test_view_predicates() -> None:
     assert views_of_file({**cpu, "memory_events": 3, "module_events": 2, "comm_ops": 1}) == [
         "Overview", "Operator", "Trace", "Memory", "Module"]  # run-level views are not per file
     assert views_of_file({**cpu, "memory_timeline": True}) == [
-        "Overview", "Operator", "Trace", "Memory"]
+        "Overview", "Operator", "Trace", "Memory", "Module"]  # Module: kept, explains
     assert views_of_run([cpu], RunFacts(usable_runs=2)) == [
-        "Overview", "Operator", "Trace", "Diff"]  # another run to compare with
+        "Overview", "Operator", "Trace", "Module", "Diff"]  # another run to compare with
     assert views_of_run([cpu, {**cpu, "comm_ops": 4}]) == [
-        "Overview", "Operator", "Trace", "Distributed", "Diff"]
+        "Overview", "Operator", "Trace", "Distributed", "Module", "Diff"]
     assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1, trace_files=0)) == [
         "Memory"]
     assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
     assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
-        "Overview", "Operator", "Trace"]  # an export paired with no file of this run
+        "Overview", "Operator", "Trace", "Module"]  # an export paired with no file of this run
 
 
 def test_features_count_comm_ops_and_module_events() -> None:
