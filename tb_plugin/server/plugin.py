@@ -23,6 +23,7 @@ from . import static
 from .api import Query, endpoint, json_response
 from .errors import NotFound
 from .handlers import Handler, handler_of, trace_download
+from .migration import startup_notices
 from .provider import TraceProvider
 from .store import RunStore
 
@@ -44,6 +45,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         self._logdir = resolve_logdir(context)
         self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
+        self._notices = startup_notices()  # the old torch-tb-profiler still installed
 
     # -- TensorBoard hooks -------------------------------------------------------------------
 
@@ -88,7 +90,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
     # -- adapters ------------------------------------------------------------------------------
 
     def _runs(self, request: wrappers.Request) -> wrappers.Response:
-        return json_response(request, self.store.listing())
+        return json_response(request, {**self.store.listing(), "notices": self._notices})
 
     def _views(self, request: wrappers.Request) -> wrappers.Response:
         return json_response(request, self.store.views(Query(request).text("run")))
