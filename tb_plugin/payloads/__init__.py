@@ -18,7 +18,7 @@ from .catalogue import (
     ViewList,
     ViewSpecs,
 )
-from .diff import DiffPayload
+from .diff import DiffDefault, DiffKernelsPayload, DiffPayload
 from .distributed import DistributedPayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
@@ -37,6 +37,7 @@ CATALOGUE: dict[str, type] = {
     "/workers": NameList,
     "/spans": NameList,
     "/status": SpanStatusDetail,
+    "/diff/default": DiffDefault,
 }
 
 #: The replies that are not a route's payload: 202 while loading, and every error.
@@ -44,7 +45,8 @@ REPLIES: dict[str, type] = {"loading": Loading, "error": Error}
 
 __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatusDetail",
            "ViewSpecs",
-           "DiffPayload", "DistributedPayload", "KernelPiesPayload", "KernelsPayload",
+           "DiffDefault", "DiffKernelsPayload", "DiffPayload", "DistributedPayload",
+           "KernelPiesPayload", "KernelsPayload",
            "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
            "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]

@@ -10,9 +10,9 @@ from .common import ViewName, doc
 
 SpanState = Literal["queued", "loading", "ok", "partial", "truncated", "error"]
 """partial: some events were malformed and skipped; truncated: the file is cut off (the events
-before the cut are shown). A file modified in the last 30 s that stops mid-token, or whose size changed
-between scans, is reported as still being written (loading) and is read again when it changes;
-a file that ends in invalid JSON is reported at once."""
+before the cut are shown). A file modified in the last 30 s that stops mid-token, or whose
+size changed between scans, is reported as still being written (loading) and is read again
+when it changes; a file that ends in invalid JSON is reported at once."""
 
 
 class SpanStatus(TypedDict):

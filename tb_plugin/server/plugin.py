@@ -21,6 +21,7 @@ from ..views.registry import SPECS, warm_timeline
 from ..views.tabs import view_specs
 from . import static
 from .api import Query, endpoint, json_response
+from .diff_default import diff_default
 from .errors import NotFound
 from .handlers import Handler, handler_of, trace_download
 from .migration import startup_notices
@@ -59,6 +60,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             "/spans": endpoint(self._spans),
             "/status": endpoint(self._status),
             "/viewspecs": endpoint(self._viewspecs),
+            "/diff/default": endpoint(self._diff_default),
             "/trace/download": endpoint(functools.partial(self._handle, handler=trace_download)),
         }
         for spec in SPECS.values():  # the data routes, one per view spec
@@ -107,6 +109,11 @@ class TorchProfPlugin(base_plugin.TBPlugin):
 
     def _viewspecs(self, request: wrappers.Request) -> wrappers.Response:
         return json_response(request, view_specs())
+
+    def _diff_default(self, request: wrappers.Request) -> wrappers.Response:
+        query = Query(request)
+        run, worker, span = query.text("run"), query.text("worker"), query.text("span")
+        return json_response(request, diff_default(self.store, run, worker, span))
 
     def _status(self, request: wrappers.Request) -> wrappers.Response:
         query = Query(request)

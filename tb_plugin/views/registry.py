@@ -13,6 +13,7 @@ import msgspec
 from msgspec import Meta
 
 from ..analysis.diff import UnknownDiffPathError, build_diff
+from ..analysis.diff_kernels import build_diff_kernels
 from ..analysis.kernels import build_kernel_pies, build_kernels
 from ..analysis.memory import UnknownDeviceError, build_memory
 from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
@@ -39,6 +40,7 @@ from ..load import load_memory_export
 from ..output import rows
 from ..payloads import (
     CallStacksPayload,
+    DiffKernelsPayload,
     DiffPayload,
     DistributedPayload,
     KernelPiesPayload,
@@ -123,9 +125,22 @@ class MemoryOptions(msgspec.Struct, forbid_unknown_fields=True):
     end_us: EndUs = None
 
 
+DiffBasis = Annotated[Literal["per_step", "total"], Meta(description=(
+    "per_step: each side divided by its own ProfilerStep count (totals when a side has none); "
+    "total: over the whole span. One basis for every number of the payload."))]
+
+
 class DiffOptions(msgspec.Struct, forbid_unknown_fields=True):
     path: Annotated[str, Meta(description=(
         "A node path from the payload (`0` the root, `0-1` its second child, ...)."))] = "0"
+    basis: DiffBasis = "per_step"
+
+
+class DiffKernelOptions(msgspec.Struct, forbid_unknown_fields=True):
+    group_by: Annotated[Literal["kernel", "operator_kernel"], Meta(description=(
+        "kernel: by kernel name; operator_kernel: by launching operator and kernel name."))
+                        ] = "kernel"
+    basis: DiffBasis = "per_step"
 
 
 # -- builders -------------------------------------------------------------------------------------
@@ -223,9 +238,13 @@ def _distributed(tables: dict[str, Any], skipped: dict[str, str], _options: NoOp
     return build_distributed_view(tables, skipped)
 
 
+def _diff_kernels(base: Any, exp: Any, options: DiffKernelOptions) -> Any:
+    return build_diff_kernels(base, exp, options.group_by, options.basis)
+
+
 def _diff(base: Any, exp: Any, options: DiffOptions) -> Any:
     try:
-        return build_diff(base, exp, options.path)
+        return build_diff(base, exp, options.path, options.basis)
     except UnknownDiffPathError as exc:
         raise NotInTrace(str(exc.args[0] if exc.args else "no such diff node")[:300]) from exc
 
@@ -347,6 +366,15 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "its second child, ...).\nShape: see `tb_plugin.analysis.diff.build_diff`. With "
              "`format=csv`, the operator deltas.",
              errors={"404": "Unknown run/worker/span on either side, or no node at `path`."}),
+    ViewSpec("diff_kernels", "/diff/kernels", "Diff", _diff_kernels,
+             payload=DiffKernelsPayload, kind=PAIR, options=DiffKernelOptions,
+             rows=rows.payload_rows,
+             summary="GPU kernels of two worker spans compared, by kernel name or by "
+                     "operator -> kernel, sorted by |delta|.",
+             description="Every kernel of both traces (all threads). Shape: see\n"
+             "`tb_plugin.analysis.diff_kernels.build_diff_kernels`. With `format=csv`, the "
+             "rows.",
+             errors={"404": "Unknown run/worker/span on either side."}),
 )}
 
 ROUTES: dict[str, ViewSpec] = {spec.route: spec for spec in SPECS.values()}
