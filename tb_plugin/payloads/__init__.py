@@ -26,7 +26,12 @@ from .memory_timeline import MemoryTimelinePayload
 from .modules import ModulesPayload
 from .operators import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
 from .overview import OverviewPayload
-from .timeline import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
+from .timeline import (
+    TimelineEventPayload,
+    TimelinePayload,
+    TimelineRangePayload,
+    TimelineSearchPayload,
+)
 
 #: The routes that are not views -> the type of their 200 JSON body. The view routes' types are
 #: on their specs (`tb_plugin.views.registry.SPECS[...].payload`), the one registry of views.
@@ -49,4 +54,5 @@ __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatus
            "KernelPiesPayload", "KernelsPayload",
            "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
-           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]
+           "TimelineEventPayload", "TimelinePayload", "TimelineRangePayload",
+           "TimelineSearchPayload"]

@@ -35,6 +35,7 @@ from ..analysis.timeline import (
     search_timeline,
 )
 from ..analysis.timeline_counters import timeline_extras
+from ..analysis.timeline_range import build_timeline_range
 from ..ingest.memory_export import RawTimeline
 from ..load import load_memory_export
 from ..output import rows
@@ -53,6 +54,7 @@ from ..payloads import (
     OverviewPayload,
     TimelineEventPayload,
     TimelinePayload,
+    TimelineRangePayload,
     TimelineSearchPayload,
 )
 from .errors import NotInTrace, OptionError
@@ -116,6 +118,17 @@ class SearchOptions(msgspec.Struct, forbid_unknown_fields=True):
         "Matches returned; `total` counts all of them."))] = SEARCH_LIMIT
     start_us: Optional[Annotated[float, Meta(description=(
         "Only matches starting at or after this trace time (to page on)."))]] = None
+
+
+TrackList = Annotated[str, Meta(pattern=r"^[0-9]{1,9}(,[0-9]{1,9}){0,9999}$", description=(
+    "Comma-separated track ids of `/timeline` (e.g. `0,3`); absent means every track."))]
+
+
+class RangeOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    start_us: Annotated[float, Meta(description="Range start, in trace microseconds.")]
+    end_us: Annotated[float, Meta(description=(
+        "Range end, in trace microseconds; must be greater than `start_us`."))]
+    tracks: Optional[TrackList] = None
 
 
 class MemoryOptions(msgspec.Struct, forbid_unknown_fields=True):
@@ -199,6 +212,14 @@ def _timeline_event(table: Any, options: EventOptions) -> Any:
 
 def _timeline_search(table: Any, options: SearchOptions) -> Any:
     return search_timeline(table, options.query, limit=options.limit, start_us=options.start_us)
+
+
+def _timeline_range(table: Any, options: RangeOptions) -> Any:
+    tracks = None if options.tracks is None else [int(t) for t in options.tracks.split(",")]
+    try:
+        return build_timeline_range(table, options.start_us, options.end_us, tracks)
+    except ValueError as exc:  # an empty or inverted range, an unknown track
+        raise OptionError(str(exc)) from exc
 
 
 def _memory(table: Any, options: MemoryOptions) -> Any:
@@ -313,6 +334,18 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              description='`{"query", "total", "limit", "truncated", "names", "name_count", '
              '"matches": [{"id",\n"name", "track", "depth", "ts", "dur"}]}` (`ts` in trace '
              'us). With `format=csv`, the\nmatches.'),
+    ViewSpec("timeline_range", "/timeline/range", "Trace", _timeline_range,
+             payload=TimelineRangePayload, options=RangeOptions, rows=rows.payload_rows,
+             **_TIMELINE,
+             summary="Counts, total and self time by event name inside a time range, on "
+                     "chosen tracks (Trace view's range selection).",
+             description="Events overlapping [start_us, end_us] (trace us) on `tracks`; "
+             "times are clipped to the\nrange, self time subtracts the direct children's. "
+             "Computed per request from the timeline\nindex. Shape: see "
+             "`tb_plugin.analysis.timeline_range.build_timeline_range`. With\n`format=csv`, "
+             "the rows.",
+             errors={"400": "Bad parameter, an empty or inverted range, or an unknown track "
+                            "id."}),
     ViewSpec("memory", "/memory", "Memory", _memory,
              payload=MemoryPayload, options=MemoryOptions,
              rows=rows.memory_rows, cache=_memory_cache,

@@ -74,3 +74,22 @@ def test_diff_default(tb: TensorBoard) -> None:
     assert 0 < alone["similarity"] <= 1 and "operator names shared" in alone["message"]
     assert_error(tb.get("diff/default", {"run": "nope", "worker": "w", "span": "1"}), 404)
     assert_error(tb.get("diff/default", {"run": "gen_cpu"}), 400)
+
+
+def test_timeline_range_route(tb: TensorBoard) -> None:
+    timeline = _ok(tb, "timeline", CNN)
+    origin = timeline["origin_us"]
+    cpu = [t["id"] for t in timeline["tracks"] if t["kind"] == "cpu"][:1]
+    params = {**CNN, "start_us": origin, "end_us": origin + 50_000, "tracks": str(cpu[0])}
+    payload = _ok(tb, "timeline/range", params)
+    assert payload["tracks"] == cpu and payload["events"] == sum(
+        r["count"] for r in payload["rows"]) > 0
+    totals = [r["total_us"] for r in payload["rows"]]
+    assert totals == sorted(totals, reverse=True)
+    assert all(r["total_us"] <= r["count"] * 50_000 for r in payload["rows"])  # clipped
+    reply = tb.get("timeline/range", {**params, "format": "csv"})
+    rows = list(csv.DictReader(io.StringIO(reply.body.decode("utf-8"))))
+    assert [r["name"] for r in rows] == [r["name"] for r in payload["rows"]]
+    assert_error(tb.get("timeline/range", {**params, "tracks": "0,x"}), 400)
+    assert_error(tb.get("timeline/range", {**params, "tracks": "9999"}), 400)
+    assert_error(tb.get("timeline/range", {**params, "end_us": origin}), 400)
