@@ -215,7 +215,11 @@ def _timeline_search(table: Any, options: SearchOptions) -> Any:
 
 
 def _timeline_range(table: Any, options: RangeOptions) -> Any:
-    tracks = None if options.tracks is None else [int(t) for t in options.tracks.split(",")]
+    text = options.tracks
+    if text is not None and not all(part.isdigit() for part in text.split(",")):
+        raise OptionError(f"parameter 'tracks' must be comma-separated track ids; got "
+                          f"{text[:60]!r}")
+    tracks = None if text is None else [int(part) for part in text.split(",")]
     try:
         return build_timeline_range(table, options.start_us, options.end_us, tracks)
     except ValueError as exc:  # an empty or inverted range, an unknown track
