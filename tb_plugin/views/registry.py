@@ -7,6 +7,7 @@ and flags, and `openapi.yaml` (`python -m tb_plugin.views.openapi`) follow from 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Optional
 
 import msgspec
@@ -216,7 +217,7 @@ def _timeline_search(table: Any, options: SearchOptions) -> Any:
 
 def _timeline_range(table: Any, options: RangeOptions) -> Any:
     text = options.tracks
-    if text is not None and not all(part.isdigit() for part in text.split(",")):
+    if text is not None and not re.fullmatch(r"[0-9]{1,9}(,[0-9]{1,9})*", text):
         raise OptionError(f"parameter 'tracks' must be comma-separated track ids; got "
                           f"{text[:60]!r}")
     tracks = None if text is None else [int(part) for part in text.split(",")]
