@@ -11,8 +11,20 @@ from typing import Any
 import pytest
 
 from .harness import CHROMIUM, TensorBoard
-from .test_ui_plugin import TIMEOUT_MS, open_entry, select, shot, table_column, wait_rows, wait_text
-from .test_views_memory_distributed import assert_dark, fmt_us, need, open_view, view_selection
+from .pages import (
+    TIMEOUT_MS,
+    assert_dark,
+    fmt_us,
+    need,
+    open_entry,
+    open_view,
+    select,
+    shot,
+    table_column,
+    view_selection,
+    wait_rows,
+    wait_text,
+)
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 

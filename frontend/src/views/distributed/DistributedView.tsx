@@ -30,14 +30,14 @@ export function DistributedView({ selection, theme }: Props) {
   )
 }
 
-export const OVERLAP_SERIES = [
+const OVERLAP_SERIES = [
   { key: 'computation', label: 'Computation', color: '#1976d2', hint: 'Computation not overlapped by communication' },
   { key: 'overlap', label: 'Overlapping', color: '#43a047', hint: 'Computation and communication at the same time' },
   { key: 'communication', label: 'Communication', color: '#8e24aa', hint: 'Communication not overlapped by computation' },
   { key: 'other', label: 'Other', color: '#9e9e9e', hint: 'Neither (host work, idle, data loading...)' },
 ] as const
 
-export const WAIT_SERIES = [
+const WAIT_SERIES = [
   { key: 'transfer', label: 'Data transfer', color: '#00897b', hint: 'The shortest duration of each collective over the workers' },
   { key: 'synchronizing', label: 'Synchronizing', color: '#f57c00', hint: 'The rest: waiting for the other workers' },
 ] as const

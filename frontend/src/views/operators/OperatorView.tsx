@@ -222,7 +222,7 @@ interface Frame {
   func: string
 }
 
-export function parseFrames(stack: string): Frame[] {
+function parseFrames(stack: string): Frame[] {
   return stack
     .split(';')
     .map((s) => s.trim())
