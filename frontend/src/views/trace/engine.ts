@@ -305,6 +305,7 @@ export class TraceEngine implements InputHost {
     const hover = hit?.type === 'event' ? refOf(hit) : null
     const { w, h, dpr, frames, layout, selected, related, flows, counterMax } = this
     this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax })
+    this.probe?.recordSelectedFlows(this.painter.selectedFlows)
     if (!this.frames.base || this.w <= GUTTER_W) return
     this.updateInfo()
     // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).

@@ -50,9 +50,12 @@ function arrow(kit: PaintKit, x0: number, y0: number, x1: number, y1: number, co
   ctx.fill()
 }
 
+/**
+ * All flows (on request): only arrows whose two ends are both on screen, so arrows from
+ * off-screen sources never cross the rows as flat bands and a full zoom-out is not a wall.
+ */
 export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): void {
   const f = frame.flows
-  const { ctx } = kit
   const v = s.viewport
   const shown: number[] = []
   for (let i = 0; i < f.count; i++) {
@@ -61,17 +64,69 @@ export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): void {
     const y0 = rowCenter(s, f.fromTrack[i], f.fromDepth[i])
     const y1 = rowCenter(s, f.toTrack[i], f.toDepth[i])
     if (y0 === null || y1 === null) continue
-    if (Math.max(y0, y1) < HEADER_H || Math.min(y0, y1) > s.h) continue
+    if (Math.min(y0, y1) < HEADER_H || Math.max(y0, y1) > s.h) continue
     const x0 = xAt(v, f.fromT[i])
     const x1 = xAt(v, f.toT[i])
-    if (Math.max(x0, x1) < v.left || Math.min(x0, x1) > s.w) continue
+    if (Math.min(x0, x1) < v.left || Math.max(x0, x1) > s.w) continue
     shown.push(i, x0, y0, x1, y1)
   }
+  drawArrows(kit, f, shown, 1)
+}
+
+/** Does a flow end at (track, depth, t) lie on the event `ref`? */
+function onEvent(ref: EventRef, track: number, depth: number, t: number): boolean {
+  return ref.track === track && ref.depth === depth && t >= ref.start - 1e-6 && t <= ref.end + 1e-6
+}
+
+/**
+ * The flows of the selected event and their chain (by default, without the Flows toggle): every
+ * flow with an end on the selection, then the flows that leave from where those arrive (and
+ * arrive where those leave), a few hops deep. Ends may be off screen: the arrow is clipped.
+ */
+export function drawSelectedFlows(kit: PaintKit, s: Scene, frame: Frame): number {
+  const sel = s.selected
+  const f = frame.flows
+  if (!sel || f.count === 0) return 0
+  const picked = new Set<number>()
+  let frontier: { track: number; depth: number; t: number }[] = []
+  for (let i = 0; i < f.count; i++) {
+    if (onEvent(sel, f.fromTrack[i], f.fromDepth[i], f.fromT[i]) || onEvent(sel, f.toTrack[i], f.toDepth[i], f.toT[i])) {
+      picked.add(i)
+      frontier.push({ track: f.toTrack[i], depth: f.toDepth[i], t: f.toT[i] }, { track: f.fromTrack[i], depth: f.fromDepth[i], t: f.fromT[i] })
+    }
+  }
+  for (let hop = 0; hop < 4 && frontier.length; hop++) {
+    const next: typeof frontier = []
+    for (let i = 0; i < f.count; i++) {
+      if (picked.has(i)) continue
+      const touches = frontier.some(
+        (p) => (p.track === f.fromTrack[i] && p.depth === f.fromDepth[i] && p.t === f.fromT[i]) || (p.track === f.toTrack[i] && p.depth === f.toDepth[i] && p.t === f.toT[i]),
+      )
+      if (!touches) continue
+      picked.add(i)
+      next.push({ track: f.toTrack[i], depth: f.toDepth[i], t: f.toT[i] }, { track: f.fromTrack[i], depth: f.fromDepth[i], t: f.fromT[i] })
+    }
+    frontier = next
+  }
+  const v = s.viewport
+  const shown: number[] = []
+  for (const i of picked) {
+    const y0 = rowCenter(s, f.fromTrack[i], f.fromDepth[i])
+    const y1 = rowCenter(s, f.toTrack[i], f.toDepth[i])
+    if (y0 === null || y1 === null) continue
+    shown.push(i, xAt(v, f.fromT[i]), y0, xAt(v, f.toT[i]), y1)
+  }
+  drawArrows(kit, f, shown, 1.5)
+  return picked.size
+}
+
+function drawArrows(kit: PaintKit, f: Frame['flows'], shown: number[], width: number): void {
+  const { ctx } = kit
   for (const halo of [true, false]) {
-    ctx.globalAlpha = halo ? 0.6 : 0.85
+    ctx.globalAlpha = halo ? 0.6 : 0.9
     for (let k = 0; k < shown.length; k += 5) {
       const cat = f.cats[f.cat[shown[k]]] ?? ''
-      arrow(kit, shown[k + 1], shown[k + 2], shown[k + 3], shown[k + 4], FLOW_COLORS[cat] ?? '#757575', 1, halo)
+      arrow(kit, shown[k + 1], shown[k + 2], shown[k + 3], shown[k + 4], FLOW_COLORS[cat] ?? '#757575', width, halo)
     }
   }
   ctx.globalAlpha = 1
