@@ -180,3 +180,29 @@ export function drawHoverOutline(kit: PaintKit, s: Scene): void {
   if (!ref || (s.selected && s.selected.id === ref.id)) return
   outline(kit, s, ref, kit.colors.muted, 1)
 }
+
+/** The selected range: the time span shaded over every row, the chosen tracks' rows stronger. */
+export function drawRange(kit: PaintKit, s: Scene): void {
+  const r = s.range
+  if (!r) return
+  const v = s.viewport
+  const x0 = Math.max(v.left, xAt(v, r.start))
+  const x1 = Math.min(s.w, xAt(v, r.end))
+  if (x1 <= x0) return
+  const { ctx } = kit
+  ctx.fillStyle = kit.colors.accent
+  ctx.globalAlpha = 0.08
+  ctx.fillRect(x0, HEADER_H, x1 - x0, s.h - HEADER_H)
+  ctx.globalAlpha = 0.16
+  const y0 = Math.max(HEADER_H, r.y0)
+  ctx.fillRect(x0, y0, x1 - x0, Math.max(0, Math.min(s.h, r.y1) - y0))
+  ctx.globalAlpha = 1
+  ctx.strokeStyle = kit.colors.accent
+  ctx.lineWidth = 1
+  ctx.beginPath()
+  ctx.moveTo(x0 + 0.5, HEADER_H)
+  ctx.lineTo(x0 + 0.5, s.h)
+  ctx.moveTo(x1 - 0.5, HEADER_H)
+  ctx.lineTo(x1 - 0.5, s.h)
+  ctx.stroke()
+}
