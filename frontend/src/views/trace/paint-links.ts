@@ -73,40 +73,31 @@ export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): void {
   drawArrows(kit, f, shown, 1)
 }
 
-/** Does a flow end at (track, depth, t) lie on the event `ref`? */
-function onEvent(ref: EventRef, track: number, depth: number, t: number): boolean {
-  return ref.track === track && ref.depth === depth && t >= ref.start - 1e-6 && t <= ref.end + 1e-6
-}
-
 /**
  * The flows of the selected event and their chain (by default, without the Flows toggle): every
- * flow with an end on the selection, then the flows that leave from where those arrive (and
- * arrive where those leave), a few hops deep. Ends may be off screen: the arrow is clipped.
+ * flow with an end on the selection (by event id), then the flows of the events at their other
+ * ends, a few hops deep. Ends may be off screen: the arrow is clipped.
  */
 export function drawSelectedFlows(kit: PaintKit, s: Scene, frame: Frame): number {
   const sel = s.selected
   const f = frame.flows
   if (!sel || f.count === 0) return 0
   const picked = new Set<number>()
-  let frontier: { track: number; depth: number; t: number }[] = []
-  for (let i = 0; i < f.count; i++) {
-    if (onEvent(sel, f.fromTrack[i], f.fromDepth[i], f.fromT[i]) || onEvent(sel, f.toTrack[i], f.toDepth[i], f.toT[i])) {
-      picked.add(i)
-      frontier.push({ track: f.toTrack[i], depth: f.toDepth[i], t: f.toT[i] }, { track: f.fromTrack[i], depth: f.fromDepth[i], t: f.fromT[i] })
-    }
-  }
-  for (let hop = 0; hop < 4 && frontier.length; hop++) {
-    const next: typeof frontier = []
+  let events = new Set<number>([sel.id])
+  const seen = new Set<number>(events)
+  for (let hop = 0; hop < 5 && events.size; hop++) {
+    const next = new Set<number>()
     for (let i = 0; i < f.count; i++) {
-      if (picked.has(i)) continue
-      const touches = frontier.some(
-        (p) => (p.track === f.fromTrack[i] && p.depth === f.fromDepth[i] && p.t === f.fromT[i]) || (p.track === f.toTrack[i] && p.depth === f.toDepth[i] && p.t === f.toT[i]),
-      )
-      if (!touches) continue
+      if (picked.has(i) || !(events.has(f.fromId[i]) || events.has(f.toId[i]))) continue
       picked.add(i)
-      next.push({ track: f.toTrack[i], depth: f.toDepth[i], t: f.toT[i] }, { track: f.fromTrack[i], depth: f.fromDepth[i], t: f.fromT[i] })
+      for (const id of [f.fromId[i], f.toId[i]]) {
+        if (id >= 0 && !seen.has(id)) {
+          seen.add(id)
+          next.add(id)
+        }
+      }
     }
-    frontier = next
+    events = next
   }
   const v = s.viewport
   const shown: number[] = []
