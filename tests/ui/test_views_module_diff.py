@@ -223,7 +223,9 @@ def test_diff_experiment_selectors(page, views_tensorboard, artifacts):
     # A worker's own span against itself: every delta is zero.
     select(frame, "exp-run-select", base["run"])
     same = {"exp_run": base["run"], "exp_worker": base["worker"], "exp_span": base["span"]}
-    frame.wait_for_function("() => location.hash.includes('exp_span=')")
+    frame.wait_for_selector("[data-testid=exp-span-select]", timeout=TIMEOUT_MS)
+    select(frame, "exp-span-select", base["span"])
+    frame.wait_for_function(f"() => location.hash.includes('exp_span={base['span']}')")
     node = tb.api("diff", **base, **same)
     assert node["delta"]["total_duration_us"] == 0
     wait_text(frame, "[data-testid=diff-delta-total]", "0 us")
