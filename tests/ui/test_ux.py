@@ -216,3 +216,38 @@ def test_migration_banner(theme, page, dark_page, old_plugin_tensorboard, artifa
     assert "torch-tb-profiler 0.4.3" in text and "pip uninstall torch-tb-profiler" in text
     assert "torch-tb-profiler" in tb.log_path.read_text()
     shot(tab, artifacts, f"ux_migration_banner_{theme}")
+
+
+def test_copy_link_opens_the_view_inside_tensorboard(page, views_tensorboard):
+    tb = views_tensorboard
+    sel = view_selection(tb, need(tb, "cnn_bs32"), "Operator")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=tb.url)
+    frame = plugin_frame(page, tb)
+    frame.select_option("[data-testid=run-select]", sel["run"])
+    frame.click("[data-testid=tab-Operator]")
+    frame.fill("[data-testid=op-search]", "conv")
+    frame.wait_for_function("() => location.hash.includes('op_q=conv')", timeout=TIMEOUT_MS)
+    frame.click("[data-testid=copy-link]")
+    wait_text(frame, "[data-testid=copy-link]", "Link copied")
+    link = frame.evaluate("() => navigator.clipboard.readText()")
+    parsed = urlparse(link)
+    assert f"{parsed.scheme}://{parsed.netloc}" == tb.url and parsed.fragment == "torch_prof"
+    assert "plugin_entry" not in link and "op_q%3Dconv" in link
+    other = page.context.new_page()  # the link, as a colleague opens it
+    other.goto(link)
+    opened = next(f for f in _frames(other, tb))
+    opened.wait_for_selector("[data-testid=tab-Operator][aria-selected=true]", timeout=TIMEOUT_MS)
+    assert opened.input_value("[data-testid=op-search]") == "conv"
+    other.close()
+
+
+def _frames(page: Any, tb: TensorBoard) -> Iterator[Any]:
+    """The plugin's frame of a TensorBoard page, once it shows the run selector."""
+    for _ in range(TIMEOUT_MS // 200):
+        for frame in page.frames:
+            if "plugin_entry.html" in frame.url:
+                frame.wait_for_selector("[data-testid=run-select]", timeout=TIMEOUT_MS)
+                yield frame
+                return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"no plugin frame at {page.url}")
