@@ -251,3 +251,20 @@ def _frames(page: Any, tb: TensorBoard) -> Iterator[Any]:
                 return
         page.wait_for_timeout(200)
     raise AssertionError(f"no plugin frame at {page.url}")
+
+
+def test_no_request_with_the_previous_runs_worker(page, views_tensorboard, requests_log):
+    tb = views_tensorboard
+    first = view_selection(tb, need(tb, "cnn_bs32"), "Overview")
+    second = need(tb, "ddp_gloo")
+    frame = open_view(page, tb, "Overview", **first)
+    frame.wait_for_selector("[data-testid=avg-step-time]", timeout=TIMEOUT_MS)
+    frame.select_option("[data-testid=run-select]", second)
+    workers = tb.api("workers", run=second, view="Overview")
+    frame.wait_for_function(f"() => location.hash.includes('worker={workers[0]}')",
+                            timeout=TIMEOUT_MS)
+    frame.wait_for_selector("[data-testid=avg-step-time]", timeout=TIMEOUT_MS)
+    stale = [u for u in requests_log.urls
+             if f"run={second}" in u and f"worker={first['worker']}" in u]
+    assert stale == []
+    assert any(f"run={second}" in u and f"worker={workers[0]}" in u for u in requests_log.urls)
