@@ -28,7 +28,8 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
                 parse.consume(chunks, progress)
     except TraceFormatError as exc:
         parse.warn(LoadState.ERROR, f"not a readable trace: {exc}")
-    except OSError as exc:
+    except OSError as exc:  # not the file's content: may pass (the file is still being made)
+        parse.status.cut_off = True
         parse.warn(LoadState.ERROR, f"cannot read the file: {exc}")
     except Exception as exc:  # a parser bug must cost one worker, never the run or the server
         log.exception("parsing %s failed", ref.url)

@@ -180,6 +180,7 @@ class Catalog:
         if old is not None and old.identity == identity:
             return old
         state = FileState(ref, identity, changed_at=changed_at)
+        state.growing = old is not None and old.ref.size != ref.size
         fresh.append(state)
         return state
 
@@ -223,10 +224,13 @@ class Catalog:
                 state.messages = [str(m) for m in summary.get("messages") or []]
                 state.events = summary.get("events") if state.state != LoadState.ERROR else None
                 state.features = dict(summary.get("features") or {})
+                # summaries cached before `cut_off` existed: assume the old grace applies
+                state.cut_off = bool(summary.get("cut_off", True))
                 state.parsed = True
             else:
                 state.state = LoadState.ERROR
                 state.messages = [outcome.error or "the file could not be loaded"]
+                state.cut_off = False
             state.progress = 1.0
             self._wanted.discard(outcome.key)
 

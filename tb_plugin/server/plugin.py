@@ -17,12 +17,15 @@ from typing import Any, Optional
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from ..views.registry import SPECS, warm_timeline
+from ..views.builders import warm_timeline
+from ..views.registry import SPECS
 from ..views.tabs import view_specs
 from . import static
 from .api import Query, endpoint, json_response
+from .diff_default import diff_default
 from .errors import NotFound
 from .handlers import Handler, handler_of, trace_download
+from .migration import startup_notices
 from .provider import TraceProvider
 from .store import RunStore
 
@@ -44,6 +47,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         self._logdir = resolve_logdir(context)
         self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
+        self._notices = startup_notices()  # the old torch-tb-profiler still installed
 
     # -- TensorBoard hooks -------------------------------------------------------------------
 
@@ -57,6 +61,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             "/spans": endpoint(self._spans),
             "/status": endpoint(self._status),
             "/viewspecs": endpoint(self._viewspecs),
+            "/diff/default": endpoint(self._diff_default),
             "/trace/download": endpoint(functools.partial(self._handle, handler=trace_download)),
         }
         for spec in SPECS.values():  # the data routes, one per view spec
@@ -88,7 +93,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
     # -- adapters ------------------------------------------------------------------------------
 
     def _runs(self, request: wrappers.Request) -> wrappers.Response:
-        return json_response(request, self.store.listing())
+        return json_response(request, {**self.store.listing(), "notices": self._notices})
 
     def _views(self, request: wrappers.Request) -> wrappers.Response:
         return json_response(request, self.store.views(Query(request).text("run")))
@@ -105,6 +110,11 @@ class TorchProfPlugin(base_plugin.TBPlugin):
 
     def _viewspecs(self, request: wrappers.Request) -> wrappers.Response:
         return json_response(request, view_specs())
+
+    def _diff_default(self, request: wrappers.Request) -> wrappers.Response:
+        query = Query(request)
+        run, worker, span = query.text("run"), query.text("worker"), query.text("span")
+        return json_response(request, diff_default(self.store, run, worker, span))
 
     def _status(self, request: wrappers.Request) -> wrappers.Response:
         query = Query(request)

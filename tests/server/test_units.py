@@ -270,8 +270,9 @@ def test_run_state_and_views() -> None:
     assert run_state(["ok", "error"]) == "partial"
     assert run_state(["ok", "ok"]) == "ready" and run_state([]) == "ready"
     assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == [
-        "Overview", "Operator", "Kernel", "Trace", "Diff", "GPU Idle"]  # two traces: Diff
-    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace", "GPU Idle"]
+        "Overview", "Operator", "Kernel", "Trace", "Module", "Diff", "GPU Idle"]  # two traces: Diff
+    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace", "Module",
+                                              "GPU Idle"]
     assert views_of_run([]) == []
 
 
@@ -316,16 +317,16 @@ def test_view_predicates() -> None:
     assert views_of_file({**cpu, "memory_events": 3, "module_events": 2, "comm_ops": 1}) == [
         "Overview", "Operator", "Trace", "Memory", "Module", "GPU Idle"]  # not run-level ones
     assert views_of_file({**cpu, "memory_timeline": True}) == [
-        "Overview", "Operator", "Trace", "Memory", "GPU Idle"]  # CPU-only: says n/a
+        "Overview", "Operator", "Trace", "Memory", "Module", "GPU Idle"]  # Module kept; n/a
     assert views_of_run([cpu], RunFacts(usable_runs=2)) == [
-        "Overview", "Operator", "Trace", "Diff", "GPU Idle"]  # another run to compare with
+        "Overview", "Operator", "Trace", "Module", "Diff", "GPU Idle"]  # another run to compare
     assert views_of_run([cpu, {**cpu, "comm_ops": 4}]) == [
-        "Overview", "Operator", "Trace", "Distributed", "Diff", "GPU Idle"]
+        "Overview", "Operator", "Trace", "Distributed", "Module", "Diff", "GPU Idle"]
     assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1, trace_files=0)) == [
         "Memory"]
     assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
     assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
-        "Overview", "Operator", "Trace", "GPU Idle"]  # an export paired with no file of this run
+        "Overview", "Operator", "Trace", "Module", "GPU Idle"]  # an export paired with no file
 
 
 def test_features_count_comm_ops_and_module_events() -> None:
