@@ -74,7 +74,7 @@ class LoadJob:
     priority: int = 0
     attempts: int = 0
     solo: bool = False  # after a crash: run alone, so a second crash names the culprit
-    processes: int = 1  # 2 when the parser may split the file across two processes
+    processes: int = 1  # > 1 when the parser may split the file across processes
     token: int = field(default=0, compare=False)
 
 
@@ -111,7 +111,8 @@ class LoadPool:
         self.workers = workers or default_workers(config, self.memory_budget)
         self.idle_shutdown_s = idle_shutdown_s
         self.start_method = start_method or config.start_method
-        self.split = config.parse_processes >= 2  # the parser may split a big file in two
+        # Processes a file parsed alone may use (the parser splits a big local file in parts).
+        self.split = max(1, min(self.workers, config.parse_processes or usable_cpus()))
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -175,10 +176,10 @@ class LoadPool:
             self._wake.clear()
 
     def _processes_for(self, job: LoadJob) -> int:
-        """A file parsed alone may use two processes (the parser splits big local files), so
-        one huge trace still uses both cores; otherwise one process per file."""
+        """A file parsed alone may use every parser slot (the parser splits big local files in
+        parts), so one huge trace still uses all cores; otherwise one process per file."""
         alone = not self._running and len(self._queue) == 1
-        return 2 if alone and self.workers >= 2 and self.split else 1
+        return self.split if alone else 1
 
     def _dispatch(self) -> None:
         started = []
@@ -198,7 +199,8 @@ class LoadPool:
                     break
                 self._queue.pop()
                 if processes > 1:
-                    job.processes, job.estimate = processes, job.estimate + BASE_MEMORY
+                    job.processes = processes
+                    job.estimate += (processes - 1) * BASE_MEMORY
                 self._running[job.token] = job
                 future.add_done_callback(lambda f, j=job: self._finished(j, f))
                 started.append(job.key)
