@@ -1,10 +1,12 @@
-"""What runs inside a parser process of the `LoadPool`: parse one file into the cache.
+"""What runs inside a parser process of the `LoadPool`: parse one file for the server.
 
-A child parses one file, writes the table to the `TraceCache` and returns only a small summary
-(state, messages, feature counts), which it also stores next to the table so that a restarted
-server knows the file without parsing it again (`peek_summary`). Progress goes back to the
-server through a queue handed over when the child starts. This module is imported by the
-children: keep it free of TensorBoard imports.
+A child parses one file and returns a small summary (state, messages, feature counts) and the
+table as plain arrays (`ingest.plain`): the server keeps the table in memory and writes it to
+the `TraceCache` in the background, so nothing on the way to the first view touches the disk.
+The summary is stored next to the table so that a restarted server knows the file without
+parsing it again (`peek_summary`). Progress goes back to the server through a queue handed
+over when the child starts. This module is what the children import: it needs ingest and the
+per-file summary (no TensorBoard, no views, no server).
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import os
 import queue
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from ..analysis.features import FEATURES_VERSION, summarize
 from ..cache import TraceCache
-from ..load import load_trace
+from ..ingest import parse_trace
+from ..ingest.plain import PlainTable, to_plain
+from ..ingest.schema import LoadState
 from ..storage import FileRef
 
 #: Payload key of the per-file summary the children store next to the parsed table.
@@ -38,17 +41,25 @@ def init_child(progress_queue: Any) -> None:
         os.nice(CHILD_NICENESS)
 
 
-def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
-                     ) -> dict[str, Any]:
-    """Parse one file into the cache; return its summary (small, cheap to pickle)."""
-    cache = TraceCache(Path(cache_root))
+@dataclass
+class ParsedFile:
+    """What a child sends back: small, but for the table's arrays (pickled as buffers)."""
+
+    summary: dict[str, Any]
+    table: Optional[PlainTable]  # None for a file that could not be read (never cached)
+    parse_s: float  # seconds the parse took in the child (for the server's timing log)
+    summary_s: float  # ... and the per-file summary
+
+
+def parse_file(key: str, ref: FileRef, processes: int = 1) -> ParsedFile:
+    """Parse one file; return its summary and table (the server writes the cache)."""
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
-    table = load_trace(counted, cache=cache, progress=_ProgressReporter(key, counted),
-                       processes=processes)
+    started = time.perf_counter()
+    table = parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
+    parsed = time.perf_counter()
     summary = summarize(table)
-    if summary["state"] != "error":  # error tables are not cached: a retry re-reads the file
-        cache.payload(ref, SUMMARY_KEY, lambda: summary)
-    return summary
+    plain = to_plain(table) if table.status.state != LoadState.ERROR else None
+    return ParsedFile(summary, plain, parsed - started, time.perf_counter() - parsed)
 
 
 def peek_summary(cache: TraceCache, ref: FileRef) -> Optional[dict[str, Any]]:

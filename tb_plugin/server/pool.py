@@ -1,8 +1,8 @@
 """Schedule the parsing of trace files in child processes, a few at a time (server side).
 
-A child (`parse_child.py`) parses one file and writes the table to the `TraceCache`; it sends
-back only a small summary (state, messages, feature counts), never the table: the server reads
-tables from the cache when a view needs them, which is fast and needs no big pickles. How many
+A child (`parse_child.py`) parses one file and sends back a small summary (state, messages,
+feature counts) and the table as plain arrays; the catalogue hands the table to the server's
+table memory, which writes it to the `TraceCache` in the background. How many
 files are parsed at once is bounded by the cores and by a memory budget (each file's peak is
 estimated from its size), and one file is always allowed to run, however big. Children are
 started with `spawn` by default (TensorBoard is multi-threaded, so `fork` is unsafe) and the
@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..ingest.plain import PlainTable
 from ..settings import Settings, available_memory, settings, usable_cpus
 from ..storage import FileRef
-from .parse_child import init_child, parse_into_cache
+from .parse_child import ParsedFile, init_child, parse_file
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class LoadOutcome:
     key: str
     summary: Optional[dict[str, Any]] = None
     error: Optional[str] = None
+    table: Optional[PlainTable] = None  # the parsed table, when a parser just made it
 
 
 class LoadPool:
@@ -192,7 +194,7 @@ class LoadPool:
                 processes = self._processes_for(job)
                 try:
                     future = self._executor_or_new().submit(
-                        parse_into_cache, job.key, job.ref, str(self.cache_root), processes)
+                        parse_file, job.key, job.ref, processes)
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True
@@ -226,7 +228,10 @@ class LoadPool:
 
     def _outcome(self, job: LoadJob, future: Future) -> Optional[LoadOutcome]:
         try:
-            return LoadOutcome(job.key, summary=future.result())
+            parsed: ParsedFile = future.result()
+            log.debug("torch-prof timing: parse %.3f s (%s, %d processes; summary %.3f s)",
+                      parsed.parse_s, job.ref.url, job.processes, parsed.summary_s)
+            return LoadOutcome(job.key, summary=parsed.summary, table=parsed.table)
         except CancelledError:
             return None
         except BrokenProcessPool:
