@@ -47,19 +47,20 @@ class ParsedFile:
 
     summary: dict[str, Any]
     table: Optional[PlainTable]  # None for a file that could not be read (never cached)
-    parse_s: float  # seconds the parse took in the child (for the server's timing log)
-    summary_s: float  # ... and the per-file summary
+    started_at: float  # wall clock when the child began (the server logs its timings)
+    parse_s: float  # seconds the parse took
+    summary_s: float  # ... and the per-file summary and the plain arrays
 
 
 def parse_file(key: str, ref: FileRef, processes: int = 1) -> ParsedFile:
     """Parse one file; return its summary and table (the server writes the cache)."""
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
-    started = time.perf_counter()
+    started_at, started = time.time(), time.perf_counter()
     table = parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
     parsed = time.perf_counter()
     summary = summarize(table)
     plain = to_plain(table) if table.status.state != LoadState.ERROR else None
-    return ParsedFile(summary, plain, parsed - started, time.perf_counter() - parsed)
+    return ParsedFile(summary, plain, started_at, parsed - started, time.perf_counter() - parsed)
 
 
 def peek_summary(cache: TraceCache, ref: FileRef) -> Optional[dict[str, Any]]:

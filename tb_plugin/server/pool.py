@@ -76,6 +76,7 @@ class LoadJob:
     attempts: int = 0
     solo: bool = False  # after a crash: run alone, so a second crash names the culprit
     processes: int = 1  # > 1 when the parser may split the file across processes
+    submitted_at: float = field(default=0.0, compare=False)  # wall clock, for the timing log
     token: int = field(default=0, compare=False)
 
 
@@ -200,6 +201,7 @@ class LoadPool:
                     self._broken = True
                     break
                 self._queue.pop()
+                job.submitted_at = time.time()
                 if processes > 1:
                     job.processes = processes
                     job.estimate += (processes - 1) * BASE_MEMORY
@@ -229,8 +231,13 @@ class LoadPool:
     def _outcome(self, job: LoadJob, future: Future) -> Optional[LoadOutcome]:
         try:
             parsed: ParsedFile = future.result()
+            log.debug("torch-prof timing: pool_start %.3f s (%s)",
+                      parsed.started_at - job.submitted_at, job.ref.url)
             log.debug("torch-prof timing: parse %.3f s (%s, %d processes; summary %.3f s)",
                       parsed.parse_s, job.ref.url, job.processes, parsed.summary_s)
+            log.debug("torch-prof timing: handover %.3f s (%s)",
+                      time.time() - parsed.started_at - parsed.parse_s - parsed.summary_s,
+                      job.ref.url)
             return LoadOutcome(job.key, summary=parsed.summary, table=parsed.table)
         except CancelledError:
             return None

@@ -109,7 +109,8 @@ class Tables:
         """A view payload, computed once per file version and key (and kept on disk)."""
         return self._flight.do(
             ("payload", state.identity, key),
-            lambda: self.cache.payload(state.ref, key, lambda: compute(self.table(state))))
+            lambda: self.cache.payload(state.ref, key, lambda: _timed(key, compute,
+                                                                      self.table(state))))
 
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         """An encoded body under any key (e.g. the identities of several files), kept in
@@ -133,6 +134,13 @@ class Tables:
         log.debug("torch-prof timing: table_read %.3f s (%s)", time.perf_counter() - started,
                   state.ref.url)
         return table
+
+
+def _timed(key: str, compute: Callable[[TraceTable], Any], table: TraceTable) -> Any:
+    started = time.perf_counter()
+    value = compute(table)
+    log.debug("torch-prof timing: analysis %.3f s (%s)", time.perf_counter() - started, key)
+    return value
 
 
 def table_budget(config: Settings) -> int:
