@@ -196,8 +196,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--old-sizes", default="200,800", help="'' to skip the old plugin")
     parser.add_argument("--processes", default="", help="default: 1 and the usable cores")
     parser.add_argument("--skip-parse", action="store_true", help="cold opens only")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite cold_results.md from bench/_work/cold.json")
     parser.add_argument("--timeout", type=float, default=900.0)
     args = parser.parse_args(argv)
+    if args.render:
+        RESULTS.write_text(render(json.loads(RAW.read_text())))
+        return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     old_sizes = [int(s) for s in args.old_sizes.split(",") if s]
     counts = ([int(p) for p in args.processes.split(",") if p] if args.processes
@@ -238,14 +243,14 @@ def render(rows: dict[str, Any]) -> str:
            "in bench/_work/cold.json.", "",
            "## In-process parse vs the machine's limit", "",
            "| trace | processes | parse | MB/s | C JSON limit (msgspec, skip every field) | "
-           "limit MB/s | msgspec to dicts | peak RSS |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "limit MB/s | msgspec to dicts |",
+           "|---:|---:|---:|---:|---:|---:|---:|"]
     for size, row in rows["sizes"].items():
         for processes, r in row["parse"].items():
             generic = f"{r['generic_s']} s" if r.get("generic_s") else "-"
             out.append(f"| {size} MB | {processes} | {r.get('parse_s')} s | "
                        f"{r.get('parse_mb_s')} | {r.get('limit_s')} s | {r.get('limit_mb_s')} | "
-                       f"{generic} | {r.get('peak_rss_mb')} MB |")
+                       f"{generic} |")
     out += ["", "## Cold open through TensorBoard (start to Overview + Operator served)", "",
             "| trace | plugin | total | TensorBoard up | run listed | Overview | Operator |",
             "|---:|---|---:|---:|---:|---:|---:|"]

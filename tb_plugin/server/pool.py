@@ -195,7 +195,7 @@ class LoadPool:
                 processes = self._processes_for(job)
                 try:
                     future = self._executor_or_new().submit(
-                        parse_file, job.key, job.ref, processes)
+                        parse_file, job.key, job.ref, str(self.cache_root), processes)
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True

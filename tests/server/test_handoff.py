@@ -16,9 +16,10 @@ from tb_plugin.cache import TraceCache
 from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.plain import from_plain, to_plain
 from tb_plugin.load import load_trace
+from tb_plugin.server import parse_child
 from tb_plugin.server.errors import StillLoading
 from tb_plugin.server.filestate import FileState
-from tb_plugin.server.parse_child import peek_summary
+from tb_plugin.server.parse_child import HANDOVER_MAX_BYTES, peek_summary
 from tb_plugin.server.pool import LoadJob, LoadOutcome
 from tb_plugin.server.store import RunStore
 from tb_plugin.server.tables import Tables
@@ -140,3 +141,22 @@ def _wait_parsed(store: RunStore, timeout: float = 120) -> None:
     while store.status("cnn_bs32", "vm_9710", "1")["state"] in ("queued", "loading"):
         assert time.monotonic() < deadline, "the file was not parsed in time"
         time.sleep(0.01)
+
+
+@pytest.mark.parametrize("limit", [HANDOVER_MAX_BYTES, 0], ids=["handed-over", "via-cache"])
+def test_parser_hands_small_tables_over_and_caches_big_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    monkeypatch.setattr(parse_child, "HANDOVER_MAX_BYTES", limit)
+    ref = open_ref(str(SAMPLE))
+    parsed = parse_child.parse_file("key", ref, str(tmp_path / "cache"), processes=1)
+    expected = load_trace(str(SAMPLE), use_cache=False)
+    cache = TraceCache(tmp_path / "cache")
+    assert parsed.summary == summarize(expected) and parsed.summary["state"] == "ok"
+    if limit:  # in the result, and nothing written by the child
+        assert parsed.table is not None and cache.load_table(ref) is None
+        assert_same_table(expected, from_plain(parsed.table))
+    else:  # too big to pickle twice: in the cache, with its summary
+        cached = cache.load_table(ref)
+        assert parsed.table is None and cached is not None
+        assert_same_table(expected, cached)
+        assert peek_summary(cache, ref) == parsed.summary
