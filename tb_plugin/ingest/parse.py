@@ -1,6 +1,6 @@
 """One parse of a trace stream: scanner, growing columns and status -> `TraceTable`.
 
-`TraceParse` is shared by the sequential parse (loader.parse_trace) and the two-process split
+`TraceParse` is shared by the sequential parse (loader.parse_trace) and the N-process split
 parse (parallel.py), which runs one in each process and merges them.
 """
 
@@ -63,6 +63,10 @@ class TraceParse:
             self.feed(chunk)
             if progress is not None:
                 progress(self.status.bytes_read)
+        self.close()
+
+    def close(self) -> None:
+        """The stream ended: process what the scanner still holds."""
         for batch, decoded in self.scanner.close():
             self._add_batch(batch, decoded)
 

@@ -43,11 +43,15 @@ class TorchProfPlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext,
                  provider: Optional[TraceProvider] = None) -> None:
         """`provider`: the data behind the routes; by default a `RunStore` over the logdir,
-        made on first use (TensorBoard makes plugins it may never show)."""
+        started at once when the logdir exists (or is a URL), so that the scan and the parse of
+        the traces run while TensorBoard starts and the browser loads, else on first use."""
         self._logdir = resolve_logdir(context)
         self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
         self._notices = startup_notices()  # the old torch-tb-profiler still installed
+        if provider is None and _exists(self._logdir):
+            log.debug("torch-prof timing: plugin_start (%s)", self._logdir)
+            self._store = self._new_store()
 
     # -- TensorBoard hooks -------------------------------------------------------------------
 
@@ -83,12 +87,15 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
-                    store = RunStore(self._logdir)
-                    store.add_warmer(warm_timeline)
-                    store.start()
-                    _close_at_exit(store)
-                    self._store = store
+                    self._store = self._new_store()
         return self._store
+
+    def _new_store(self) -> RunStore:
+        store = RunStore(self._logdir)
+        store.add_warmer(warm_timeline)
+        store.start()
+        _close_at_exit(store)
+        return store
 
     # -- adapters ------------------------------------------------------------------------------
 
@@ -140,6 +147,10 @@ def _asset(request: wrappers.Request) -> wrappers.Response:
     if not name.startswith("assets/"):
         raise NotFound("no such asset")
     return static.serve(request, name)
+
+
+def _exists(logdir: str) -> bool:
+    return bool(logdir) and ("://" in logdir or os.path.isdir(logdir))
 
 
 def resolve_logdir(context: base_plugin.TBContext) -> str:
