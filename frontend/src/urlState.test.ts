@@ -29,12 +29,18 @@ describe('formatState', () => {
     expect(formatState({ ...DEFAULT_STATE, view: 'Trace', run: 'a b&c' })).toBe('#run=a+b%26c&view=Trace')
   })
 
+  it('keeps the Trace view\'s critical-path step (t_crit) for Copy link', () => {
+    expect(formatState({ ...DEFAULT_STATE, view: 'Trace', tCrit: '5' })).toBe('#view=Trace&t_crit=5')
+    expect(parseState('#view=Trace&t_crit=5').tCrit).toBe('5')
+  })
+
   it('round-trips a state where every field differs from its default', () => {
     const s: UiState = {
       run: 'r', view: 'Diff', worker: 'w', span: '2', memDevice: 'GPU1', expRun: 'r2', expWorker: 'w2', expSpan: '3', diffPath: 'a/b',
       diffBasis: 'total', diffTime: 'host', diffTable: 'kernels',
       opGroup: 'operator_input_shape', opSearch: 'conv', opTopN: '25', opSort: 'host_total_us:desc',
       kGroup: 'kernel_op_launch', kSearch: 'gemm', kOpSearch: 'mm', kTopN: 'all', kSort: 'calls:asc',
+      tCrit: '7',
     }
     expect(parseState(formatState(s))).toEqual(s)
   })

@@ -129,20 +129,15 @@ def critical_paths(table: TraceTable, step: Optional[str] = None) -> dict[str, A
     """Per step (the first MAX_STEPS): length and shares (us); the event rows on the path of
     `step` (default the first step) for the Trace view's highlight."""
     steps = compute_steps(table)
-    graph = dependency_graph(table)
-    events = table.events
-    ts, ends = events["ts"].to_numpy(), event_ends(events)
-    nodes = np.flatnonzero(graph.node != "")
     result = []
     chosen = step if step is not None else (steps.names[0] if len(steps) else None)
     path_ids: list[int] = []
     for i, name in enumerate(steps.names[:MAX_STEPS]):
         lo, hi = float(steps.starts[i]), float(steps.ends[i])
-        inside = nodes[(ts[nodes] >= lo) & (ts[nodes] < hi)]
-        if len(inside) == 0:
+        found = _step_walk(table, lo, hi)
+        if found is None:
             continue
-        sink = int(inside[np.argmax(ends[inside])])
-        shares, path = walk(graph, ts, ends, sink, lo, hi)
+        shares, path = found
         result.append({"step": name, "start_us": lo, "end_us": hi, "length_us": hi - lo,
                        "nodes": len(path),
                        "shares_us": {k: float(v) for k, v in shares.items()}})
@@ -150,6 +145,45 @@ def critical_paths(table: TraceTable, step: Optional[str] = None) -> dict[str, A
             path_ids = sorted(int(v) for v in path)
     return {"formula": FORMULA, "steps": result, "truncated": len(steps) > MAX_STEPS,
             "step": chosen if path_ids else None, "event_ids": path_ids}
+
+
+def step_path(table: TraceTable, step: str) -> dict[str, Any]:
+    """The critical path of the step named `step` (any step, not only the first MAX_STEPS),
+    for the Trace view's highlight: `rows` (event rows, source first: the order the path runs
+    in time), `edges` (EDGE_NAMES index of the edge into each row; -1 for the first), the
+    step's `start_us`/`end_us`. Memoised per step. KeyError: no step of that name."""
+    return memoised(table, f"critical_step:{step}", lambda: _step_path(table, step))
+
+
+EDGE_NAMES = ("host_order", "stream", "launch", "blocking", "sync")
+
+
+def _step_path(table: TraceTable, step: str) -> dict[str, Any]:
+    steps = compute_steps(table)
+    where = [i for i, name in enumerate(steps.names) if name == step]
+    if not where:
+        raise KeyError(step)
+    lo, hi = float(steps.starts[where[0]]), float(steps.ends[where[0]])
+    found = _step_walk(table, lo, hi)
+    rows = np.asarray(found[1][::-1] if found else [], dtype=np.int64)
+    edges = dependency_graph(table).edge[rows].astype(np.int64)
+    if len(edges):
+        edges[0] = -1
+    return {"step": step, "start_us": lo, "end_us": hi, "rows": rows, "edges": edges}
+
+
+def _step_walk(table: TraceTable, lo: float, hi: float
+               ) -> Optional[tuple[dict[str, float], list[int]]]:
+    """(shares, path rows from the sink back) of the step [lo, hi); None without nodes."""
+    graph = dependency_graph(table)
+    events = table.events
+    ts, ends = events["ts"].to_numpy(), event_ends(events)
+    nodes = memoised(table, "critical_nodes", lambda: np.flatnonzero(graph.node != ""))
+    inside = nodes[(ts[nodes] >= lo) & (ts[nodes] < hi)]
+    if len(inside) == 0:
+        return None
+    sink = int(inside[np.argmax(ends[inside])])
+    return walk(graph, ts, ends, sink, lo, hi)
 
 
 def walk(graph: Graph, ts: np.ndarray, ends: np.ndarray, sink: int, lo: float, hi: float

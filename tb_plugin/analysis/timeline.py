@@ -23,6 +23,7 @@ from ..ingest.schema import Kind, TraceTable
 from ..payloads import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
 from . import timeline_counters as tc
 from .memo import memoised
+from .timeline_critical import critical_overlay, mark_runs
 from .timeline_index import (
     TimelineIndex,
     build_timeline_index,
@@ -47,10 +48,13 @@ _NAN_FREE = (int, str, bool)
 
 
 def build_timeline(table: TraceTable, start_us: Optional[float] = None,
-                   end_us: Optional[float] = None, width: int = DEFAULT_WIDTH) -> TimelinePayload:
-    """The `timeline` payload for a window (trace us, default: the whole trace) at `width` px.
+                   end_us: Optional[float] = None, width: int = DEFAULT_WIDTH,
+                   critical_step: Optional[str] = None) -> TimelinePayload:
+    """The `timeline` payload for a window (trace us, default: the whole trace) at `width` px;
+    with `critical_step`, that step's critical path marked (`timeline_critical.py`).
 
-    Raises ValueError for an empty or inverted window or a width below 1.
+    Raises ValueError for an empty or inverted window or a width below 1, KeyError for an
+    unknown step.
     """
     index = build_timeline_index(table)
     start_us, end_us = _window(index, start_us, end_us)
@@ -66,9 +70,14 @@ def build_timeline(table: TraceTable, start_us: Optional[float] = None,
         merge_px *= 2.0
         runs = _runs(index, ws - slack, we + slack, px * merge_px)
     fmt = _TimeFormat(index, ws, px)
-    names, tracks = _tracks_payload(table, index, runs, fmt)
+    critical, marks = None, None
+    if critical_step is not None:
+        path_rows, critical = critical_overlay(table, index, critical_step, start_us, end_us,
+                                               lambda us: fmt(index.ticks(us)))
+        marks = mark_runs(index, runs, path_rows)
+    names, tracks = _tracks_payload(table, index, runs, fmt, marks)
     extras = tc.timeline_extras(table)
-    return {
+    payload: dict[str, Any] = {
         "view": "timeline",
         "start_us": start_us, "end_us": end_us, "width": width,
         "us_per_px": px * index.tick_ns / 1000.0,
@@ -82,6 +91,9 @@ def build_timeline(table: TraceTable, start_us: Optional[float] = None,
         "counters": _counters_payload(extras, ws, we, width, fmt),
         "stats": _stats(runs),
     }
+    if critical is not None:
+        payload["critical"] = critical
+    return payload  # type: ignore[return-value]
 
 
 def _window(index: TimelineIndex, start_us: Optional[float], end_us: Optional[float]
@@ -166,8 +178,10 @@ def _runs(index: TimelineIndex, ws: float, we: float, merge: float) -> dict[str,
 
 
 def _tracks_payload(table: TraceTable, index: TimelineIndex, runs: dict[str, np.ndarray],
-                    fmt: _TimeFormat) -> tuple[list[str], list[dict[str, Any]]]:
-    """(name table, tracks with their visible rows)."""
+                    fmt: _TimeFormat, marks: Optional[np.ndarray] = None
+                    ) -> tuple[list[str], list[dict[str, Any]]]:
+    """(name table, tracks with their visible rows); with `marks` (path events per run),
+    each row's `path` lists the positions of its marked events and blocks."""
     single = runs["count"] == 1
     event_pos = runs["first"][single]
     codes, local = np.unique(index.name[event_pos], return_inverse=True)
@@ -183,15 +197,21 @@ def _tracks_payload(table: TraceTable, index: TimelineIndex, runs: dict[str, np.
               "count": runs["count"][~single].tolist()}
     ev_cut = _row_cuts(runs["row"][single], index.n_rows)
     bl_cut = _row_cuts(runs["row"][~single], index.n_rows)
+    if marks is not None:
+        ev_mark, bl_mark = marks[single] > 0, marks[~single] > 0
     tracks = []
     for t, desc in enumerate(index.tracks):  # one iteration per track, then per visible row
         rows = []
         for r in range(int(index.track_rows[t]), int(index.track_rows[t + 1])):
             e0, e1, b0, b1 = ev_cut[r], ev_cut[r + 1], bl_cut[r], bl_cut[r + 1]
             if e1 > e0 or b1 > b0:
-                rows.append({"depth": int(index.row_depth[r]),
-                             "events": {k: v[e0:e1] for k, v in events.items()},
-                             "blocks": {k: v[b0:b1] for k, v in blocks.items()}})
+                row = {"depth": int(index.row_depth[r]),
+                       "events": {k: v[e0:e1] for k, v in events.items()},
+                       "blocks": {k: v[b0:b1] for k, v in blocks.items()}}
+                if marks is not None:
+                    row["events"]["path"] = np.flatnonzero(ev_mark[e0:e1]).tolist()
+                    row["blocks"]["path"] = np.flatnonzero(bl_mark[b0:b1]).tolist()
+                rows.append(row)
         tracks.append({**desc, "rows": rows})
     return names, tracks
 

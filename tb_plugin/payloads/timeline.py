@@ -26,6 +26,9 @@ class RowEvents(TypedDict):
     start: Annotated[list[float], doc(f"Start, {_REL}.")]
     dur: Annotated[list[float], doc("Duration, us.")]
     id: Annotated[list[int], doc("Event id (for `/timeline/event?id=`).")]
+    path: NotRequired[Annotated[list[int], doc(
+        "Only with `critical_step`: indices (into these lists) of the events on the step's "
+        "critical path.")]]
 
 
 class RowBlocks(TypedDict):
@@ -34,6 +37,8 @@ class RowBlocks(TypedDict):
     start: Annotated[list[float], doc(f"Block start, {_REL}.")]
     end: Annotated[list[float], doc(f"Block end, {_REL}.")]
     count: Annotated[list[int], doc("Events merged into the block.")]
+    path: NotRequired[Annotated[list[int], doc(
+        "Only with `critical_step`: indices of the blocks that hold critical-path events.")]]
 
 
 class TrackRow(TypedDict):
@@ -87,6 +92,37 @@ class TimelineFlows(TypedDict):
     to_id: Annotated[list[int], doc("Event id of the end, -1 when not placed.")]
 
 
+class CriticalEdges(TypedDict):
+    """Edges of the critical path touching the window, in path order (parallel arrays): from
+    the end of the predecessor to where it bound the next node (the later of that node's
+    start and the predecessor's end)."""
+
+    total: Annotated[int, doc("Path edges touching the window.")]
+    capped: Annotated[bool, doc("More than 2000: an even sample is sent.")]
+    kinds: Annotated[list[str], doc('Edge kinds ("host_order", "stream", "launch", '
+                                    '"blocking", "sync"), indexed by `kind`.')]
+    kind: Annotated[list[int], doc("Index into `kinds`.")]
+    from_track: Annotated[list[int], doc("Track id of the predecessor, -1 when not drawn.")]
+    from_depth: Annotated[list[int], doc("Depth of the predecessor.")]
+    from_ts: Annotated[list[float], doc(f"End of the predecessor, {_REL}.")]
+    from_id: Annotated[list[int], doc("Event id of the predecessor.")]
+    to_track: Annotated[list[int], doc("Track id of the node, -1 when not drawn.")]
+    to_depth: Annotated[list[int], doc("Depth of the node.")]
+    to_ts: Annotated[list[float], doc(f"Where the edge meets the node, {_REL}.")]
+    to_id: Annotated[list[int], doc("Event id of the node.")]
+
+
+class TimelineCritical(TypedDict):
+    """The critical path of one step (`critical_step`), as in the GPU Idle view."""
+
+    step: Annotated[str, doc("The step's name.")]
+    start_us: Annotated[float, doc("Step start, trace us (absolute).")]
+    end_us: Annotated[float, doc("Step end, trace us (absolute).")]
+    nodes: Annotated[int, doc("Events on the path (0: the step has no host call or device "
+                              "event).")]
+    edges: Annotated[CriticalEdges, doc("The path's edges touching the window.")]
+
+
 class CounterTrack(TypedDict):
     """One counter series (GPU utilization, SM efficiency, memory), sampled per pixel bin."""
 
@@ -126,6 +162,9 @@ class TimelinePayload(TypedDict):
     flows: Annotated[TimelineFlows, doc("Flow arrows in the window.")]
     counters: Annotated[list[CounterTrack], doc("Counter tracks.")]
     stats: Annotated[TimelineStats, doc("Level-of-detail statistics.")]
+    critical: NotRequired[Annotated[TimelineCritical, doc(
+        "Only with `critical_step`: that step's critical path; its events are listed in each "
+        "row's `events.path` / `blocks.path`.")]]
 
 
 # -- /timeline/event ------------------------------------------------------------------------------

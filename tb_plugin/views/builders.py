@@ -112,9 +112,13 @@ def warm_timeline(table: Any) -> None:
 
 def timeline(table: Any, options: TimelineOptions) -> Any:
     try:
-        return build_timeline(table, options.start_us, options.end_us, options.width)
+        return build_timeline(table, options.start_us, options.end_us, options.width,
+                              options.critical_step)
     except ValueError as exc:  # an empty or inverted window
         raise OptionError(str(exc)) from exc
+    except KeyError as exc:
+        raise NotInTrace(f"no step {options.critical_step[:120]!r} in this worker span"
+                         ) from exc
 
 
 def timeline_event(table: Any, options: EventOptions) -> Any:

@@ -64,6 +64,10 @@ class TimelineOptions(msgspec.Struct, forbid_unknown_fields=True):
     end_us: EndUs = None
     width: Annotated[int, Meta(ge=1, le=MAX_WIDTH, description=(
         "Pixels across the window."))] = DEFAULT_WIDTH
+    critical_step: Optional[Annotated[str, Meta(max_length=200, description=(
+        "A step name (as in the GPU Idle view's critical path): mark the events of its "
+        "critical path (`events.path`, `blocks.path`) and send its edges (`critical`)."))]
+                            ] = None
 
 
 class EventOptions(msgspec.Struct, forbid_unknown_fields=True):

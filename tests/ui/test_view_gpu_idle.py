@@ -58,3 +58,59 @@ def test_dark(dark_page, tensorboard, artifacts):
     frame.wait_for_selector("[data-testid=gpu-idle-temporal-chart][data-rendered=true]",
                             timeout=TIMEOUT_MS)
     shot(dark_page, artifacts, "gpu_idle_dark")
+
+
+ROOT = "[data-testid=trace-canvas-root]"
+HIGHLIGHTED = """step => {
+  const r = document.querySelector('[data-testid=trace-canvas-root]');
+  if (!r || r.dataset.state !== 'ready' || r.dataset.loading) return false;
+  const vs = +r.dataset.viewStart, ve = +r.dataset.viewEnd, eps = (ve - vs) * 1e-3;
+  return r.dataset.criticalStep === step && +r.dataset.criticalDrawn > 0
+    && +r.dataset.frameStart <= vs + eps && +r.dataset.frameEnd >= ve - eps;
+}"""
+
+
+def _show_on_trace(page, tb, artifacts, name):
+    """GPU Idle -> pick the second step -> Show on Trace: the Trace view of the same span opens
+    zoomed to that step with its critical path outlined (debug probe) and t_crit in the URL."""
+    page.add_init_script("window.__TORCH_PROF_DEBUG__ = true")
+    selection = view_selection(tb, need(tb, "resnet50_gpu_pt19"), VIEW)
+    frame = open_view(page, tb, VIEW, **selection)
+    frame.wait_for_selector("[data-testid=gpu-idle-critical-show]", timeout=TIMEOUT_MS)
+    steps = [s["step"] for s in tb.api("gpu_idle", **selection)["critical_path"]["steps"]]
+    step = steps[1]
+    frame.select_option("[data-testid=gpu-idle-critical-step]", step)
+    frame.click("[data-testid=gpu-idle-critical-show]")
+    frame.wait_for_function(HIGHLIGHTED, arg=step, timeout=TIMEOUT_MS)
+    assert f"t_crit={step}" in page.url and "view=Trace" in page.url
+    assert frame.inner_text("[data-testid=trace-critical]").startswith(
+        f"Critical path · step {step}")
+    # the same path as the GPU Idle payload's for that step
+    path = tb.api("gpu_idle", step=step, **selection)["critical_path"]
+    timeline = tb.api("timeline", critical_step=step, **selection)
+    crit = timeline["critical"]
+    attr = lambda key: float(frame.get_attribute(ROOT, f"data-{key}"))  # noqa: E731
+    assert attr("critical-nodes") == crit["nodes"] == len(path["event_ids"]) > 0
+    assert attr("critical-marked") > 0 and attr("critical-edges") > 0
+    # zoomed to the step (trace time = absolute - trace start), a small margin on each side
+    lo, hi = (crit[k] - timeline["trace_start_us"] for k in ("start_us", "end_us"))
+    view_start, view_end = attr("view-start"), attr("view-end")
+    assert view_start <= lo + 1e-3 and view_end >= hi - 1e-3
+    assert view_end - view_start < 1.1 * (hi - lo)
+    shot(page, artifacts, name)
+    return frame
+
+
+def test_show_critical_path_on_trace(page, tensorboard, artifacts):
+    frame = _show_on_trace(page, tensorboard, artifacts, "gpu_idle_critical_trace_light")
+    frame.click("[data-testid=trace-critical-clear]")
+    frame.wait_for_selector("[data-testid=trace-critical]", state="detached", timeout=TIMEOUT_MS)
+    frame.wait_for_function(
+        "() => document.querySelector('[data-testid=trace-canvas-root]').dataset.criticalStep"
+        " === ''", timeout=TIMEOUT_MS)
+    assert frame.get_attribute(ROOT, "data-critical-drawn") == "0"
+    assert "t_crit" not in page.url
+
+
+def test_show_critical_path_on_trace_dark(dark_page, tensorboard, artifacts):
+    _show_on_trace(dark_page, tensorboard, artifacts, "gpu_idle_critical_trace_dark")

@@ -914,6 +914,8 @@ export interface paths {
                     end_us?: number;
                     /** @description Pixels across the window. */
                     width?: number;
+                    /** @description A step name (as in the GPU Idle view's critical path): mark the events of its critical path (`events.path`, `blocks.path`) and send its edges (`critical`). */
+                    critical_step?: string;
                 };
                 header?: never;
                 path?: never;
@@ -3677,6 +3679,8 @@ export interface components {
         TimelinePayload: {
             /** @description Counter tracks. */
             counters: components["schemas"]["CounterTrack"][];
+            /** @description Only with `critical_step`: that step's critical path; its events are listed in each row's `events.path` / `blocks.path`. */
+            critical?: components["schemas"]["TimelineCritical"];
             /** @description Window end, trace us (absolute). */
             end_us: number;
             /** @description Flow arrows in the window. */
@@ -3732,6 +3736,54 @@ export interface components {
             unit: "bytes" | "fraction";
             /** @description Values: fractions 0..1 (4 decimals) or whole bytes. */
             v: number[];
+        };
+        /**
+         * TimelineCritical
+         * @description The critical path of one step (`critical_step`), as in the GPU Idle view.
+         */
+        TimelineCritical: {
+            /** @description The path's edges touching the window. */
+            edges: components["schemas"]["CriticalEdges"];
+            /** @description Step end, trace us (absolute). */
+            end_us: number;
+            /** @description Events on the path (0: the step has no host call or device event). */
+            nodes: number;
+            /** @description Step start, trace us (absolute). */
+            start_us: number;
+            /** @description The step's name. */
+            step: string;
+        };
+        /**
+         * CriticalEdges
+         * @description Edges of the critical path touching the window, in path order (parallel arrays): from
+         *         the end of the predecessor to where it bound the next node (the later of that node's
+         *         start and the predecessor's end).
+         */
+        CriticalEdges: {
+            /** @description More than 2000: an even sample is sent. */
+            capped: boolean;
+            /** @description Depth of the predecessor. */
+            from_depth: number[];
+            /** @description Event id of the predecessor. */
+            from_id: number[];
+            /** @description Track id of the predecessor, -1 when not drawn. */
+            from_track: number[];
+            /** @description End of the predecessor, us since origin_us. */
+            from_ts: number[];
+            /** @description Index into `kinds`. */
+            kind: number[];
+            /** @description Edge kinds ("host_order", "stream", "launch", "blocking", "sync"), indexed by `kind`. */
+            kinds: string[];
+            /** @description Depth of the node. */
+            to_depth: number[];
+            /** @description Event id of the node. */
+            to_id: number[];
+            /** @description Track id of the node, -1 when not drawn. */
+            to_track: number[];
+            /** @description Where the edge meets the node, us since origin_us. */
+            to_ts: number[];
+            /** @description Path edges touching the window. */
+            total: number;
         };
         /**
          * TimelineFlows
@@ -3842,6 +3894,8 @@ export interface components {
             count: number[];
             /** @description Block end, us since origin_us. */
             end: number[];
+            /** @description Only with `critical_step`: indices of the blocks that hold critical-path events. */
+            path?: number[];
             /** @description Block start, us since origin_us. */
             start: number[];
         };
@@ -3856,6 +3910,8 @@ export interface components {
             id: number[];
             /** @description Index into the payload's `names`. */
             name: number[];
+            /** @description Only with `critical_step`: indices (into these lists) of the events on the step's critical path. */
+            path?: number[];
             /** @description Start, us since origin_us. */
             start: number[];
         };

@@ -10,6 +10,7 @@ import { StatCard } from '../../components/StatCard'
 import { count, pct, share, us } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
+import type { UiState } from '../../urlState'
 import { fetchGpuIdle, gpuIdleCsvUrl, type GpuIdlePayload } from './api'
 import { histogramOption, stackedBars, timeSeriesOption, type Part } from './charts'
 import css from './gpu_idle.css?inline'
@@ -20,15 +21,16 @@ interface Props {
   theme: Theme
   views: string[]
   onNavigate: (view: string) => void
+  update?: (patch: Partial<UiState>) => void
 }
 
-export function GpuIdleView({ selection, theme, views, onNavigate }: Props) {
+export function GpuIdleView({ selection, theme, views, onNavigate, update }: Props) {
   useViewStyle('gpu-idle', css)
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
   const state = useAsync('gpu_idle', key, (signal) => fetchGpuIdle(selection, signal))
   return (
     <Async state={state} what="the GPU Idle view" label="Diagnosing">
-      {(data) => <Content data={data} theme={theme} csvUrl={gpuIdleCsvUrl(selection)} views={views} onNavigate={onNavigate} />}
+      {(data) => <Content data={data} theme={theme} csvUrl={gpuIdleCsvUrl(selection)} views={views} onNavigate={onNavigate} onShowOnTrace={update && views.includes('Trace') ? (step) => update({ view: 'Trace', tCrit: step }) : undefined} />}
     </Async>
   )
 }
@@ -53,7 +55,7 @@ const IDLE: Part[] = [
   { key: 'other_us', label: 'Other', color: '#9e9e9e' },
 ]
 
-function Content({ data, theme, csvUrl, views, onNavigate }: { data: GpuIdlePayload; theme: Theme; csvUrl: string; views: string[]; onNavigate: (view: string) => void }) {
+function Content({ data, theme, csvUrl, views, onNavigate, onShowOnTrace }: { data: GpuIdlePayload; theme: Theme; csvUrl: string; views: string[]; onNavigate: (view: string) => void; onShowOnTrace?: (step: string) => void }) {
   const f = data.formulas
   return (
     <div className="view gpu-idle" data-testid="gpu-idle-view">
@@ -74,7 +76,7 @@ function Content({ data, theme, csvUrl, views, onNavigate }: { data: GpuIdlePayl
             <QueueCard data={data} theme={theme} formula={f.queue} />
             <BandwidthCard data={data} theme={theme} formula={f.bandwidth} />
           </div>
-          <CriticalPathCard path={data.critical_path} theme={theme} />
+          <CriticalPathCard path={data.critical_path} theme={theme} onShowOnTrace={onShowOnTrace} />
           <Card title="Frequent kernel sequences" subtitle="Fusion candidates: an operator and the kernels it launches, by GPU time" testId="gpu-idle-sequences">
             <SequenceTable rows={data.sequences} />
             <Formula text={f.sequences} />

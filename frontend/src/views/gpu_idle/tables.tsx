@@ -1,8 +1,8 @@
 // Tables and the critical-path card of the GPU Idle view.
-import { useMemo } from 'react'
+import { useMemo, useState } from 'react'
 import type { Recommendation } from '../../api'
 import { Chart } from '../../charts/Chart'
-import { Card, Empty } from '../../components/ui'
+import { Card, Empty, Select } from '../../components/ui'
 import { count, duration, pct, share, us } from '../../format'
 import type { Theme } from '../../theme'
 import type { CriticalPath, GpuIdlePayload, LaunchOutlier } from './api'
@@ -167,14 +167,29 @@ const PATH: Part[] = [
   { key: 'idle', label: 'Idle', color: '#9e9e9e' },
 ]
 
-export function CriticalPathCard({ path, theme }: { path: CriticalPath; theme: Theme }) {
+export function CriticalPathCard({ path, theme, onShowOnTrace }: { path: CriticalPath; theme: Theme; onShowOnTrace?: (step: string) => void }) {
+  const [shown, setShown] = useState(path.step ?? path.steps[0]?.step ?? '')
   const rows = path.steps.map((s) => (/^\d+$/.test(s.step) ? `Step ${s.step}` : s.step))
   const values = path.steps.map((s) => s.shares_us as unknown as Record<string, number>)
   const option = useMemo(() => stackedBars(rows, PATH, values, theme), [rows, values, theme])
   const kernel = path.steps.reduce((a, s) => a + s.shares_us.kernel, 0)
   const total = path.steps.reduce((a, s) => a + s.length_us, 0)
   return (
-    <Card title="Critical path" subtitle={`Per step, us; kernels are ${pct(share(kernel, total))} of the path`} testId="gpu-idle-critical">
+    <Card
+      title="Critical path"
+      subtitle={`Per step, us; kernels are ${pct(share(kernel, total))} of the path`}
+      testId="gpu-idle-critical"
+      actions={
+        onShowOnTrace && path.steps.length > 0 ? (
+          <div className="gi-crit-actions">
+            <Select value={shown} onChange={setShown} options={path.steps.map((s) => ({ value: s.step, label: `Step ${s.step}` }))} testId="gpu-idle-critical-step" />
+            <button type="button" className="button compact" onClick={() => onShowOnTrace(shown)} data-testid="gpu-idle-critical-show" title="Open the Trace view zoomed to this step, its critical path outlined and its edges drawn in order">
+              Show on Trace
+            </button>
+          </div>
+        ) : undefined
+      }
+    >
       {path.steps.length === 0 ? (
         <Empty title="No step with launches or device work" />
       ) : (
@@ -182,7 +197,7 @@ export function CriticalPathCard({ path, theme }: { path: CriticalPath; theme: T
       )}
       {path.step !== null && (
         <p className="muted" data-testid="gpu-idle-critical-ids">
-          {count(path.event_ids.length)} events on the path of step {path.step} (event ids in the payload&apos;s critical_path.event_ids); drawing them on the Trace view is not available yet.
+          {count(path.event_ids.length)} events on the path of step {path.step} (event ids in the payload&apos;s critical_path.event_ids). Show on Trace draws the path of the chosen step there.
           {path.truncated ? ' Only the first 64 steps are shown.' : ''}
         </p>
       )}

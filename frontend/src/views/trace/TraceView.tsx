@@ -7,6 +7,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState, type Keyboar
 import type { Selection } from '../../api'
 import { Banner, ErrorBanner, Loading } from '../../components/ui'
 import type { Theme } from '../../theme'
+import type { UiState } from '../../urlState'
 import { traceApi, type Partner, type SearchMatch, type SearchResult, type TrackInfo } from './api'
 import { DetailsPanel, type DetailsState } from './DetailsPanel'
 import { TraceEngine, type EventRef } from './engine'
@@ -26,10 +27,23 @@ function useTraceStyles(): void {
   }, [])
 }
 
-export function TraceView({ selection, theme }: { selection: Selection; theme: Theme }) {
+export function TraceView({ selection, theme, state, update }: { selection: Selection; theme: Theme; state?: UiState; update?: (patch: Partial<UiState>) => void }) {
   useTraceStyles()
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
-  return <TraceSession key={key} selection={selection} theme={theme} />
+  const critical = state?.tCrit || null
+  return <TraceSession key={key} selection={selection} theme={theme} critical={critical} onClearCritical={() => update?.({ tCrit: '' })} />
+}
+
+/** The critical-path highlight in the toolbar (GPU Idle's "Show on Trace"): its step, and ✕. */
+function CriticalChip({ step, onClear }: { step: string; onClear: () => void }) {
+  return (
+    <span className="trace-chip on trace-critical" data-testid="trace-critical" title="Events on this step's critical path are outlined, the others dimmed; the path's edges are drawn in order (GPU Idle view)">
+      Critical path · step {step}
+      <button type="button" className="icon-button" onClick={onClear} aria-label="Clear the critical-path highlight" data-testid="trace-critical-clear">
+        ✕
+      </button>
+    </span>
+  )
 }
 
 type FirstState = { status: 'pending'; progress: number | null } | { status: 'ok'; tracks: TrackInfo[]; traceStart: number; flowCats: string[]; empty: boolean } | { status: 'error'; error: Error }
@@ -58,7 +72,7 @@ function refFromMatch(m: { id: number; name: string | null; ts: number | null; d
   return { id: m.id, name: m.name ?? '', start, end: start + Math.max(0, m.dur ?? 0), track: m.track, depth: m.depth }
 }
 
-function TraceSession({ selection, theme }: { selection: Selection; theme: Theme }) {
+function TraceSession({ selection, theme, critical, onClearCritical }: { selection: Selection; theme: Theme; critical: string | null; onClearCritical: () => void }) {
   const viewRef = useRef<HTMLDivElement>(null)
   const rootRef = useRef<HTMLDivElement>(null)
   const scrollerRef = useRef<HTMLDivElement>(null)
@@ -69,6 +83,8 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
   const engineRef = useRef<TraceEngine | null>(null)
   const themeRef = useRef(theme)
   themeRef.current = theme
+  const criticalRef = useRef(critical)
+  criticalRef.current = critical
 
   const [first, setFirst] = useState<FirstState>({ status: 'pending', progress: null })
   const [frameError, setFrameError] = useState<Error | null>(null)
@@ -116,7 +132,7 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
       onSelect: (ref) => setPicked(ref ? { id: ref.id, ref, reveal: false } : null),
       onFrameError: setFrameError,
       onRange: setRange,
-    })
+    }, criticalRef.current)
     engineRef.current = engine
     return () => {
       engine.destroy()
@@ -131,6 +147,10 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
   useEffect(() => {
     engineRef.current?.setFlows(flowsOn, flowCatsOff)
   }, [flowsOn, flowCatsOff])
+
+  useEffect(() => {
+    engineRef.current?.setCritical(critical)
+  }, [critical])
 
   // Details of the picked event.
   useEffect(() => {
@@ -303,6 +323,7 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
               </label>
             ))}
         </div>
+        {critical && <CriticalChip step={critical} onClear={onClearCritical} />}
         <div className="trace-search">
           <div className="search">
             <svg className="search-icon" viewBox="0 0 24 24" aria-hidden="true">

@@ -29,8 +29,9 @@ export const traceApi = {
     return getUrl<RawTimeline>(url, signal)
   },
 
-  timelineUrl(sel: Selection, window: { start?: number; end?: number; width: number }): string {
-    return routeUrl('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)) })
+  /** `critical`: a step whose critical path the payload marks (GPU Idle's "Show on Trace"). */
+  timelineUrl(sel: Selection, window: { start?: number; end?: number; width: number }, critical?: string | null): string {
+    return routeUrl('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)), critical_step: critical || undefined })
   },
 
   event(sel: Selection, id: number, signal?: AbortSignal): Promise<EventDetails> {

@@ -43,6 +43,18 @@ export class DebugProbe {
     this.root.dataset.selectedFlows = String(count)
   }
 
+  /** The critical-path highlight of the last frame: `data-critical-step`, `-drawn` (path events
+   * and blocks outlined), `-edges` (arrows drawn), `-marked` (path events the frame lists),
+   * `-nodes` (events on the whole path). */
+  recordCritical(step: string | null, drawn: number, edges: number, frame: { nodes: number; marked: number; markedBlocks: number } | null): void {
+    const d = this.root.dataset
+    d.criticalStep = step ?? ''
+    d.criticalDrawn = String(step ? drawn : 0)
+    d.criticalEdges = String(step ? edges : 0)
+    d.criticalMarked = String(step && frame ? frame.marked + frame.markedBlocks : 0)
+    d.criticalNodes = String(step && frame ? frame.nodes : 0)
+  }
+
   recordDraw(ms: number): void {
     this.drawMs.push(ms)
     if (this.drawMs.length > 120) this.drawMs.shift()

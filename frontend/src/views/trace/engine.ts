@@ -67,21 +67,24 @@ export class TraceEngine implements InputHost {
   private range: { start: number; end: number; y0: number; y1: number } | null = null
   private flows: Scene['flows'] = { on: false, catsOff: new Set() }
   private searchNames: ReadonlySet<string> | null = null
+  /** The step whose critical path is highlighted (asked of the server with every window). */
+  private critical: string | null = null
   private raf = 0
   private draws = 0
   private destroyed = false
   private readonly els: EngineElements
   private readonly cb: EngineCallbacks
 
-  constructor(els: EngineElements, sel: Selection, theme: Theme, cb: EngineCallbacks) {
+  constructor(els: EngineElements, sel: Selection, theme: Theme, cb: EngineCallbacks, critical: string | null = null) {
     this.els = els
     this.cb = cb
+    this.critical = critical || null
     const ctx = els.canvas.getContext('2d', { alpha: false })
     if (!ctx) throw new Error('Canvas 2D is not available')
     this.painter = new Painter(ctx, theme)
     this.tooltip = new Tooltip(els.tooltip)
     this.probe = debugEnabled() ? new DebugProbe(els.root) : null
-    this.loader = new LodLoader(traceApi.timeline, (win) => traceApi.timelineUrl(sel, win), {
+    this.loader = new LodLoader(traceApi.timeline, (win) => traceApi.timelineUrl(sel, win, this.critical), {
       onPending: (progress) => this.cb.onFirstFrame({ status: 'pending', progress }),
       onFirst: (frame) => this.firstFrame(frame),
       onFirstError: (error) => {
@@ -141,6 +144,20 @@ export class TraceEngine implements InputHost {
   /** Names matched by the current search (other events are dimmed), or null for no search. */
   setSearchNames(names: string[] | null): void {
     this.searchNames = names && names.length ? new Set(names) : null
+    this.requestDraw()
+  }
+
+  /** Highlight the critical path of `step` (null: clear it). A new step is fetched with the next
+   * window; clearing only stops drawing it. */
+  setCritical(step: string | null): void {
+    const next = step || null
+    if (next === this.critical) return
+    this.critical = next
+    if (next) {
+      this.loader.invalidate()
+      this.scheduleFetch()
+    }
+    this.publish()
     this.requestDraw()
   }
 
@@ -279,6 +296,12 @@ export class TraceEngine implements InputHost {
     this.view = [-1, -1] // not the fitted view: setView below must apply (and draw) it
     this.setView([0, this.traceEnd])
     this.loader.cancelScheduled() // the first frame already is the fitted view
+    const crit = frame.critical
+    if (crit && crit.step === this.critical) {
+      // Opened from GPU Idle's "Show on Trace": zoom to the step, a margin on each side.
+      const pad = Math.max((crit.end - crit.start) * 0.03, MIN_SPAN_US)
+      this.setView([Math.max(0, crit.start - pad), crit.end + pad])
+    }
     this.publish()
     this.cb.onFirstFrame({ status: 'ok', frame })
   }
@@ -330,9 +353,10 @@ export class TraceEngine implements InputHost {
     const hit = pointer ? this.hitTest(pointer.x, pointer.y) : null
     this.draws++
     const hover = hit?.type === 'event' ? refOf(hit) : null
-    const { w, h, dpr, frames, layout, selected, related, flows, counterMax, range } = this
-    this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax, range })
+    const { w, h, dpr, frames, layout, selected, related, flows, counterMax, range, critical } = this
+    this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax, range, critical })
     this.probe?.recordSelectedFlows(this.painter.selectedFlows)
+    this.probe?.recordCritical(critical, this.painter.criticalDrawn, this.painter.criticalEdges, frames.cur?.critical ?? null)
     if (!this.frames.base || this.w <= GUTTER_W) return
     this.updateInfo()
     // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).

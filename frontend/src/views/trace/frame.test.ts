@@ -98,3 +98,31 @@ describe('binary searches', () => {
     expect(firstAtOrAfter(new Float64Array(0), 1)).toBe(0)
   })
 })
+
+describe('decodeFrame with a critical step', () => {
+  it('marks the path events and blocks and puts the edges in trace time', () => {
+    const r = raw()
+    const row = r.tracks[0].rows[0]
+    row.events.path = [1]
+    row.blocks.path = [0]
+    r.critical = {
+      step: '1', start_us: 1_000_000, end_us: 1_000_500, nodes: 14,
+      edges: { total: 1, capped: false, kinds: ['host_order', 'stream', 'launch', 'blocking', 'sync'], kind: [2], from_track: [0], from_depth: [0], from_ts: [10], from_id: [7], to_track: [0], to_depth: [0], to_ts: [50], to_id: [8] },
+    }
+    const f = decodeFrame(r)
+    const data = f.rows[0][0]
+    expect(Array.from(data?.evPath ?? [])).toEqual([0, 1])
+    expect(Array.from(data?.blPath ?? [])).toEqual([1])
+    expect(f.critical?.start).toBe(0)
+    expect(f.critical?.end).toBe(500)
+    expect(Array.from(f.critical?.fromT ?? [])).toEqual([110])
+    expect(Array.from(f.critical?.toT ?? [])).toEqual([150])
+    expect([f.critical?.marked, f.critical?.markedBlocks, f.critical?.nodes]).toEqual([1, 1, 14])
+  })
+
+  it('has no highlight without one', () => {
+    const f = decodeFrame(raw())
+    expect(f.critical).toBeNull()
+    expect(Array.from(f.rows[0][0]?.evPath ?? [9])).toEqual([0, 0])
+  })
+})

@@ -16,6 +16,30 @@ export interface RowData {
   blStart: Float64Array
   blEnd: Float64Array
   blCount: Float64Array
+  /** With a critical step (`critical_step`): 1 for events / blocks holding path events. */
+  evPath: Uint8Array
+  blPath: Uint8Array
+}
+
+/** The critical path of one step (`critical` of the payload), trace time. */
+export interface CriticalData {
+  step: string
+  start: number
+  end: number
+  nodes: number
+  /** Edges touching the window, in path order. */
+  count: number
+  kinds: string[]
+  kind: Int32Array
+  fromTrack: Int32Array
+  fromDepth: Int32Array
+  fromT: Float64Array
+  toTrack: Int32Array
+  toDepth: Int32Array
+  toT: Float64Array
+  /** Path events drawn one by one in this frame (marked events of every row). */
+  marked: number
+  markedBlocks: number
 }
 
 export interface CounterData {
@@ -72,6 +96,14 @@ export interface Frame {
   flows: FlowData
   counters: CounterData[]
   stats: { events: number; shown: number; blocks: number; hidden: number }
+  /** Present when the frame was asked for with a critical step. */
+  critical: CriticalData | null
+}
+
+const marks = (n: number, idx: number[] | undefined): Uint8Array => {
+  const out = new Uint8Array(n)
+  for (const i of idx ?? []) if (i >= 0 && i < n) out[i] = 1
+  return out
 }
 
 const f64 = (values: number[] | undefined, offset = 0): Float64Array => {
@@ -91,6 +123,8 @@ export function decodeFrame(raw: RawTimeline): Frame {
 
   const tracks: TrackInfo[] = []
   const rows: (RowData | undefined)[][] = []
+  let marked = 0
+  let markedBlocks = 0
   for (const t of raw.tracks ?? []) {
     const { rows: rawRows, ...info } = t
     const depth = Math.max(1, info.depth | 0)
@@ -108,7 +142,11 @@ export function decodeFrame(raw: RawTimeline): Frame {
         blStart: f64(r.blocks.start, offset),
         blEnd: f64(r.blocks.end, offset),
         blCount: f64(r.blocks.count),
+        evPath: marks(evStart.length, r.events.path),
+        blPath: marks(r.blocks.start.length, r.blocks.path),
       }
+      marked += r.events.path?.length ?? 0
+      markedBlocks += r.blocks.path?.length ?? 0
     }
     rows[info.id] = list
   }
@@ -154,6 +192,30 @@ export function decodeFrame(raw: RawTimeline): Frame {
     flows,
     counters,
     stats: raw.stats ?? { events: 0, shown: 0, blocks: 0, hidden: 0 },
+    critical: decodeCritical(raw, traceStart, offset, marked, markedBlocks),
+  }
+}
+
+function decodeCritical(raw: RawTimeline, traceStart: number, offset: number, marked: number, markedBlocks: number): CriticalData | null {
+  const c = raw.critical
+  if (!c) return null
+  const e = c.edges
+  return {
+    step: c.step,
+    start: c.start_us - traceStart,
+    end: c.end_us - traceStart,
+    nodes: c.nodes,
+    count: e.kind.length,
+    kinds: e.kinds,
+    kind: i32(e.kind),
+    fromTrack: i32(e.from_track),
+    fromDepth: i32(e.from_depth),
+    fromT: f64(e.from_ts, offset),
+    toTrack: i32(e.to_track),
+    toDepth: i32(e.to_depth),
+    toT: f64(e.to_ts, offset),
+    marked,
+    markedBlocks,
   }
 }
 

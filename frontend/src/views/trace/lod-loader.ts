@@ -87,6 +87,11 @@ export class LodLoader {
     }, DEBOUNCE_MS)
   }
 
+  /** Forgets the last window, so the same window is asked for again (new request options). */
+  invalidate(): void {
+    this.lastKey = ''
+  }
+
   /** Drops a scheduled (not yet sent) request. */
   cancelScheduled(): void {
     clearTimeout(this.timer)

@@ -11,14 +11,14 @@ import { xAt } from './viewport'
 const FLOW_COLORS: Record<string, string> = { ac2g: '#1e88e5', fwdbwd: '#8e24aa', async: '#00897b' }
 
 /** Canvas y of the middle of row (track, depth), or of its group's header when collapsed. */
-function rowCenter(s: Scene, track: number, depth: number): number | null {
+export function rowCenter(s: Scene, track: number, depth: number): number | null {
   const pos = s.layout.trackY.get(track)
   if (!pos) return null
   if (pos.collapsed) return s.top + pos.y + GROUP_H / 2
   return s.top + pos.y + depth * ROW_H + (ROW_H - 1) / 2
 }
 
-function arrow(kit: PaintKit, x0: number, y0: number, x1: number, y1: number, color: string, width: number, halo: boolean): void {
+export function arrow(kit: PaintKit, x0: number, y0: number, x1: number, y1: number, color: string, width: number, halo: boolean): void {
   const { ctx } = kit
   const dx = Math.max(12, Math.abs(x1 - x0) * 0.4)
   ctx.beginPath()

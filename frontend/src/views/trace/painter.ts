@@ -11,6 +11,7 @@ import type { EventRef, Frames } from './hit'
 import { COUNTERS_GROUP, GROUP_H, HEADER_H, ROW_H, TRACK_PAD, firstVisible, type Layout } from './layout'
 import { drawCrosshair, drawGutter, drawHeader, forEachStep, tickStep } from './paint-chrome'
 import { FONT, PaintKit, RectBatch } from './paint-kit'
+import { CRITICAL_COLOR, drawCriticalEdges, drawCriticalOutlines } from './paint-critical'
 import { drawFlows, drawHoverOutline, drawRange, drawRelated, drawSelectedFlows, drawSelection } from './paint-links'
 import { timeAt, xAt, type Viewport } from './viewport'
 
@@ -38,6 +39,8 @@ export interface Scene {
   readonly counterMax: ReadonlyMap<string, number>
   /** The selected time range (trace us) and the canvas rows it covers, or null. */
   readonly range: { readonly start: number; readonly end: number; readonly y0: number; readonly y1: number } | null
+  /** The step whose critical path is highlighted (frames marked for it), or null. */
+  readonly critical: string | null
 }
 
 export class Painter {
@@ -47,6 +50,9 @@ export class Painter {
   private matchFor: ReadonlySet<string> | null = null
   /** Flows of the selected event drawn in the last frame (its own and its chain's). */
   selectedFlows = 0
+  /** Critical-path events/blocks outlined and edges drawn in the last frame. */
+  criticalDrawn = 0
+  criticalEdges = 0
 
   constructor(ctx: CanvasRenderingContext2D, theme: Theme) {
     this.kit = new PaintKit(ctx, theme)
@@ -114,6 +120,9 @@ export class Painter {
     this.drawGroupBands(s, first, visible1)
     if (s.flows.on && cur) drawFlows(this.kit, s, cur)
     if (cur) this.selectedFlows = drawSelectedFlows(this.kit, s, cur)
+    const crit = cur && onPath(s, cur) ? cur : null
+    this.criticalEdges = crit ? drawCriticalEdges(this.kit, s, crit) : 0
+    this.criticalDrawn = crit ? drawCriticalOutlines(this.kit, s, crit) : 0
     if (s.range) drawRange(this.kit, s)
     drawRelated(this.kit, s)
     drawSelection(this.kit, s)
@@ -192,6 +201,7 @@ export class Painter {
     const k = v.width / (v.end - v.start)
     const vs = v.start
     const flags = this.matchFlags(frame, s.search)
+    const path = onPath(s, frame)
 
     if (row.blStart.length) {
       const hatch = this.kit.hatchPattern()
@@ -199,7 +209,7 @@ export class Painter {
       for (let i = b0; i < row.blStart.length && row.blStart[i] <= t1; i++) {
         const x0 = v.left + (row.blStart[i] - vs) * k
         const x1 = v.left + (row.blEnd[i] - vs) * k
-        batch.add(hatch, x0, y, Math.max(1, x1 - x0), h)
+        batch.add(path && row.blPath[i] ? CRITICAL_COLOR : hatch, x0, y, Math.max(1, x1 - x0), h)
       }
     }
     const n = row.evStart.length
@@ -210,7 +220,7 @@ export class Painter {
       const w = Math.max(x1 - x0, 1)
       const name = row.evName[i]
       const color = frame.nameColor[name] ?? 0
-      const dim = flags ? !flags[name] : false
+      const dim = (flags ? !flags[name] : false) || (path && !row.evPath[i])
       batch.add(dim ? pal.dim[color] : pal.fill[color], x0, y, w, h)
       if (labels && w > 18) labels.push([row, i, y + h / 2 + 0.5])
     }
@@ -228,7 +238,7 @@ export class Painter {
       const x0 = Math.max(v.left + (row.evStart[i] - v.start) * k, xa)
       const x1 = Math.min(v.left + (row.evEnd[i] - v.start) * k, xb)
       const name = row.evName[i]
-      const dim = flags ? !flags[name] : false
+      const dim = (flags ? !flags[name] : false) || (onPath(s, frame) && !row.evPath[i])
       ctx.fillStyle = dim ? colors.faint : pal.text[frame.nameColor[name] ?? 0]
       this.kit.label(frame.names[name] ?? '', x0 + 4, ty, x1 - x0 - 7)
     }
@@ -303,6 +313,11 @@ export class Painter {
       }
     }
   }
+}
+
+/** The highlight applies to `frame`: it was asked for the highlighted step. */
+function onPath(s: Scene, frame: Frame): boolean {
+  return s.critical !== null && frame.critical?.step === s.critical
 }
 
 function clip(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number): void {

@@ -1,0 +1,101 @@
+"""The critical path laid over `/timeline` (`critical_step`): the events marked in the level-of-
+detail payload are the path's, on a hand-built trace whose paths are derived in the comments."""
+
+import numpy as np
+import pytest
+
+from tb_plugin.analysis.timeline import build_timeline
+from tb_plugin.views.errors import NotInTrace
+from tb_plugin.views.registry import build_view
+
+from .helpers import cpu_op, kernel, make_table, runtime, step
+
+
+def _events():
+    """Step 1 [0,100): A = launch [10,15) -> K1 [20,60); B = launch [20,25) -> K2 [60,80)
+    (queued behind K1); S = cudaDeviceSynchronize [30,82) waits for K2. Binding predecessors:
+    S <- K2 (sync edge, ends 80 > B's 25), K2 <- K1 (stream, 60 > B's 25), K1 <- A (launch),
+    A: none. Path A, K1, K2, S; B is a node off the path. Step 2 [100,200): C = launch
+    [110,115) -> K3 [120,150); C's host predecessor S ends at 82, before the step: path C, K3.
+    aten::add [85,95) is no node (not a runtime call). Step 3 [200,250) (launch D [210,215) ->
+    K4 [220,230)) keeps step 2 from being the trimmed last step."""
+    return [
+        step(1, 0, 100), step(2, 100, 100),
+        runtime(10, 5, corr=1), kernel(20, 40, corr=1, name="K1"),
+        runtime(20, 5, corr=2, name="cudaLaunchKernelB"), kernel(60, 20, corr=2, name="K2"),
+        runtime(30, 52, corr=9, name="cudaDeviceSynchronize"),
+        cpu_op("aten::add", 85, 10),
+        runtime(110, 5, corr=3, name="cudaLaunchKernelC"), kernel(120, 30, corr=3, name="K3"),
+        step(3, 200, 50), runtime(210, 5, corr=4, name="cudaLaunchKernelD"),
+        kernel(220, 10, corr=4, name="K4"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    return make_table(_events(), tmp_path_factory.mktemp("crit"))
+
+
+def _row(table, name: str) -> int:
+    [row] = np.flatnonzero(table.events["name"].astype(str).to_numpy() == name)
+    return int(row)
+
+
+def _marked(payload) -> set[int]:
+    return {r["events"]["id"][i] for t in payload["tracks"] for r in t["rows"]
+            for i in r["events"]["path"]}
+
+
+def test_marked_events_are_the_steps_path(table):
+    a, k1, k2, s = (_row(table, n) for n in ("cudaLaunchKernel", "K1", "K2",
+                                             "cudaDeviceSynchronize"))
+    payload = build_timeline(table, width=2000, critical_step="1")  # 0.1 us/px: no blocks
+    assert _marked(payload) == {a, k1, k2, s}
+    crit = payload["critical"]
+    assert (crit["step"], crit["start_us"], crit["end_us"], crit["nodes"]) == ("1", 0.0, 100.0, 4)
+    edges = crit["edges"]
+    assert list(zip(edges["from_id"], edges["to_id"])) == [(a, k1), (k1, k2), (k2, s)]
+    assert [edges["kinds"][k] for k in edges["kind"]] == ["launch", "stream", "sync"]
+    # from the predecessor's end to where it bound the node (origin 0 = the trace start)
+    assert edges["from_ts"] == [15, 60, 80] and edges["to_ts"] == [20, 60, 80]
+    assert all(r["blocks"]["path"] == [] for t in payload["tracks"] for r in t["rows"])
+
+
+def test_second_step_and_window(table):
+    c, k3 = _row(table, "cudaLaunchKernelC"), _row(table, "K3")
+    payload = build_timeline(table, 100.0, 200.0, width=1000, critical_step="2")
+    assert _marked(payload) == {c, k3}
+    edges = payload["critical"]["edges"]
+    assert (edges["from_id"], edges["to_id"], edges["total"]) == ([c], [k3], 1)
+    assert edges["from_ts"] == [15] and edges["to_ts"] == [20]  # relative to 100
+
+
+def test_blocks_holding_path_events_are_marked(table):
+    """At 50 us per pixel rows merge into blocks: a block is marked exactly when it contains
+    one of the path's events of its track (CPU: A [10,15), S [30,82); GPU: K1 [20,60),
+    K2 [60,80)); rows hold disjoint events, so a block of off-path events contains none."""
+    path = {"cpu": [(10, 15), (30, 82)], "gpu": [(20, 60), (60, 80)]}
+    path_names = {"cudaLaunchKernel", "cudaDeviceSynchronize", "K1", "K2"}
+    payload = build_timeline(table, 0.0, 200.0, width=4, critical_step="1")
+    names = payload["names"]
+    marked_blocks = 0
+    for track in payload["tracks"]:
+        for r in track["rows"]:
+            bl, ev = r["blocks"], r["events"]
+            expected = [i for i, (b0, b1) in enumerate(zip(bl["start"], bl["end"]))
+                        if any(b0 <= p0 and p1 <= b1 for p0, p1 in path[track["kind"]])]
+            assert bl["path"] == expected
+            marked_blocks += len(expected)
+            assert ev["path"] == [i for i, code in enumerate(ev["name"])
+                                  if names[code] in path_names]
+    assert marked_blocks == 2  # one block on the launching thread, one on the stream
+
+
+def test_unknown_step_and_default_payload(table):
+    with pytest.raises(KeyError):
+        build_timeline(table, critical_step="no-such-step")
+    with pytest.raises(NotInTrace, match="no step 'nope'"):
+        build_view(table, "timeline", critical_step="nope")
+    plain = build_timeline(table, width=2000)
+    assert "critical" not in plain
+    assert all("path" not in r["events"] for t in plain["tracks"] for r in t["rows"])
