@@ -26,11 +26,10 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from .analysis.report import build_distributed_view
-from .cache import TraceCache, default_cache, default_cache_dir
+from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import TraceTable
 from .load import load_trace
@@ -98,7 +97,7 @@ def _cache(args: argparse.Namespace) -> TraceCache:
     if args.no_cache:
         return TraceCache(None)
     if args.cache_dir:
-        return TraceCache(Path(args.cache_dir).expanduser())
+        return TraceCache(cache_location(args.cache_dir))
     return default_cache()
 
 

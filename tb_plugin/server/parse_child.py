@@ -14,11 +14,10 @@ import os
 import queue
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from ..analysis.features import FEATURES_VERSION, summarize
-from ..cache import TraceCache
+from ..cache import TraceCache, cache_location
 from ..load import load_trace
 from ..storage import FileRef
 
@@ -41,7 +40,7 @@ def init_child(progress_queue: Any) -> None:
 def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
                      ) -> dict[str, Any]:
     """Parse one file into the cache; return its summary (small, cheap to pickle)."""
-    cache = TraceCache(Path(cache_root))
+    cache = TraceCache(cache_location(cache_root))
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
     table = load_trace(counted, cache=cache, progress=_ProgressReporter(key, counted),
                        processes=processes)

@@ -22,12 +22,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..executors import CLUSTER_IN_FLIGHT, ClusterError, make_executor
 from ..settings import Settings, available_memory, settings, usable_cpus
 from ..storage import FileRef
 from .parse_child import init_child, parse_into_cache
@@ -112,13 +113,17 @@ class LoadPool:
         self.idle_shutdown_s = idle_shutdown_s
         self.start_method = start_method or config.start_method
         self.split = config.parse_processes >= 2  # the parser may split a big file in two
+        self.config = config
+        if config.cluster:  # a Ray cluster schedules by its own CPUs and memory
+            self.workers = workers or config.load_workers or CLUSTER_IN_FLIGHT
+            self.memory_budget, self.split = 1 << 62, False
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._queue = JobQueue()
         self._running: dict[int, LoadJob] = {}
         self._done: deque[tuple[LoadJob, Future]] = deque()
-        self._executor: Optional[ProcessPoolExecutor] = None
+        self._executor: Optional[Executor] = None
         self._progress_queue: Any = None
         self._broken = False
         self._idle_since = time.monotonic()
@@ -126,7 +131,7 @@ class LoadPool:
         self._thread = threading.Thread(target=self._run, name="torch-prof-loader", daemon=True)
         self._thread.start()
         log.info("torch-prof: parsing up to %d files at once (memory budget %d MB, %s)",
-                 self.workers, self.memory_budget >> 20, self.start_method)
+                 self.workers, self.memory_budget >> 20, config.cluster or self.start_method)
 
     # -- public API (any thread) ---------------------------------------------------------------
 
@@ -227,6 +232,8 @@ class LoadPool:
             return LoadOutcome(job.key, summary=future.result())
         except CancelledError:
             return None
+        except ClusterError as exc:  # unreachable cluster, or its worker died on every retry
+            return LoadOutcome(job.key, error=str(exc))
         except BrokenProcessPool:
             self._broken = True
             if job.attempts == 0:  # maybe another file's crash: retry it alone
@@ -247,14 +254,14 @@ class LoadPool:
         if executor is not None:
             _kill(executor)
 
-    def _executor_or_new(self) -> ProcessPoolExecutor:
+    def _executor_or_new(self) -> Executor:
         if self._executor is None:
             context = multiprocessing.get_context(self.start_method)
             if self._progress_queue is None:
                 self._progress_queue = context.Queue()
-            self._executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=init_child,
-                initargs=(self._progress_queue,))
+            self._executor = make_executor(  # local processes, or the Ray cluster configured
+                self.config, max_workers=self.workers, mp_context=context,
+                initializer=init_child, initargs=(self._progress_queue,))
         return self._executor
 
     def _drain_progress(self) -> None:
@@ -350,7 +357,7 @@ def _entry(job: LoadJob) -> tuple[int, int, int, str]:
     return (-job.priority, job.ref.size, job.token, job.key)
 
 
-def _kill(executor: ProcessPoolExecutor) -> None:
+def _kill(executor: Executor) -> None:
     """Shut an executor down without waiting for running parses (they may take minutes)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
     executor.shutdown(wait=False, cancel_futures=True)

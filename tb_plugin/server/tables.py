@@ -94,7 +94,7 @@ def usable_cache(cache: TraceCache) -> tuple[TraceCache, Optional[Path]]:
     Children hand tables to the server through the cache, so the server always needs one: when
     the user disabled it, or its folder is not writable, a private temp dir is used instead.
     """
-    if cache.enabled and _writable(Path(cache.root)):
+    if cache.enabled and cache.writable():
         return cache, None
     if cache.enabled:
         log.warning("torch-prof: the cache dir %s is not writable; using a temporary one",
@@ -111,11 +111,3 @@ def _table_bytes(table: TraceTable) -> int:
         size = UNKNOWN_TABLE_BYTES
     return size * DERIVED_FACTOR
 
-
-def _writable(folder: Path) -> bool:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
-            return True
-    except OSError:
-        return False
