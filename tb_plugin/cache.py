@@ -78,7 +78,9 @@ class TraceCache:
             folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
                 return True
-        except (OSError, TypeError):
+        except (OSError, TypeError) as exc:
+            log.warning("torch-prof: cannot write to the cache %s (%s); continuing without it",
+                        self.root, exc)
             return False
 
     def _key(self, ref: FileRef, kind: str = "") -> str:

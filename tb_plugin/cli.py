@@ -24,17 +24,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
-import time
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Optional, TextIO
 
 from .analysis.report import build_distributed_view
+from .batch import RankProgress, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
+from .executors import make_executor
 from .ingest import TraceTable
 from .load import load_trace
 from .output.encoding import pretty_json
 from .output.rows import csv_bytes
+from .settings import CLUSTER_ENV, settings, usable_cpus
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 from .views.errors import NotInTrace, OptionError
 from .views.options import OptionField, option_fields, read_options
@@ -58,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     summary = commands.add_parser("summary", help="runs, workers, spans, event counts, status")
     summary.add_argument("logdir", help="local folder or fsspec URL (s3://, gs://, ...)")
     summary.add_argument("--json", action="store_true", help="machine-readable output")
+    summary.add_argument("--cluster", help="parse on a Ray cluster: ray://HOST:PORT, HOST:PORT "
+                         f"or auto (default ${CLUSTER_ENV}); the cache must be shared")
+    summary.add_argument("--progress", action="store_true",
+                         help="show the progress bar over files also when stderr is no terminal")
     report = commands.add_parser("report", help="print one view's payload")
     report.add_argument("logdir")
     report.add_argument("--run", required=True)
@@ -106,7 +115,27 @@ def _cache(args: argparse.Namespace) -> TraceCache:
 
 def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
     runs = discover_runs(args.logdir)
-    rows = [_summarise_run(run, cache, show_progress=not args.json) for run in runs]
+    refs = [span.ref for run in runs for spans in run.workers.values() for span in spans]
+    config = settings()
+    config = replace(config, cluster=args.cluster or config.cluster)
+    workers = min(usable_cpus(), len(refs)) if len(refs) >= LOCAL_POOL_FILES else 0
+    executor = make_executor(config, max_workers=workers,
+                             mp_context=multiprocessing.get_context(config.start_method))
+    if getattr(executor, "error", None) is not None:  # the cluster is unreachable
+        sys.stderr.write(f"error: {executor.error}\n")  # type: ignore[attr-defined]
+        return 1
+    if cache.enabled and not cache.writable():  # reported once (by the cache); load without it
+        cache = TraceCache(None)
+    progress = RankProgress(len(refs), sum(ref.size for ref in refs),
+                            enabled=bool(refs) and (args.progress or (
+                                not args.json and sys.stderr.isatty())))
+    try:
+        results = iter(summarise_files(executor, refs, cache.root if cache.enabled else None,
+                                       progress))
+    finally:
+        executor.shutdown(wait=True)
+        progress.close()
+    rows = [_run_row(run, results) for run in runs]
     if args.json:
         json.dump({"logdir": args.logdir, "runs": rows}, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -115,17 +144,10 @@ def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
     return 0  # broken workers are reported, not fatal
 
 
-def _summarise_run(run: RunInfo, cache: TraceCache, show_progress: bool) -> dict[str, Any]:
-    workers = []
-    for worker, spans in run.workers.items():
-        entries = []
-        for span in spans:
-            progress = _Progress(f"{run.name}/{worker}#{span.span}", span.ref.size,
-                                 enabled=show_progress)
-            table = load_trace(span.ref, cache=cache, progress=progress.update)
-            progress.close()
-            entries.append(_span_summary(span, table))
-        workers.append({"name": worker, "spans": entries})
+def _run_row(run: RunInfo, results: Iterator[dict[str, Any]]) -> dict[str, Any]:
+    """One run's rows, taking its files' results in discovery order."""
+    workers = [{"name": worker, "spans": [_span_summary(span, next(results)) for span in spans]}
+               for worker, spans in run.workers.items()]
     return {
         "name": run.name,
         "path": run.path,
@@ -134,18 +156,13 @@ def _summarise_run(run: RunInfo, cache: TraceCache, show_progress: bool) -> dict
     }
 
 
-def _span_summary(span: SpanFile, table: TraceTable) -> dict[str, Any]:
-    return {
-        "span": span.span,
-        "file": span.ref.url,
-        "bytes": span.ref.size,
-        "state": table.status.state,
-        "messages": table.status.messages,
-        "events": table.event_count,
-        "duration_events": len(table.events),
-        "memory_events": len(table.memory),
-        "flow_events": len(table.flows),
-    }
+def _span_summary(span: SpanFile, counts: dict[str, Any]) -> dict[str, Any]:
+    """A file's row: its name and size, and the counts `batch.summarise_file` returned."""
+    return {"span": span.span, "file": span.ref.url, "bytes": span.ref.size, **counts}
+
+
+#: From this many files on, the CLI parses them in a local process pool (fewer: in-process).
+LOCAL_POOL_FILES = 4
 
 
 def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None:
@@ -164,30 +181,6 @@ def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None
                     out.write(f"      ! {message}\n")
         for timeline in run["memory_timelines"]:
             out.write(f"  memory timeline: {timeline}\n")
-
-
-class _Progress:
-    """A one-line progress bar on stderr, for files big enough to wait for (TTY only)."""
-
-    _MIN_BYTES = 20 << 20
-
-    def __init__(self, label: str, total: int, enabled: bool) -> None:
-        self.label, self.total = label, max(total, 1)
-        self.enabled = enabled and sys.stderr.isatty() and total >= self._MIN_BYTES
-        self._last = 0.0
-
-    def update(self, done_bytes: int) -> None:
-        # Decompressed bytes outrun a gzip file's size: show MB read rather than a fake percent.
-        now = time.monotonic()
-        if not self.enabled or now - self._last < 0.2:
-            return
-        self._last = now
-        sys.stderr.write(f"\rparsing {self.label}: {done_bytes / 1e6:,.0f} MB read")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 79 + "\r")
 
 
 # -- report --------------------------------------------------------------------------------

@@ -44,15 +44,31 @@ def make_executor(config: Settings, *, max_workers: int, mp_context: Any = None,
                   initializer: Optional[Callable[..., None]] = None,
                   initargs: tuple = ()) -> Executor:
     """The executor for per-file work: a Ray cluster when configured, else local processes
-    (`initializer` runs in each local process only; Ray workers have no progress queue)."""
+    (`initializer` runs in each local process only; Ray workers have no progress queue), or
+    this process itself for `max_workers=0` (a few small files: starting processes would cost
+    more than it saves)."""
     if config.cluster:
         return RayExecutor(config.cluster)
+    if max_workers < 1:
+        return InlineExecutor()
     return ProcessPoolExecutor(max_workers=max_workers, mp_context=mp_context,
                                initializer=initializer, initargs=initargs)
 
 
 def is_remote(executor: Executor) -> bool:
     return isinstance(executor, RayExecutor)
+
+
+class InlineExecutor(Executor):
+    """Runs each submitted call at once, in this process (the futures come back done)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(exc)
+        return future
 
 
 def _call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -97,10 +113,10 @@ class RayExecutor(Executor):
 
     def _connect(self, timeout_s: float) -> None:
         ray = self._ray
-        if ray.is_initialized():  # the caller (a notebook, a test, a Ray job) connected already
-            return
         if self.address != "auto":
             _probe(self.address, timeout_s)
+        if ray.is_initialized():  # the caller (a notebook, a test, a Ray job) connected already
+            return
         result: dict[str, Any] = {}
 
         def connect() -> None:

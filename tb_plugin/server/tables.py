@@ -96,9 +96,8 @@ def usable_cache(cache: TraceCache) -> tuple[TraceCache, Optional[Path]]:
     """
     if cache.enabled and cache.writable():
         return cache, None
-    if cache.enabled:
-        log.warning("torch-prof: the cache dir %s is not writable; using a temporary one",
-                    cache.root)
+    if cache.enabled:  # the cache reported why (once); this says what happens instead
+        log.info("torch-prof: the cache %s is not writable; using a temporary one", cache.root)
     private = Path(tempfile.mkdtemp(prefix="torch-prof-cache-"))
     return TraceCache(private), private
 

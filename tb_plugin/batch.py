@@ -1,0 +1,110 @@
+"""Per-file work over many files (a run of 1024 ranks) through an executor, with progress.
+
+`summarise_file` is the task: it runs in a local process or on a Ray worker
+(`tb_plugin.executors`), reads one file through fsspec, parses it into the (shared) cache and
+returns only a few numbers, so the driver never holds a table. `summarise_files` submits one
+task per file and reports each finished file to a `RankProgress` bar, which therefore counts
+ranks the same way whether the work runs here or on a cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor, Future, as_completed
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO, Union
+
+from .cache import TraceCache, cache_location
+from .load import load_trace
+from .storage import FileRef
+
+#: Seconds between two redraws of the progress bar.
+REDRAW_S = 0.2
+
+
+def summarise_file(ref: FileRef, cache_root: Union[str, Path, None],
+                   processes: Optional[int] = 1) -> dict[str, Any]:
+    """Parse one file into the cache (`cache_root` None: no cache) and return its counts."""
+    if cache_root is None:
+        table = load_trace(ref, use_cache=False, processes=processes)
+    else:
+        table = load_trace(ref, cache=TraceCache(cache_location(cache_root)),
+                           processes=processes)
+    return {
+        "state": table.status.state,
+        "messages": list(table.status.messages),
+        "events": int(table.event_count),
+        "duration_events": len(table.events),
+        "memory_events": len(table.memory),
+        "flow_events": len(table.flows),
+    }
+
+
+class RankProgress:
+    """A one-line bar over files ("ranks") on a stream: done/total, bytes, rate, failures."""
+
+    def __init__(self, total_files: int, total_bytes: int, *, stream: Optional[TextIO] = None,
+                 enabled: bool = True, label: str = "parsing") -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.total_files, self.total_bytes, self.label = total_files, max(total_bytes, 1), label
+        self.files = self.bytes = self.failed = 0
+        self._start = time.monotonic()
+        self._drawn = 0.0
+
+    def advance(self, size: int, ok: bool = True) -> None:
+        self.files += 1
+        self.bytes += size
+        self.failed += 0 if ok else 1
+        now = time.monotonic()
+        if self.enabled and (now - self._drawn >= REDRAW_S or self.files == self.total_files):
+            self._drawn = now
+            self.stream.write("\r" + self.line(now))
+            self.stream.flush()
+
+    def line(self, now: Optional[float] = None) -> str:
+        elapsed = max(1e-9, (now or time.monotonic()) - self._start)
+        width = 24
+        filled = int(width * self.files / max(1, self.total_files))
+        failed = f", {self.failed} failed" if self.failed else ""
+        return (f"{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{self.files}/{self.total_files} files, {self.bytes / 1e6:,.1f}/"
+                f"{self.total_bytes / 1e6:,.1f} MB, {self.files / elapsed:,.1f} files/s{failed}")
+
+    def close(self) -> None:
+        if self.enabled and self.files:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def summarise_files(executor: Executor, refs: Sequence[FileRef],
+                    cache_root: Union[str, Path, None],
+                    progress: Optional[RankProgress] = None,
+                    task: Callable[..., dict[str, Any]] = summarise_file,
+                    ) -> list[dict[str, Any]]:
+    """`task(ref, cache_root, processes)` for every file through `executor`, in `refs`' order.
+
+    A file whose task fails gets state "error" and the reason as its message (one bad file,
+    or a lost worker, never hides the others)."""
+    processes = None if len(refs) == 1 else 1  # one file alone may split; many share the cores
+    futures: dict[Future, int] = {executor.submit(task, ref, _portable(cache_root), processes): i
+                                  for i, ref in enumerate(refs)}
+    results: list[Optional[dict[str, Any]]] = [None] * len(refs)
+    for future in as_completed(futures):
+        index = futures[future]
+        try:
+            results[index] = future.result()
+        except Exception as exc:  # noqa: BLE001 - reported on the file, the others go on
+            results[index] = {"state": "error", "messages": [f"{type(exc).__name__}: {exc}"],
+                              "events": 0, "duration_events": 0, "memory_events": 0,
+                              "flow_events": 0}
+        if progress is not None:
+            progress.advance(refs[index].size, ok=results[index]["state"] != "error")
+    return [result for result in results if result is not None]
+
+
+def _portable(cache_root: Union[str, Path, None]) -> Optional[str]:
+    """The cache location as a string a task on another machine can open."""
+    return None if cache_root is None else str(cache_root)
