@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Optional, TextIO
 
+from . import cli_data
 from .analysis.report import build_distributed_view
 from .batch import RankProgress, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
@@ -52,6 +53,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     cache = _cache(args)
     if args.command == "summary":
         return _summary(args, cache)
+    if args.command in cli_data.COMMANDS:
+        return cli_data.run(args, cache)
     return _report(args, cache)
 
 
@@ -79,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         report.add_argument(f"--exp-{side}", help=f"diff: the {side} to compare with" + (
             " (required)" if side == "run" else f" (default: its first {side})"))
     report.add_argument("--format", choices=("json", "csv"), default="json")
+    cli_data.add_commands(commands)
     return parser
 
 
