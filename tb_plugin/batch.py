@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, Union
 
 from .cache import TraceCache, cache_location
+from .executors import InlineExecutor
 from .load import load_trace
 from .storage import FileRef
 
@@ -25,13 +26,15 @@ REDRAW_S = 0.2
 
 
 def summarise_file(ref: FileRef, cache_root: Union[str, Path, None],
-                   processes: Optional[int] = 1) -> dict[str, Any]:
-    """Parse one file into the cache (`cache_root` None: no cache) and return its counts."""
+                   processes: Optional[int] = 1,
+                   on_bytes: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
+    """Parse one file into the cache (`cache_root` None: no cache) and return its counts;
+    `on_bytes(n)` (in-process runs only) hears the bytes parsed so far."""
     if cache_root is None:
-        table = load_trace(ref, use_cache=False, processes=processes)
+        table = load_trace(ref, use_cache=False, processes=processes, progress=on_bytes)
     else:
         table = load_trace(ref, cache=TraceCache(cache_location(cache_root)),
-                           processes=processes)
+                           processes=processes, progress=on_bytes)
     return {
         "state": table.status.state,
         "messages": list(table.status.messages),
@@ -64,6 +67,14 @@ class RankProgress:
             self.stream.write("\r" + self.line(now))
             self.stream.flush()
 
+    def reading(self, done_bytes: int) -> None:
+        """Bytes parsed so far of the file in progress (files parsed in this process only)."""
+        now = time.monotonic()
+        if self.enabled and now - self._drawn >= REDRAW_S:
+            self._drawn = now
+            self.stream.write(f"\r{self.line(now)}, current file {done_bytes / 1e6:,.0f} MB")
+            self.stream.flush()
+
     def line(self, now: Optional[float] = None) -> str:
         elapsed = max(1e-9, (now or time.monotonic()) - self._start)
         width = 24
@@ -89,8 +100,11 @@ def summarise_files(executor: Executor, refs: Sequence[FileRef],
     A file whose task fails gets state "error" and the reason as its message (one bad file,
     or a lost worker, never hides the others)."""
     processes = None if len(refs) == 1 else 1  # one file alone may split; many share the cores
-    futures: dict[Future, int] = {executor.submit(task, ref, _portable(cache_root), processes): i
-                                  for i, ref in enumerate(refs)}
+    extra = {"on_bytes": progress.reading} if progress is not None and isinstance(
+        executor, InlineExecutor) else {}
+    futures: dict[Future, int] = {
+        executor.submit(task, ref, _portable(cache_root), processes, **extra): i
+        for i, ref in enumerate(refs)}
     results: list[Optional[dict[str, Any]]] = [None] * len(refs)
     for future in as_completed(futures):
         index = futures[future]

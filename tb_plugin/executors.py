@@ -101,16 +101,6 @@ class RayExecutor(Executor):
             self.error = exc
             log.error("torch-prof: %s", exc)
 
-    @property
-    def max_workers(self) -> int:
-        """CPUs of the cluster (how many tasks run at once), at least 1."""
-        if self.error is not None:
-            return 1
-        try:
-            return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
-        except Exception:  # noqa: BLE001 - a size hint only
-            return 1
-
     def _connect(self, timeout_s: float) -> None:
         ray = self._ray
         if self.address != "auto":

@@ -116,7 +116,7 @@ class LoadPool:
         self.config = config
         if config.cluster:  # a Ray cluster schedules by its own CPUs and memory
             self.workers = workers or config.load_workers or CLUSTER_IN_FLIGHT
-            self.memory_budget, self.split = 1 << 62, False
+            self.memory_budget = 1 << 62
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()

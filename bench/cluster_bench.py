@@ -1,0 +1,141 @@
+"""1024 synthetic ranks (small files): summarise them through the local process pool and through
+Ray with 2 local workers; wall time and the driver's peak RSS, each mode in a fresh process.
+Also the per-file parse cost on one bigger synthetic rank (MB/s in one process) and the
+cache's size per JSON byte, the inputs of the README's cluster-size projection.
+
+    python bench/cluster_bench.py [--ranks 1024] [--big-mb 100] [--out bench/cluster_results.md]
+
+Nothing asserts timings; the numbers go to stdout and to the --out file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tb_plugin.batch import summarise_files  # noqa: E402
+from tb_plugin.discovery import discover_runs  # noqa: E402
+from tests.cluster.ranks import write_rank, write_run  # noqa: E402
+
+
+def child(mode: str, logdir: str, cache: str) -> None:
+    """One measurement, in this fresh process; prints one JSON line."""
+    import multiprocessing
+
+    from tb_plugin.executors import RayExecutor, make_executor
+    from tb_plugin.settings import settings
+
+    refs = [s.ref for run in discover_runs(logdir) for spans in run.workers.values()
+            for s in spans]
+    started = time.perf_counter()
+    init_s = 0.0
+    if mode == "ray":
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=tempfile.mkdtemp(prefix="tp-ray-"))
+        init_s = time.perf_counter() - started
+        executor = RayExecutor("auto")
+    else:
+        executor = make_executor(settings(), max_workers=2,
+                                 mp_context=multiprocessing.get_context("spawn"))
+    begin = time.perf_counter()
+    rows = summarise_files(executor, refs, cache)
+    work_s = time.perf_counter() - begin
+    executor.shutdown(wait=True)
+    print(json.dumps({
+        "mode": mode, "files": len(rows), "events": sum(r["events"] for r in rows),
+        "errors": sum(r["state"] == "error" for r in rows), "init_s": round(init_s, 2),
+        "work_s": round(work_s, 2), "wall_s": round(time.perf_counter() - started, 2),
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "pyarrow_loaded": "pyarrow" in sys.modules,
+    }))
+
+
+def parse_cost(path: str, cache: str) -> None:
+    """Parse one file in one process, then store it in a cache: seconds, MB/s, cache bytes."""
+    from tb_plugin.cache import TraceCache
+    from tb_plugin.load import load_trace
+    from tb_plugin.storage import open_ref
+
+    ref = open_ref(path)
+    begin = time.perf_counter()
+    table = load_trace(ref, use_cache=False, processes=1)
+    parse_s = time.perf_counter() - begin
+    begin = time.perf_counter()
+    TraceCache(cache).save_table(ref, table)
+    save_s = time.perf_counter() - begin
+    stored = sum(p.stat().st_size for p in Path(cache.removeprefix("file://")).rglob("*")
+                 if p.is_file())
+    print(json.dumps({"mb": round(ref.size / 1e6, 1), "events": int(table.event_count),
+                      "parse_s": round(parse_s, 2), "mb_per_s": round(ref.size / 1e6 / parse_s, 1),
+                      "save_s": round(save_s, 2), "cache_per_json_byte":
+                      round(stored / ref.size, 3)}))
+
+
+def _run(*args: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
+                         text=True, cwd=REPO).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ranks", type=int, default=1024)
+    parser.add_argument("--big-mb", type=int, default=100)
+    parser.add_argument("--out", default=str(REPO / "bench" / "cluster_results.md"))
+    parser.add_argument("--child", nargs=3, metavar=("MODE", "LOGDIR", "CACHE"))
+    parser.add_argument("--parse-cost", nargs=2, metavar=("PATH", "CACHE"))
+    args = parser.parse_args()
+    if args.child:
+        return child(*args.child)
+    if args.parse_cost:
+        return parse_cost(*args.parse_cost)
+    work = Path(tempfile.mkdtemp(prefix="tp-cluster-bench-"))
+    try:
+        write_run(work / "logs", args.ranks)
+        size = sum(p.stat().st_size for p in (work / "logs").rglob("*.json"))
+        rows = []
+        for mode in ("local", "ray"):
+            rows.append(_run("--child", mode, str(work / "logs"), f"file://{work / f'c-{mode}'}"))
+            print(rows[-1], flush=True)
+        steps = max(1, int(args.big_mb * 1e6 / 3600))  # ~3.6 KB of JSON per step (16 events)
+        (work / "big").mkdir()
+        big = write_rank(work / "big", 0, 1, steps=steps)
+        cost = _run("--parse-cost", str(big), f"file://{work / 'cache-big'}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lines = [
+        f"# Cluster benchmark ({time.strftime('%Y-%m-%d')}, {platform.node()}, "
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()})",
+        "",
+        f"{args.ranks} synthetic ranks, {size / 1e6:.1f} MB of JSON in all, cold file:// cache, "
+        "2 workers in both modes.",
+        "",
+        "| mode | files | errors | init s | work s | wall s | driver peak RSS MB | pyarrow |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        *(f"| {r['mode']} | {r['files']} | {r['errors']} | {r['init_s']} | {r['work_s']} | "
+          f"{r['wall_s']} | {r['driver_peak_rss_mb']} | {r['pyarrow_loaded']} |" for r in rows),
+        "",
+        f"Per-file cost, one process: {cost['mb']} MB synthetic rank, {cost['events']:,} events: "
+        f"parse {cost['parse_s']} s ({cost['mb_per_s']} MB/s), cache write {cost['save_s']} s, "
+        f"cache {cost['cache_per_json_byte']} bytes per JSON byte.",
+    ]
+    text = "\n".join(lines) + "\n"
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
