@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
 import resource
 import shutil
@@ -25,17 +26,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tb_plugin.batch import summarise_files  # noqa: E402
+from tb_plugin.cache import TraceCache  # noqa: E402
 from tb_plugin.discovery import discover_runs  # noqa: E402
+from tb_plugin.executors import RayExecutor, make_executor  # noqa: E402
+from tb_plugin.load import load_trace  # noqa: E402
+from tb_plugin.settings import settings  # noqa: E402
+from tb_plugin.storage import open_ref  # noqa: E402
 from tests.cluster.ranks import write_rank, write_run  # noqa: E402
 
 
 def child(mode: str, logdir: str, cache: str) -> None:
     """One measurement, in this fresh process; prints one JSON line."""
-    import multiprocessing
-
-    from tb_plugin.executors import RayExecutor, make_executor
-    from tb_plugin.settings import settings
-
     refs = [s.ref for run in discover_runs(logdir) for spans in run.workers.values()
             for s in spans]
     started = time.perf_counter()
@@ -65,10 +66,6 @@ def child(mode: str, logdir: str, cache: str) -> None:
 
 def parse_cost(path: str, cache: str) -> None:
     """Parse one file in one process, then store it in a cache: seconds, MB/s, cache bytes."""
-    from tb_plugin.cache import TraceCache
-    from tb_plugin.load import load_trace
-    from tb_plugin.storage import open_ref
-
     ref = open_ref(path)
     begin = time.perf_counter()
     table = load_trace(ref, use_cache=False, processes=1)

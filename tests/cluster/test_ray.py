@@ -5,6 +5,7 @@ leaves no corrupt cache entry."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import tempfile
@@ -14,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
@@ -30,7 +32,6 @@ from tb_plugin.storage import file_ref, filesystem
 from tests.cluster.diefs import MARKER_ENV, DieOnceFS
 from tests.cluster.ranks import write_run
 from tests.cluster.support import Outcomes, import_ray
-from tests.server.test_units import _context
 from tests.support import REPO
 
 RANKS = 64
@@ -69,7 +70,9 @@ def _serve(logdir: Path, cache: TraceCache, config: Settings) -> dict[str, Any]:
         return LoadPool(root, on_start, on_progress, outcomes.wrap(on_done), config=config)
 
     store = RunStore(str(logdir), cache=cache, config=config, pool_factory=pool)
-    apps = TorchProfPlugin(_context(str(logdir)), provider=store).get_plugin_apps()
+    context = base_plugin.TBContext(logdir=str(logdir), flags=argparse.Namespace(
+        logdir=str(logdir), logdir_spec=""))
+    apps = TorchProfPlugin(context, provider=store).get_plugin_apps()
     client = Client(lambda env, start: apps[env["PATH_INFO"]](env, start), Response)
     try:
         store.start()
