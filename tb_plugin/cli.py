@@ -32,7 +32,7 @@ from typing import Any, Optional, TextIO
 
 from . import cli_data
 from .analysis.report import build_distributed_view
-from .batch import RankProgress, summarise_files
+from .batch import RankProgress, local_workers, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
 from .executors import make_executor
@@ -40,7 +40,7 @@ from .ingest import TraceTable
 from .load import load_trace
 from .output.encoding import pretty_json
 from .output.rows import csv_bytes
-from .settings import CLUSTER_ENV, settings, usable_cpus
+from .settings import CLUSTER_ENV, available_memory, settings, usable_cpus
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 from .views.errors import NotInTrace, OptionError
 from .views.options import OptionField, option_fields, read_options
@@ -122,7 +122,7 @@ def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
     refs = [span.ref for run in runs for spans in run.workers.values() for span in spans]
     config = settings()
     config = replace(config, cluster=args.cluster or config.cluster)
-    workers = min(usable_cpus(), len(refs)) if len(refs) >= LOCAL_POOL_FILES else 0
+    workers = local_workers(refs, usable_cpus(), available_memory())
     executor = make_executor(config, max_workers=workers,
                              mp_context=multiprocessing.get_context(config.start_method))
     if getattr(executor, "error", None) is not None:  # the cluster is unreachable
@@ -163,10 +163,6 @@ def _run_row(run: RunInfo, results: Iterator[dict[str, Any]]) -> dict[str, Any]:
 def _span_summary(span: SpanFile, counts: dict[str, Any]) -> dict[str, Any]:
     """A file's row: its name and size, and the counts `batch.summarise_file` returned."""
     return {"span": span.span, "file": span.ref.url, "bytes": span.ref.size, **counts}
-
-
-#: From this many files on, the CLI parses them in a local process pool (fewer: in-process).
-LOCAL_POOL_FILES = 4
 
 
 def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None:

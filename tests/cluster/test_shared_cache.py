@@ -15,11 +15,12 @@ import fsspec
 import pytest
 
 from tb_plugin import cache as cache_module
+from tb_plugin.batch import local_workers
 from tb_plugin.cache import TraceCache, default_cache
 from tb_plugin.cli import main
 from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.memory_export import read_raw_timeline
-from tb_plugin.storage import open_ref
+from tb_plugin.storage import FileRef, open_ref
 from tests.cluster.ranks import write_rank, write_run
 from tests.ingest.tables import assert_same_table
 
@@ -136,3 +137,16 @@ def test_unwritable_cache_url_is_reported_once_and_the_run_loads(tmp_path: Path,
     assert [(w["spans"][0]["state"], w["spans"][0]["events"]) for w in rows] == [("ok", 48)] * 6
     reports = [r for r in caplog.records if "cannot write to the cache" in r.getMessage()]
     assert len(reports) == 1 and str(blocker) in reports[0].getMessage()
+
+
+def test_local_workers_are_bounded_by_files_cpus_and_memory(tmp_path: Path) -> None:
+    def refs(count: int, size: int, name: str = "w.pt.trace.json") -> list:
+        return [FileRef(None, f"/{i}/{name}", size, "0") for i in range(count)]
+
+    assert local_workers(refs(3, 1 << 20), 8, 64 << 30) == 0  # a few files: in-process
+    assert local_workers(refs(5, 1 << 20), 8, 64 << 30) == 5  # no more processes than files
+    assert local_workers(refs(100, 1 << 20), 8, 64 << 30) == 8  # nor than CPUs
+    # 4 GB available: half of it over (192 MB + 808 MB) per process = 2 processes
+    assert local_workers(refs(100, 808 << 20), 8, 4 << 30) == 2
+    # gzip: 50 MB inflates to about 1 GB; 1 GB available still runs one process
+    assert local_workers(refs(100, 50 << 20, "w.pt.trace.json.gz"), 8, 1 << 30) == 1
