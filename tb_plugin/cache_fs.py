@@ -17,6 +17,7 @@ only read: the run still loads, it just parses what it cannot find.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -135,8 +136,13 @@ class SharedStore:
         return f"{self._entry(key)}/payloads/{name}"
 
     def writable(self) -> bool:
-        """Probe once whether this cache accepts writes (reported once when it does not)."""
-        return self.put_json(f".probe/{uuid.uuid4().hex}.json", {"probe": True})
+        """Probe whether this cache accepts writes (reported once when it does not)."""
+        probe = f".probe/{uuid.uuid4().hex}.json"
+        if not self.put_json(probe, {"probe": True}):
+            return False
+        with contextlib.suppress(OSError):
+            self.fs.rm_file(f"{self.root}/{probe}")
+        return True
 
     def _entry(self, key: str) -> str:
         return f"{key[:2]}/{key}"

@@ -61,6 +61,7 @@ def _files(url: str) -> dict[str, bytes]:
 
 def test_entry_is_one_generation_and_a_marker(url: str, ref) -> None:
     cache = TraceCache(url)
+    assert cache.writable()  # the probe object is removed again (no file below)
     cache.save_table(ref, parse_trace(ref))
     names = sorted(path.rsplit("/", 2)[-2:][-1] for path in _files(url))
     assert names == ["COMMIT.json", "columns.npz", "manifest.json"]
