@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,7 +31,9 @@ from tb_plugin.cache import TraceCache  # noqa: E402
 from tb_plugin.discovery import discover_runs  # noqa: E402
 from tb_plugin.executors import RayExecutor, make_executor  # noqa: E402
 from tb_plugin.load import load_trace  # noqa: E402
-from tb_plugin.settings import settings  # noqa: E402
+from tb_plugin.server.pool import LoadPool  # noqa: E402
+from tb_plugin.server.store import RunStore  # noqa: E402
+from tb_plugin.settings import Settings, settings  # noqa: E402
 from tb_plugin.storage import open_ref  # noqa: E402
 from tests.cluster.ranks import write_rank, write_run  # noqa: E402
 
@@ -41,6 +44,8 @@ def child(mode: str, logdir: str, cache: str) -> None:
             for s in spans]
     started = time.perf_counter()
     init_s = 0.0
+    if mode.startswith("server"):
+        return server_child(mode, logdir, cache, len(refs))
     if mode == "ray":
         import ray
 
@@ -58,6 +63,44 @@ def child(mode: str, logdir: str, cache: str) -> None:
     print(json.dumps({
         "mode": mode, "files": len(rows), "events": sum(r["events"] for r in rows),
         "errors": sum(r["state"] == "error" for r in rows), "init_s": round(init_s, 2),
+        "work_s": round(work_s, 2), "wall_s": round(time.perf_counter() - started, 2),
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "pyarrow_loaded": "pyarrow" in sys.modules,
+    }))
+
+
+def server_child(mode: str, logdir: str, cache: str, files: int) -> None:
+    """The server's side: a RunStore whose LoadPool runs locally (2 processes) or on Ray (2
+    local workers) until every file's outcome is in; wall time and the server's peak RSS."""
+    started = time.perf_counter()
+    init_s = 0.0
+    if mode == "server-ray":
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=tempfile.mkdtemp(prefix="tp-ray-"))
+        init_s = time.perf_counter() - started
+    config = Settings(cluster="auto") if mode == "server-ray" else Settings(load_workers=2)
+    done, outcomes = threading.Event(), []
+
+    def pool(root, on_start, on_progress, on_done):
+        def record(outcome):
+            on_done(outcome)
+            outcomes.append(outcome)
+            if len(outcomes) >= files:
+                done.set()
+        return LoadPool(root, on_start, on_progress, record, config=config)
+
+    begin = time.perf_counter()
+    store = RunStore(logdir, cache=TraceCache(cache), config=config, pool_factory=pool)
+    store.start()
+    assert done.wait(3600)
+    work_s = time.perf_counter() - begin
+    store.close()
+    print(json.dumps({
+        "mode": mode, "files": len(outcomes), "events": sum(
+            (o.summary or {}).get("events", 0) for o in outcomes),
+        "errors": sum(o.error is not None for o in outcomes), "init_s": round(init_s, 2),
         "work_s": round(work_s, 2), "wall_s": round(time.perf_counter() - started, 2),
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "pyarrow_loaded": "pyarrow" in sys.modules,
@@ -104,7 +147,7 @@ def main() -> None:
         write_run(work / "logs", args.ranks)
         size = sum(p.stat().st_size for p in (work / "logs").rglob("*.json"))
         rows = []
-        for mode in ("local", "ray"):
+        for mode in ("local", "ray", "server-local", "server-ray"):
             rows.append(_run("--child", mode, str(work / "logs"), f"file://{work / f'c-{mode}'}"))
             print(rows[-1], flush=True)
         steps = max(1, int(args.big_mb * 1e6 / 3600))  # ~3.6 KB of JSON per step (16 events)
@@ -119,6 +162,9 @@ def main() -> None:
         "",
         f"{args.ranks} synthetic ranks, {size / 1e6:.1f} MB of JSON in all, cold file:// cache, "
         "2 workers in both modes.",
+        "",
+        "CLI `summary` (local, ray) and the server's RunStore/LoadPool (server-*), until every "
+        "file is summarised; RSS is the driver's (CLI or server) own peak.",
         "",
         "| mode | files | errors | init s | work s | wall s | driver peak RSS MB | pyarrow |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
