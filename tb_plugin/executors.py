@@ -4,8 +4,10 @@
 start), or, when `$TORCH_PROF_CLUSTER` (the CLI's `--cluster`) names a Ray cluster, a
 `RayExecutor` whose tasks run the same module-level functions on the cluster's workers: each
 reads its file through fsspec, parses it, writes the table and its summary to the (shared)
-cache and returns only the small summary. The server's `LoadPool` and the CLI's `summary`
-submit their per-file work here, so both run locally or on the cluster alike.
+cache and returns only the small summary. The parsers' progress messages reach the same local
+queue either way (on Ray through a queue actor and a forwarding thread). The server's
+`LoadPool` and the CLI's `summary` submit their per-file work here, so both run locally or on
+the cluster alike.
 
 Ray is an optional extra (`pip install "torch-prof[ray]"`), imported only when a cluster is
 configured. An unreachable cluster is one clear error naming the address, within
@@ -18,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import queue
 import socket
 import threading
+import uuid
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
@@ -34,6 +38,10 @@ CONNECT_TIMEOUT_S = 10.0
 TASK_RETRIES = 3
 #: Tasks a `LoadPool` keeps in flight on a cluster (Ray queues them by the cluster's CPUs).
 CLUSTER_IN_FLIGHT = 512
+#: Progress messages the relay queue on the cluster holds (more are dropped), and how long the
+#: forwarding thread waits for one.
+RELAY_MAX = 10_000
+RELAY_POLL_S = 0.5
 
 
 class ClusterError(RuntimeError):
@@ -44,11 +52,12 @@ def make_executor(config: Settings, *, max_workers: int, mp_context: Any = None,
                   initializer: Optional[Callable[..., None]] = None,
                   initargs: tuple = ()) -> Executor:
     """The executor for per-file work: a Ray cluster when configured, else local processes
-    (`initializer` runs in each local process only; Ray workers have no progress queue), or
+    (`initializer(*initargs)` runs once in each worker process; on Ray its first argument, a
+    local progress queue, is replaced by a relay queue on the cluster, see `RayExecutor`), or
     this process itself for `max_workers=0` (a few small files: starting processes would cost
     more than it saves)."""
     if config.cluster:
-        return RayExecutor(config.cluster)
+        return RayExecutor(config.cluster, initializer=initializer, initargs=initargs)
     if max_workers < 1:
         return InlineExecutor()
     return ProcessPoolExecutor(max_workers=max_workers, mp_context=mp_context,
@@ -71,8 +80,15 @@ class InlineExecutor(Executor):
         return future
 
 
-def _call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """What a Ray task runs: the submitted module-level function (imported by reference)."""
+_initialised: set[str] = set()  # in a Ray worker: the executors whose initializer ran here
+
+
+def _call(fn: Callable[..., Any], args: tuple, kwargs: dict, init: Any = None) -> Any:
+    """What a Ray task runs: the executor's initializer once per worker process and executor
+    (`init` = (token, initializer, args)), then the submitted module-level function."""
+    if init is not None and init[0] not in _initialised:
+        init[1](*init[2])
+        _initialised.add(init[0])
     return fn(*args, **kwargs)
 
 
@@ -85,8 +101,10 @@ class RayExecutor(Executor):
     killed worker invisible, so the retry just writes it again.
     """
 
-    def __init__(self, address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, address: str, timeout_s: float = CONNECT_TIMEOUT_S, *,
+                 initializer: Optional[Callable[..., None]] = None, initargs: tuple = ()) -> None:
         self.address = address
+        self._init: Any = None
         self.error: Optional[ClusterError] = None
         self._owns_connection = False
         self._lock = threading.Lock()
@@ -97,6 +115,8 @@ class RayExecutor(Executor):
             self._connect(timeout_s)
             self._task = self._ray.remote(_call).options(max_retries=TASK_RETRIES,
                                                          retry_exceptions=False)
+            if initializer is not None:
+                self._init = (uuid.uuid4().hex, initializer, self._relay(initargs))
         except ClusterError as exc:
             self.error = exc
             log.error("torch-prof: %s", exc)
@@ -128,12 +148,36 @@ class RayExecutor(Executor):
                                f"({CLUSTER_ENV}): {type(exc).__name__}: {exc}")
         self._owns_connection = True
 
+    def _relay(self, initargs: tuple) -> tuple:
+        """The initializer's arguments for the workers: a local queue (the parser's progress
+        messages) becomes a queue actor on the cluster, and a thread here moves what arrives
+        there into the local queue."""
+        if not initargs or not hasattr(initargs[0], "put_nowait"):
+            return initargs
+        local = initargs[0]
+        relay = importlib.import_module("ray.util.queue").Queue(
+            maxsize=RELAY_MAX, actor_options={"num_cpus": 0})
+        threading.Thread(target=self._forward, args=(relay, local), daemon=True,
+                         name="torch-prof-ray-progress").start()
+        return (relay, *initargs[1:])
+
+    def _forward(self, relay: Any, local: Any) -> None:
+        while not self._closed:
+            try:
+                item = relay.get(block=True, timeout=RELAY_POLL_S)
+            except queue.Empty:
+                continue
+            except Exception:  # noqa: BLE001 - the cluster went away: progress stops, not work
+                return
+            with contextlib.suppress(queue.Full, OSError, ValueError):
+                local.put_nowait(item)
+
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
         if self.error is not None or self._closed:
             future.set_exception(self.error or RuntimeError("the executor is shut down"))
             return future
-        ref = self._task.remote(fn, args, kwargs)
+        ref = self._task.remote(fn, args, kwargs, self._init)
         with self._lock:
             self._pending[id(future)] = ref
         ref.future().add_done_callback(lambda done: self._settle(future, done))
