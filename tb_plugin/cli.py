@@ -31,7 +31,6 @@ from dataclasses import replace
 from typing import Any, Optional, TextIO
 
 from . import cli_data
-from .analysis.report import build_distributed_view
 from .batch import RankProgress, local_workers, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
@@ -42,10 +41,10 @@ from .output.encoding import pretty_json
 from .output.rows import csv_bytes
 from .settings import CLUSTER_ENV, available_memory, settings, usable_cpus
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
-from .views.errors import NotInTrace, OptionError
+from .views.errors import NotInTrace, OptionError, Unreadable
 from .views.options import OptionField, option_fields, read_options
 from .views.registry import SPECS
-from .views.spec import EXPORT, PAIR, SPAN, ViewSpec
+from .views.spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -157,6 +156,7 @@ def _run_row(run: RunInfo, results: Iterator[dict[str, Any]]) -> dict[str, Any]:
         "path": run.path,
         "workers": workers,
         "memory_timelines": [ref.url for ref in run.memory_timelines],
+        "memory_snapshots": [ref.url for ref in run.memory_snapshots],
     }
 
 
@@ -181,6 +181,8 @@ def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None
                     out.write(f"      ! {message}\n")
         for timeline in run["memory_timelines"]:
             out.write(f"  memory timeline: {timeline}\n")
+        for snapshot in run["memory_snapshots"]:
+            out.write(f"  allocator snapshot: {snapshot}\n")
 
 
 # -- report --------------------------------------------------------------------------------
@@ -200,7 +202,7 @@ def _report(args: argparse.Namespace, cache: TraceCache) -> int:
         options = _options(args, spec)
         payload = _build_report(discover_runs(args.logdir), args, spec, options, cache)
         text = _csv(spec, payload) if args.format == "csv" else pretty_json(payload)
-    except LoadError as exc:
+    except (LoadError, Unreadable) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     except (UsageError, OptionError, NotInTrace) as exc:
@@ -249,7 +251,9 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
                   cache: TraceCache) -> Any:
     run = _find_run(runs, args.run)
     if spec.kind == SPAN:
-        return _distributed(run, args.span, cache)
+        return _distributed(run, args.span, cache, spec, options)
+    if spec.kind == SNAPSHOT:
+        return _build_snapshot(run, args, spec, options, cache)
     if spec.kind == EXPORT and not run.workers:
         return spec.build(None, _only_export(run), options)
     span = _select_span(run, args.worker, args.span)
@@ -263,23 +267,56 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
     return spec.build(table, options)
 
 
-def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> dict[str, Any]:
-    """All workers of one span (default: the first worker's first span), like the server."""
+def _build_snapshot(run: RunInfo, args: argparse.Namespace, spec: ViewSpec, options: Any,
+                    cache: TraceCache) -> Any:
+    """The run's snapshot (`--snapshot`, else the one named after the span's trace, else the
+    one of its period, else the first readable one), on the span's clock when the run has
+    traces."""
+    snapshots = run.memory_snapshots
+    if not snapshots:
+        raise UsageError(f"run {run.name} has no allocator snapshot (*.pickle, *snapshot*.pkl)")
+    span = _select_span(run, args.worker, args.span) if run.workers else None
+    if options.snapshot is not None:
+        ref = next((r for r in snapshots if r.name == options.snapshot), None)
+        if ref is None:
+            raise UsageError(f"no snapshot {options.snapshot!r}; snapshots: "
+                             f"{', '.join(r.name for r in snapshots)}")
+        candidates = [ref]
+    else:  # named after the span's trace, else the one of its period
+        paired = span.memory_snapshot if span is not None else None
+        candidates = [paired] if paired is not None else snapshots
+    table = _load(span, cache) if span is not None else None
+    return spec.build(table, (candidates, [r.name for r in snapshots]), options)
+
+
+def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,
+                 spec: ViewSpec, options: Any) -> dict[str, Any]:
+    """All workers of one span (default: the first worker's first span), like the server: one
+    file at a time, keeping only its summary (cached next to its table)."""
     if not run.workers:
         raise UsageError(f"run {run.name} has no trace files")
     span_name = span_name or next(iter(run.workers.values()))[0].span
     spans = ((worker, run.span_file(worker, span_name)) for worker in run.workers)
-    files = ((worker, None if span is None else load_trace(span.ref, cache=cache))
+    files = ((worker, None if span is None else _summarised(span, cache, spec))
              for worker, span in spans)
-    found = span_workers(span_name, files, lambda table: (table.status.state,
-                                                          table.status.messages))
+    found = span_workers(span_name, files, lambda loaded: (loaded[0], loaded[1]))
     try:
         tables, skipped = found.require(run.name, span_name)
     except NoWorkerHasSpan as exc:
         raise UsageError(str(exc)) from None
     except NoWorkerReadable as exc:
         raise LoadError(f"{exc.message}: {exc.skipped}") from None
-    return build_distributed_view(tables, skipped)
+    return spec.build({w: loaded[2] for w, loaded in tables.items()}, skipped, options)
+
+
+def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str, list[str], Any]:
+    """(state, messages, the spec's per-file summary or the table) of one span file."""
+    table = load_trace(span.ref, cache=cache)
+    status = table.status
+    if status.state == "error" or spec.summarize is None:
+        return status.state, status.messages, table
+    summary = cache.payload(span.ref, spec.summary_key(), lambda: spec.summarize(table))
+    return status.state, status.messages, summary
 
 
 def _load(span: SpanFile, cache: TraceCache) -> TraceTable:

@@ -29,6 +29,9 @@ TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
 START_METHOD_ENV = "TORCH_PROF_START_METHOD"
 WARM_ENV = "TORCH_PROF_WARM"
 CLUSTER_ENV = "TORCH_PROF_CLUSTER"
+SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
+#: Default size limit of an allocator snapshot, MB (unpickled, about five times that in memory).
+DEFAULT_SNAPSHOT_MAX_MB = 1024
 
 #: Values of $TORCH_PROF_CACHE_DIR that turn the cache off.
 CACHE_OFF_VALUES = frozenset({"off", "none", "0", "false"})
@@ -58,6 +61,8 @@ class Settings:
     #: Ray cluster that parses and summarises files (ray://HOST:PORT, HOST:PORT or auto);
     #: None = the local process pool.
     cluster: Optional[str] = None
+    #: Allocator snapshots (pickles) bigger than this, bytes, are refused (bounded memory).
+    snapshot_max_bytes: int = DEFAULT_SNAPSHOT_MAX_MB << 20
 
 
 def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
@@ -78,6 +83,8 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         start_method=_choice(env, START_METHOD_ENV, START_METHODS, "spawn"),
         warm=env.get(WARM_ENV, "").strip() != "0",
         cluster=env.get(CLUSTER_ENV, "").strip() or None,
+        snapshot_max_bytes=(_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB)
+        << 20,
     )
 
 

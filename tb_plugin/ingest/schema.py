@@ -15,7 +15,9 @@ from typing import Any, Callable
 import pandas as pd
 
 #: Bumped whenever the parser's output changes; part of every cache key.
-PARSER_VERSION = 2  # 2: categories in order of first appearance, batch-independent
+PARSER_VERSION = 3  # 2: categories in order of first appearance, batch-independent
+# 3: op_args gained concrete_inputs, flops and the Inductor kernel columns
+#    (kernel_file, kernel_hash, kernel_backend, kernel_flop, kernel_num_gb)
 
 
 class Kind(IntEnum):
@@ -141,6 +143,7 @@ OP_ARG_COLUMNS: dict[str, str] = {  # cpu_op / user annotations
     "event": "int64",
     "input_dims": "category",  # Python str() of the dims list, as the reference shows it
     "input_types": "category",
+    "concrete_inputs": "category",  # scalar arguments as recorded; kept for convolutions only
     "call_stack": "category",
     "sequence_number": "float64",
     "fwd_thread_id": "float64",
@@ -150,6 +153,12 @@ OP_ARG_COLUMNS: dict[str, str] = {  # cpu_op / user annotations
     "group_size": "float64",
     "dtype": "category",
     "process_group": "category",
+    "flops": "float64",  # `flops` arg (with_flops=True), FLOPs of one call
+    "kernel_file": "category",  # Inductor kernel ops: generated source file
+    "kernel_hash": "category",
+    "kernel_backend": "category",  # "triton", "cpp"...
+    "kernel_flop": "float64",  # Inductor's own FLOP estimate of the kernel
+    "kernel_num_gb": "float64",  # Inductor's own estimate of the GB it moves
 }
 PYTHON_ARG_COLUMNS: dict[str, str] = {
     "event": "int64",

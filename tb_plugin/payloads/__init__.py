@@ -20,8 +20,11 @@ from .catalogue import (
 )
 from .diff import DiffPayload
 from .distributed import DistributedPayload
+from .efficiency import CompiledPayload, RooflinePayload
+from .gpu_idle import GpuIdlePayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
+from .memory_snapshot import MemorySnapshotPayload
 from .memory_timeline import MemoryTimelinePayload
 from .modules import ModulesPayload
 from .operators import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
@@ -44,7 +47,9 @@ REPLIES: dict[str, type] = {"loading": Loading, "error": Error}
 
 __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatusDetail",
            "ViewSpecs",
-           "DiffPayload", "DistributedPayload", "KernelPiesPayload", "KernelsPayload",
-           "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
+           "DiffPayload", "DistributedPayload", "GpuIdlePayload", "KernelPiesPayload",
+           "KernelsPayload", "MemoryPayload", "MemorySnapshotPayload", "MemoryTimelinePayload",
+           "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
-           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]
+           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload",
+           "CompiledPayload", "RooflinePayload"]

@@ -164,6 +164,14 @@ class OpArgs(TypedDict):
     group_size: NotRequired[Annotated[float, doc("Process group size" + _ABSENT)]]
     dtype: NotRequired[Annotated[str, doc("Data type" + _ABSENT)]]
     process_group: NotRequired[Annotated[str, doc("Process group" + _ABSENT)]]
+    concrete_inputs: NotRequired[Annotated[str, doc(
+        "Concrete Inputs (scalar arguments), Python str of the list" + _ABSENT)]]
+    flops: NotRequired[Annotated[float, doc("FLOPs recorded with with_flops=True" + _ABSENT)]]
+    kernel_file: NotRequired[Annotated[str, doc("Inductor kernel source file" + _ABSENT)]]
+    kernel_hash: NotRequired[Annotated[str, doc("Inductor kernel hash" + _ABSENT)]]
+    kernel_backend: NotRequired[Annotated[str, doc('Inductor backend ("triton")' + _ABSENT)]]
+    kernel_flop: NotRequired[Annotated[float, doc("Inductor's FLOP estimate" + _ABSENT)]]
+    kernel_num_gb: NotRequired[Annotated[float, doc("Inductor's GB-moved estimate" + _ABSENT)]]
 
 
 class PythonArgs(TypedDict):

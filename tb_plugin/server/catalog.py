@@ -159,10 +159,12 @@ class Catalog:
                     for span_file in spans:
                         state = self._current_or_new(span_file.ref, changed_at, fresh)
                         state.memory_timeline = span_file.memory_timeline
+                        state.memory_snapshot = bool(run.memory_snapshots)
                         files[span_file.ref.url] = state
                         entries.append((span_file.span, state))
                     workers[worker] = entries
-                index[run.name] = RunEntry(run.name, workers, list(run.memory_timelines))
+                index[run.name] = RunEntry(run.name, workers, list(run.memory_timelines),
+                                           list(run.memory_snapshots))
             gone = [f for url, f in self._files.items() if files.get(url) is not f]
             self._runs, self._files = index, files
             self._by_identity = {f.identity: f for f in files.values()}
@@ -348,6 +350,9 @@ class Catalog:
 
     def memory_exports(self, run_name: str) -> list[FileRef]:
         return list(self._run(run_name).memory_timelines)
+
+    def memory_snapshots(self, run_name: str) -> list[FileRef]:
+        return list(self._run(run_name).memory_snapshots)
 
     def is_current(self, state: FileState) -> bool:
         """Whether `state` is still the current version of its file."""

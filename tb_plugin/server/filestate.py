@@ -37,10 +37,13 @@ class FileState:
     progress: float = 0.0
     parsed: bool = False  # the state comes from the parser (not from a crash or a bug)
     memory_timeline: Optional[FileRef] = None  # the memory-timeline export of this span
+    memory_snapshot: bool = False  # the run holds an allocator snapshot
 
     def predicate_features(self) -> dict[str, Any]:
-        """The parser's features plus what the scan knows (a paired memory timeline)."""
-        return {**self.features, "memory_timeline": self.memory_timeline is not None}
+        """The parser's features plus what the scan knows (a paired memory timeline, the run's
+        allocator snapshots)."""
+        return {**self.features, "memory_timeline": self.memory_timeline is not None,
+                "memory_snapshot": self.memory_snapshot}
 
     def report(self, now: float) -> tuple[str, list[str]]:
         """(state, messages) as shown to users: a cut-off file that was just modified is
@@ -66,6 +69,7 @@ class RunEntry:
     name: str
     workers: dict[str, list[tuple[str, FileState]]]  # worker -> [(span, file)], spans in order
     memory_timelines: list[FileRef] = field(default_factory=list)
+    memory_snapshots: list[FileRef] = field(default_factory=list)
 
     def files(self) -> Iterator[FileState]:
         for spans in self.workers.values():
@@ -77,6 +81,7 @@ class RunEntry:
 
     def facts(self, usable_runs: int) -> RunFacts:
         return RunFacts(usable_runs=usable_runs, memory_exports=len(self.memory_timelines),
+                        memory_snapshots=len(self.memory_snapshots),
                         trace_files=sum(1 for _ in self.files()))
 
 

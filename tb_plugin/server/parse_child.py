@@ -10,6 +10,8 @@ children: keep it free of TensorBoard imports.
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 import queue
 import time
@@ -20,6 +22,7 @@ from ..analysis.features import FEATURES_VERSION, summarize
 from ..cache import TraceCache, cache_location
 from ..load import load_trace
 from ..storage import FileRef
+from ..views.registry import SPECS
 
 #: Payload key of the per-file summary the children store next to the parsed table.
 SUMMARY_KEY = f"torch-prof-server/summary/v{FEATURES_VERSION}"
@@ -27,6 +30,7 @@ CHILD_NICENESS = 2  # parsing yields a little to the server's request threads
 PROGRESS_EVERY_S = 0.2
 
 _progress_queue: Any = None
+log = logging.getLogger(__name__)
 
 
 def init_child(progress_queue: Any) -> None:
@@ -47,7 +51,23 @@ def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
     summary = summarize(table)
     if summary["state"] != "error":  # error tables are not cached: a retry re-reads the file
         cache.payload(ref, SUMMARY_KEY, lambda: summary)
+        _store_view_summaries(cache, ref, table, summary["features"])
     return summary
+
+
+def _store_view_summaries(cache: TraceCache, ref: FileRef, table: Any,
+                          features: dict[str, Any]) -> None:
+    """The per-file summaries of run-level views (the Distributed view's rank summary), next to
+    the table, while the table is in memory: the server then never reads the table for them.
+    A failure here costs only the precomputation (the server computes it on first request)."""
+    for spec in SPECS.values():
+        if spec.summarize is None or not spec.summary_wanted(features):
+            continue
+        try:
+            cache.payload(ref, spec.summary_key(), functools.partial(spec.summarize, table))
+        except Exception:  # noqa: BLE001 - the request path reports it with the file's name
+            log.warning("torch-prof: %s summary of %s failed", spec.name, ref.url,
+                        exc_info=True)
 
 
 def peek_summary(cache: TraceCache, ref: FileRef) -> Optional[dict[str, Any]]:

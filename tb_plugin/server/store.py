@@ -106,6 +106,9 @@ class RunStore:
     def memory_exports(self, run: str) -> list[FileRef]:
         return self._catalog.memory_exports(run)
 
+    def memory_snapshots(self, run: str) -> list[FileRef]:
+        return self._catalog.memory_snapshots(run)
+
     def file(self, run: str, worker: str, span: str) -> FileState:
         return self._catalog.file(run, worker, span)
 

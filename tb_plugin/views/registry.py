@@ -7,14 +7,29 @@ and flags, and `openapi.yaml` (`python -m tb_plugin.views.openapi`) follow from 
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal, Optional
 
 import msgspec
 from msgspec import Meta
 
+from ..analysis.compiled import build_compiled
 from ..analysis.diff import UnknownDiffPathError, build_diff
+from ..analysis.dist_summary import summary_builtins, wants_summary
+from ..analysis.gpu_idle import (
+    DEFAULT_DELAY_CUTOFF_US,
+    DEFAULT_KERNEL_WAIT_US,
+    DEFAULT_QUEUE_FULL,
+    DEFAULT_RUNTIME_CUTOFF_US,
+    build_gpu_idle,
+)
 from ..analysis.kernels import build_kernel_pies, build_kernels
 from ..analysis.memory import UnknownDeviceError, build_memory
+from ..analysis.memory_snapshot import (
+    UnknownSnapshotDeviceError,
+    build_memory_snapshot,
+    overlaps_trace,
+)
 from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
 from ..analysis.modules import build_modules
 from ..analysis.operators import (
@@ -25,6 +40,7 @@ from ..analysis.operators import (
 )
 from ..analysis.overview import build_overview
 from ..analysis.report import build_distributed_view
+from ..analysis.roofline import build_roofline
 from ..analysis.timeline import (
     DEFAULT_WIDTH,
     MAX_WIDTH,
@@ -35,27 +51,32 @@ from ..analysis.timeline import (
 )
 from ..analysis.timeline_counters import timeline_extras
 from ..ingest.memory_export import RawTimeline
-from ..load import load_memory_export
+from ..ingest.snapshot import Snapshot, SnapshotError
+from ..load import load_memory_export, load_snapshot
 from ..output import rows
 from ..payloads import (
     CallStacksPayload,
+    CompiledPayload,
     DiffPayload,
     DistributedPayload,
+    GpuIdlePayload,
     KernelPiesPayload,
     KernelsPayload,
     MemoryPayload,
+    MemorySnapshotPayload,
     MemoryTimelinePayload,
     ModulesPayload,
     OperatorPiesPayload,
     OperatorsPayload,
     OverviewPayload,
+    RooflinePayload,
     TimelineEventPayload,
     TimelinePayload,
     TimelineSearchPayload,
 )
-from .errors import NotInTrace, OptionError
+from .errors import NotInTrace, OptionError, Unreadable
 from .options import NoOptions, option_fields
-from .spec import DISK, EXPORT, MEMORY, PAIR, SPAN, ViewSpec, never
+from .spec import DISK, EXPORT, MEMORY, PAIR, SNAPSHOT, SPAN, ViewSpec, never
 
 MAX_TOP_N = 1_000_000
 MAX_SEARCH_LIMIT = 10_000
@@ -123,9 +144,42 @@ class MemoryOptions(msgspec.Struct, forbid_unknown_fields=True):
     end_us: EndUs = None
 
 
+SnapshotUnits = ("In the payload's `clock`: trace us (`trace`), the snapshot's own us "
+                 "(`snapshot`) or entry numbers (`entry`).")
+
+
+class SnapshotOptions(msgspec.Struct, forbid_unknown_fields=True):
+    snapshot: Optional[Annotated[str, Meta(description=(
+        "A snapshot file name from `snapshots`; default the one named after the span's "
+        "trace, else the run's first."))]] = None
+    device: Optional[Annotated[str, Meta(description=(
+        "A device name from `devices` (e.g. `GPU0`); default the first."))]] = None
+    start: Optional[Annotated[float, Meta(description="Range start. " + SnapshotUnits)]] = None
+    end: Optional[Annotated[float, Meta(description="Range end. " + SnapshotUnits)]] = None
+    at: Optional[Annotated[float, Meta(description=(
+        "The instant of `segments`; default the peak. " + SnapshotUnits))]] = None
+
+
 class DiffOptions(msgspec.Struct, forbid_unknown_fields=True):
     path: Annotated[str, Meta(description=(
         "A node path from the payload (`0` the root, `0-1` its second child, ...)."))] = "0"
+
+
+Micros = Annotated[float, Meta(ge=0, le=1e9)]
+
+
+class GpuIdleOptions(msgspec.Struct, forbid_unknown_fields=True):
+    kernel_wait_us: Annotated[Micros, Meta(description=(
+        "Longest gap between queued kernels counted as kernel wait, us."))
+    ] = DEFAULT_KERNEL_WAIT_US
+    runtime_cutoff_us: Annotated[Micros, Meta(description=(
+        "Launch calls longer than this are runtime outliers, us."))] = DEFAULT_RUNTIME_CUTOFF_US
+    delay_cutoff_us: Annotated[Micros, Meta(description=(
+        "Launch delays longer than this are outliers, us."))] = DEFAULT_DELAY_CUTOFF_US
+    queue_full: Annotated[int, Meta(ge=1, le=1_000_000, description=(
+        "Queue length counted as full."))] = DEFAULT_QUEUE_FULL
+    step: Optional[Annotated[str, Meta(description=(
+        "Step whose critical path event ids are returned (default: the first)."))]] = None
 
 
 # -- builders -------------------------------------------------------------------------------------
@@ -160,6 +214,14 @@ def _kernels(table: Any, options: KernelOptions) -> Any:
 
 def _kernel_pies(table: Any, options: KernelPieOptions) -> Any:
     return build_kernel_pies(table, options.top_n)
+
+
+def _compiled(table: Any, _options: NoOptions) -> Any:
+    return build_compiled(table)
+
+
+def _roofline(table: Any, _options: NoOptions) -> Any:
+    return build_roofline(table)
 
 
 def warm_timeline(table: Any) -> None:
@@ -212,6 +274,56 @@ def _memory_timeline(table: Optional[Any], export: Any, _options: NoOptions) -> 
     return build_memory_timeline_for(table, raw)
 
 
+def _snapshot_name(ref: Any) -> str:
+    if isinstance(ref, Snapshot):
+        return "snapshot"
+    return getattr(ref, "name", None) or os.path.basename(os.fspath(ref))
+
+
+def _pick_snapshot(table: Optional[Any], candidates: list[Any]) -> tuple[str, Snapshot]:
+    """The one candidate, or among several the first readable one whose period overlaps the
+    trace (else the first readable one); `Unreadable` with the first reason if none is."""
+    refused: Optional[Unreadable] = None
+    readable: list[tuple[str, Snapshot]] = []
+    for ref in candidates:
+        name = _snapshot_name(ref)
+        try:
+            snap = ref if isinstance(ref, Snapshot) else load_snapshot(ref)
+        except SnapshotError as exc:
+            refused = refused or Unreadable(f"{name[:200]}: {exc}")
+            continue
+        if len(candidates) == 1 or (table is not None and overlaps_trace(snap, table)):
+            return name, snap
+        readable.append((name, snap))
+    if readable:
+        return readable[0]
+    assert refused is not None
+    raise refused
+
+
+def _memory_snapshot(table: Optional[Any], source: Any, options: SnapshotOptions) -> Any:
+    """`source`: (candidates, names of the run's snapshots) or one snapshot alone; a snapshot
+    is a FileRef or path (read through the cache) or already read columns. Of several
+    candidates, the one of the trace's period is shown (`_pick_snapshot`)."""
+    candidates, names = source if isinstance(source, tuple) else ([source], None)
+    start, end = options.start, options.end
+    if start is not None and end is not None and start >= end:
+        raise OptionError(f"bad snapshot range [{start}, {end}]: need start < end")
+    name, snap = _pick_snapshot(table, list(candidates))
+    try:
+        return build_memory_snapshot(snap, name, table, options.device, start, end,
+                                     options.at, snapshots=names)
+    except UnknownSnapshotDeviceError as exc:
+        raise NotInTrace(f"no device {str(options.device)[:60]!r} in snapshot "
+                         f"{name[:200]!r}") from exc
+
+
+def _snapshot_cache(options: SnapshotOptions) -> str:
+    """The default view on disk; zoomed ranges and other instants in memory only."""
+    plain = options.start is None and options.end is None and options.at is None
+    return DISK if plain else MEMORY
+
+
 def _modules(table: Any, _options: NoOptions) -> Any:
     payload = build_modules(table)
     if not payload.get("available"):
@@ -219,8 +331,13 @@ def _modules(table: Any, _options: NoOptions) -> Any:
     return payload
 
 
-def _distributed(tables: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
-    return build_distributed_view(tables, skipped)
+def _distributed(inputs: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
+    return build_distributed_view(inputs, skipped)  # tables, or summaries (`summary_builtins`)
+
+
+def _gpu_idle(table: Any, options: GpuIdleOptions) -> Any:
+    return build_gpu_idle(table, options.kernel_wait_us, options.runtime_cutoff_us,
+                          options.delay_cutoff_us, options.queue_full, options.step)
 
 
 def _diff(base: Any, exp: Any, options: DiffOptions) -> Any:
@@ -265,6 +382,20 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              rows=rows.whole_payload,
              summary="Top-N kernel pie and tensor-core share; 404 when the worker ran no "
                      "kernel."),
+    ViewSpec("compiled", "/compiled", "Operator", _compiled,
+             payload=CompiledPayload, rows=rows.whole_payload,
+             summary="torch.compile regions -> Inductor kernels (source file, hash, backend) "
+                     "-> device time, guard and launch overhead, extern ops.",
+             description="A section of the Operator view (always offered: a CPU run has "
+             "compiled regions but no\nKernel view). Shape: see "
+             "`tb_plugin.analysis.compiled.build_compiled`."),
+    ViewSpec("roofline", "/roofline", "Operator", _roofline,
+             payload=RooflinePayload, rows=rows.whole_payload,
+             summary="FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic "
+                     "intensity, compute/memory bound, and MFU per step.",
+             description="A section of the Operator view. The device's peaks come from the "
+             "documented table in\n`tb_plugin.analysis.hardware`. Shape: see "
+             "`tb_plugin.analysis.roofline.build_roofline`."),
     ViewSpec("timeline", "/timeline", "Trace", _timeline,
              payload=TimelinePayload, options=TimelineOptions, **_TIMELINE,
              summary="Level-of-detail trace timeline of one window (Trace view).",
@@ -319,6 +450,22 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.memory_timeline.build_memory_timeline`.\nWith `format=csv`, "
              "one row per time point (`t_us`, one column per category, `total`).",
              errors={"404": "Unknown run/worker/span, or no export for it."}),
+    ViewSpec("memory_snapshot", "/memory/snapshot", "Memory", _memory_snapshot,
+             payload=MemorySnapshotPayload, kind=SNAPSHOT, options=SnapshotOptions,
+             rows=rows.memory_snapshot_rows, cache=_snapshot_cache,
+             summary="An allocator snapshot (`torch.cuda.memory._dump_snapshot` pickle) of the "
+                     "run: curves, segments at an instant, top allocations.",
+             description="The run's snapshots are `*.pickle` and `*snapshot*.pkl` files; they "
+             "are read with an\nunpickler that builds plain data only (dicts, lists, tuples, "
+             "strings, numbers, None):\nanything else is refused with 422 and nothing from the "
+             "file runs. With worker and span,\ntimes are on that trace's clock when the "
+             "snapshot overlaps its period. Shape: see\n"
+             "`tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the "
+             "curve\n(`t`, `allocated`, `reserved`).",
+             errors={"404": "Unknown run/worker/span, no snapshot in the run, or no such "
+                            "snapshot or device.",
+                     "422": "The snapshot was refused (not plain data, over "
+                            "TORCH_PROF_SNAPSHOT_MAX_MB) or is not a snapshot."}),
     ViewSpec("modules", "/modules", "Module", _modules,
              payload=ModulesPayload, rows=rows.module_rows,
              summary="Module view (nn.Module hierarchy with stats, flame graph, backward "
@@ -328,15 +475,27 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "module tree depth first, one row\nper module with its `key` and `depth`."),
     ViewSpec("distributed", "/distributed", "Distributed", _distributed,
              payload=DistributedPayload, kind=SPAN,
+             summarize=summary_builtins, summary_wanted=wants_summary,
              rows=rows.distributed_rows,
              summary="Distributed view of one span over all workers of the run.",
              description="Span ids are per-worker indices (`1`, `2`, ...): workers are matched "
              "by the same id.\nWorkers whose file of that span is broken, or that have no such "
              "span, are left out and\nnamed in `skipped` and `messages`; 202 while any "
              "worker's file of that span is still\nloading. Shape: see "
-             "`tb_plugin.analysis.distributed.build_distributed`, plus `skipped:\n{worker: "
-             "reason}`. With `format=csv`, the communication-op rows with a `worker` column.",
+             "`tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:\n{worker: "
+             "reason}`, built from one small summary per worker. With `format=csv`, the\n"
+             "communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
+    ViewSpec("gpu_idle", "/gpu_idle", "GPU Idle", _gpu_idle,
+             payload=GpuIdlePayload, options=GpuIdleOptions, rows=rows.gpu_idle_rows,
+             summary="Why the GPU is idle: temporal and idle-time breakdowns, launch "
+                     "statistics, queue lengths, bandwidth, kernel sequences, annotations, "
+                     "critical path, recommendations.",
+             description="Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each "
+             "analysis states its formula in\n`formulas`. A trace without device work answers "
+             "`applicable: false` with a message. With\n`format=csv`, one row per table entry "
+             "with a `table` column (`temporal`, `idle`, `queue`,\n`launch`, `sequences`, "
+             "`annotations`, `critical_path`)."),
     ViewSpec("diff", "/diff", "Diff", _diff,
              payload=DiffPayload, kind=PAIR, options=DiffOptions,
              rows=rows.diff_rows,

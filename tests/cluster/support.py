@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from types import ModuleType
 
 import pytest
@@ -29,6 +30,20 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def listening(host: str, port: int, timeout: float) -> bool:
+    """Whether something accepts connections on host:port within `timeout` seconds (polled:
+    the observable state of another process's server; the timeout only guards a hang)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
 
 
 class Outcomes:

@@ -18,7 +18,7 @@ import pytest
 
 from tb_plugin.cli import main
 from tests.cluster.ranks import write_run
-from tests.cluster.support import closed_port, import_ray
+from tests.cluster.support import closed_port, import_ray, listening
 from tests.support import REPO
 
 
@@ -38,6 +38,8 @@ def head() -> Iterator[str]:
         output = start.communicate(timeout=120)[0].decode(errors="replace")
         assert start.returncode == 0, output
         os.environ["RAY_AUTH_MODE"] = "disabled"  # this process is the client
+        # `ray start` returns before its Ray Client proxy listens: wait for the port (bounded).
+        assert listening("127.0.0.1", client, timeout=60), output
         yield f"ray://127.0.0.1:{client}"
     finally:
         os.environ.pop("RAY_AUTH_MODE", None)
@@ -47,9 +49,10 @@ def head() -> Iterator[str]:
 
 def test_cli_summary_through_the_ray_client(head: str, tmp_path: Path, capsys) -> None:
     write_run(tmp_path / "logs", 8)
-    assert main(["--cache-dir", f"file://{tmp_path / 'shared'}", "summary",
-                 str(tmp_path / "logs"), "--json", "--cluster", head, "--progress"]) == 0
+    status = main(["--cache-dir", f"file://{tmp_path / 'shared'}", "summary",
+                   str(tmp_path / "logs"), "--json", "--cluster", head, "--progress"])
     out, err = capsys.readouterr()
+    assert status == 0, err
     assert "8/8 files" in err.split("\r")[-1]
     assert main(["--no-cache", "summary", str(tmp_path / "logs"), "--json"]) == 0
     assert json.loads(out)["runs"] == json.loads(capsys.readouterr().out)["runs"]

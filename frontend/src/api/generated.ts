@@ -720,6 +720,120 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/compiled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * torch.compile regions -> Inductor kernels (source file, hash, backend) -> device time, guard and launch overhead, extern ops.
+         * @description A section of the Operator view (always offered: a CPU run has compiled regions but no
+         *     Kernel view). Shape: see `tb_plugin.analysis.compiled.build_compiled`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CompiledPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/roofline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, and MFU per step.
+         * @description A section of the Operator view. The device's peaks come from the documented table in
+         *     `tb_plugin.analysis.hardware`. Shape: see `tb_plugin.analysis.roofline.build_roofline`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RooflinePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/timeline": {
         parameters: {
             query?: never;
@@ -1056,6 +1170,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/memory/snapshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An allocator snapshot (`torch.cuda.memory._dump_snapshot` pickle) of the run: curves, segments at an instant, top allocations.
+         * @description The run's snapshots are `*.pickle` and `*snapshot*.pkl` files; they are read with an
+         *     unpickler that builds plain data only (dicts, lists, tuples, strings, numbers, None):
+         *     anything else is refused with 422 and nothing from the file runs. With worker and span,
+         *     times are on that trace's clock when the snapshot overlaps its period. Shape: see
+         *     `tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the curve
+         *     (`t`, `allocated`, `reserved`).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description With `span`: show the snapshot on that span's clock. */
+                    worker?: string;
+                    span?: string;
+                    /** @description A snapshot file name from `snapshots`; default the one named after the span's trace, else the run's first. */
+                    snapshot?: string;
+                    /** @description A device name from `devices` (e.g. `GPU0`); default the first. */
+                    device?: string;
+                    /** @description Range start. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    start?: number;
+                    /** @description Range end. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    end?: number;
+                    /** @description The instant of `segments`; default the peak. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    at?: number;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MemorySnapshotPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run/worker/span, no snapshot in the run, or no such snapshot or device. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The snapshot was refused (not plain data, over TORCH_PROF_SNAPSHOT_MAX_MB) or is not a snapshot. */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/modules": {
         parameters: {
             query?: never;
@@ -1126,8 +1327,9 @@ export interface paths {
          * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
          *     Workers whose file of that span is broken, or that have no such span, are left out and
          *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
-         *     loading. Shape: see `tb_plugin.analysis.distributed.build_distributed`, plus `skipped:
-         *     {worker: reason}`. With `format=csv`, the communication-op rows with a `worker` column.
+         *     loading. Shape: see `tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:
+         *     {worker: reason}`, built from one small summary per worker. With `format=csv`, the
+         *     communication-op rows with a `worker` column.
          */
         get: {
             parameters: {
@@ -1170,6 +1372,75 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpu_idle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why the GPU is idle: temporal and idle-time breakdowns, launch statistics, queue lengths, bandwidth, kernel sequences, annotations, critical path, recommendations.
+         * @description Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each analysis states its formula in
+         *     `formulas`. A trace without device work answers `applicable: false` with a message. With
+         *     `format=csv`, one row per table entry with a `table` column (`temporal`, `idle`, `queue`,
+         *     `launch`, `sequences`, `annotations`, `critical_path`).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Longest gap between queued kernels counted as kernel wait, us. */
+                    kernel_wait_us?: number;
+                    /** @description Launch calls longer than this are runtime outliers, us. */
+                    runtime_cutoff_us?: number;
+                    /** @description Launch delays longer than this are outliers, us. */
+                    delay_cutoff_us?: number;
+                    /** @description Queue length counted as full. */
+                    queue_full?: number;
+                    /** @description Step whose critical path event ids are returned (default: the first). */
+                    step?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GpuIdlePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
                 422: components["responses"]["Error"];
             };
         };
@@ -1366,12 +1637,24 @@ export interface components {
          * @description `/distributed`: the distributed view of one span over the run's usable workers.
          */
         DistributedPayload: {
+            /** @description Per collective kind and group size. */
+            bandwidth: components["schemas"]["BandwidthRow"][];
+            /** @description Which clock each number is on. */
+            clocks: components["schemas"]["Clocks"];
+            /** @description Matched collectives. */
+            collectives: components["schemas"]["Collectives"];
             /** @description Worker -> its communication-op table. */
             comm_ops: {
                 [key: string]: components["schemas"]["CommOps"];
             };
+            /** @description World size vs ranks present. */
+            coverage: components["schemas"]["Coverage"];
             /** @description One entry per worker. */
             devices: components["schemas"]["DistributedDevice"][];
+            /** @description The trace shows FSDP (FSDP record functions or FullyShardedDataParallel); advice is worded for it. */
+            fsdp: boolean;
+            /** @description Arrival skew, ranks x collectives and ranks x steps. */
+            heatmap: components["schemas"]["HeatMap"];
             /** @description Caveats, the left-out workers first. */
             messages: string[];
             /** @description "all" (mean over the worker's steps) or a step name -> worker -> split, us. */
@@ -1380,13 +1663,17 @@ export interface components {
                     [key: string]: components["schemas"]["Overlap"];
                 };
             };
+            /** @description The straggler named with its evidence. */
+            recommendations: string[];
             /** @description Workers left out (broken, or without this span) -> why. */
             skipped: {
                 [key: string]: string;
             };
             /** @description Step names over all workers, numeric order. */
             steps: string[];
-            /** @description "all" or a step name -> worker -> transfer/synchronizing, us. */
+            /** @description Per rank: last arrivals and imposed wait. */
+            stragglers: components["schemas"]["Stragglers"];
+            /** @description "all" or a step name -> worker -> transfer/synchronizing/unmatched, us, on the rank's clock clipped to its steps (see `clocks`). */
             wait: {
                 [key: string]: {
                     [key: string]: components["schemas"]["Wait"];
@@ -1394,6 +1681,98 @@ export interface components {
             };
             /** @description Workers included, sorted. */
             workers: string[];
+        };
+        /**
+         * BandwidthRow
+         * @description Bandwidth per collective kind and group size (nccl-tests conventions).
+         */
+        BandwidthRow: {
+            /** @description bytes / transfer_us, GB/s. */
+            algbw_gbps: number;
+            /** @description all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send, recv 1; null otherwise. */
+            bus_factor: number | null;
+            /** @description algbw x bus_factor, GB/s. */
+            busbw_gbps: number | null;
+            /** @description Sum of S, bytes. */
+            bytes: number;
+            /** @description Collectives with a bandwidth. */
+            calls: number;
+            /** @description Collective kind. */
+            collective: string;
+            /** @description Ranks in the group (n). */
+            group_size: number;
+            /** @description The GPUs' NVLink peak per direction, GB/s, when every GPU is a known model; null otherwise. */
+            peak_gbps: number | null;
+            /** @description Sum of transfer times, us. */
+            transfer_us: number;
+        };
+        /**
+         * Clocks
+         * @description Which clock each number is on.
+         */
+        Clocks: {
+            /** @description Clock of aligned arrivals (the multi-rank timeline). */
+            aligned: string;
+            /** @description Worker -> its clock minus the run's, estimated from collective ends, us. */
+            offsets_us: {
+                [key: string]: number;
+            };
+            /** @description Clock of overlap and wait per step. */
+            per_step: string;
+            /** @description Clock of the arrival skew, waits and stragglers. */
+            skew: string;
+        };
+        /** Collectives */
+        Collectives: {
+            /** @description In collective order. */
+            rows: components["schemas"]["CollectiveRow"][];
+            /** @description Rows in `rows` (at most 500: the largest skews). */
+            shown: number;
+            /** @description Logical collectives matched. */
+            total: number;
+            /** @description total > shown. */
+            truncated: boolean;
+        };
+        /**
+         * CollectiveRow
+         * @description One logical collective: the seq-th call of `name` in process group `group` on every
+         *         member rank.
+         */
+        CollectiveRow: {
+            /** @description S / transfer, GB/s; null for a single-rank group or one rank present. */
+            algbw_gbps: number | null;
+            /** @description algbw x the nccl-tests factor of the collective and group size, GB/s; null when none applies. */
+            busbw_gbps: number | null;
+            /** @description Size S (bus-bandwidth convention: all_gather the full output), bytes; median over ranks. */
+            bytes: number;
+            /** @description all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, barrier, gather, scatter or other. */
+            collective: string;
+            /** @description Every rank of the group is present. */
+            complete: boolean;
+            /** @description Element type; null when unknown. */
+            dtype: string | null;
+            /** @description Process group name ("Process Group Name"), "default" when the trace gives none. */
+            group: string;
+            /** @description Ranks in the group: "Group size", else the process group's size from pg_config, else the world size for the default group, else the ranks present. */
+            group_size: number;
+            /** @description Collective number, in the first rank's call order. */
+            id: number;
+            /** @description Worker that arrived last (its wait is the shortest); null with one rank or no skew. */
+            last_arriver: string | null;
+            /** @description Longest duration over the ranks, us. */
+            latency_us: number;
+            /** @description Op name, e.g. "nccl:all_reduce". */
+            name: string;
+            /** @description Ranks present in the collective. */
+            ranks: number;
+            /** @description 0-based call number of `name` in the group on each rank. */
+            seq: number;
+            /** @description Arrival skew: longest minus shortest duration over the ranks, us; null with one rank. */
+            skew_us: number | null;
+            /** @description Step of the call (device start, else host start, in the device-adjusted steps); null outside every step. */
+            step: string | null;
+            /** @description Shortest duration over the ranks (kernel span, else host range), us; null when seen on one rank of a larger group. */
+            transfer_us: number | null;
         };
         /** CommOps */
         CommOps: {
@@ -1421,6 +1800,28 @@ export interface components {
             total_latency_us: number;
             /** @description Transfer time, summed, us. */
             total_transfer_us: number;
+            /** @description Calls seen on this rank only (ranks missing): no transfer counted for them. */
+            unmatched_calls: number;
+        };
+        /**
+         * Coverage
+         * @description World size (`distributedInfo`) against the ranks present.
+         */
+        Coverage: {
+            /** @description No rank missing. */
+            complete: boolean;
+            /** @description The warning shown when ranks are missing, else empty. */
+            message: string;
+            /** @description world_size - ranks_present (0 when unknown). */
+            missing: number;
+            /** @description The first 32 missing ranks. */
+            missing_ranks: number[];
+            /** @description The ranks present, sorted. */
+            ranks: number[];
+            /** @description Distinct ranks present (workers when no rank is known). */
+            ranks_present: number;
+            /** @description Largest world size of the traces; null when none says. */
+            world_size: number | null;
         };
         /**
          * DistributedDevice
@@ -1431,9 +1832,9 @@ export interface components {
             backend: string | null;
             /** @description GPUs that ran device work. */
             gpus: components["schemas"]["DistributedGpu"][];
-            /** @description Host name from a hostname_pid worker name, else the worker. */
+            /** @description Host name from the trace (`host_name`), else from a hostname_pid worker name, else the worker. */
             node: string;
-            /** @description Process id from a hostname_pid worker name, else a running index. */
+            /** @description Process id of the training process from the trace (the pid with the most CPU ops), else from a hostname_pid worker name, else a running index. */
             pid: string;
             /** @description Rank; null when the trace does not say. */
             rank: number | null;
@@ -1454,6 +1855,42 @@ export interface components {
             name: string | null;
         };
         /**
+         * HeatMap
+         * @description Arrival skew of each rank (rows) per collective and per step.
+         */
+        HeatMap: {
+            /** @description Ranks x collectives (at most 200 columns). */
+            collectives: components["schemas"]["HeatByCollective"];
+            /** @description Rows or columns are buckets. */
+            downsampled: boolean;
+            /** @description Says how it was downsampled, else empty. */
+            note: string;
+            /** @description Workers per row (at most 128 rows). */
+            rank_bucket: number;
+            /** @description Row labels: workers, or ranges of workers when bucketed. */
+            rows: string[];
+            /** @description Ranks x steps. */
+            steps: components["schemas"]["HeatByStep"];
+        };
+        /** HeatByCollective */
+        HeatByCollective: {
+            /** @description Collectives per column. */
+            column_bucket: number;
+            /** @description Step of each column's first collective. */
+            column_steps: string[];
+            /** @description Column labels ("name #seq", or a range when bucketed). */
+            columns: string[];
+            /** @description rows x columns: wait (arrival skew), us, the largest in the bucket; null where the rank has no such collective. */
+            values: (number | null)[][];
+        };
+        /** HeatByStep */
+        HeatByStep: {
+            /** @description Step names. */
+            columns: string[];
+            /** @description rows x steps: summed wait, us. */
+            values: (number | null)[][];
+        };
+        /**
          * Overlap
          * @description Exclusive split of step time, us.
          */
@@ -1467,6 +1904,36 @@ export interface components {
             /** @description Computation and communication at once. */
             overlap: number;
         };
+        /** Stragglers */
+        Stragglers: {
+            /** @description Most imposed wait first; at most 256. */
+            rows: components["schemas"]["StragglerRow"][];
+            /** @description Collectives on more than one rank with a skew. */
+            skewed_collectives: number;
+            /** @description Workers. */
+            total: number;
+            /** @description All ranks' waiting, us. */
+            total_wait_us: number;
+        };
+        /** StragglerRow */
+        StragglerRow: {
+            /** @description Collectives with a skew this rank took part in. */
+            collectives: number;
+            /** @description imposed_wait_us / all waiting (0..1). */
+            imposed_share: number;
+            /** @description Wait of the other ranks at the collectives it arrived last at, us. */
+            imposed_wait_us: number;
+            /** @description Of those, how often it arrived last. */
+            last: number;
+            /** @description Collective kind -> times last. */
+            last_by_collective: {
+                [key: string]: number;
+            };
+            /** @description Its own wait for the last arriver, us. */
+            waited_us: number;
+            /** @description Worker. */
+            worker: string;
+        };
         /**
          * Wait
          * @description Communication time split, us.
@@ -1476,6 +1943,509 @@ export interface components {
             synchronizing: number;
             /** @description Data transfer (after every rank arrived). */
             transfer: number;
+            /** @description Communication of collectives seen on this rank only while their group has more ranks (ranks missing from the run): neither transfer nor wait. Transfer + synchronizing + unmatched of a step is the overlap chart's communication time of that step. */
+            unmatched: number;
+        };
+        /**
+         * CompiledPayload
+         * @description `/compiled`: torch.compile regions -> Inductor kernels -> device time.
+         */
+        CompiledPayload: {
+            /** @description The trace has compiled regions or Inductor kernels. */
+            available: boolean;
+            /** @description Inductor kernel op calls in the trace. */
+            inductor_kernels: number;
+            /** @description By device then host time, descending. */
+            regions: components["schemas"]["CompiledRegion"][];
+        };
+        /**
+         * CompiledRegion
+         * @description One compiled region (all its calls summed).
+         */
+        CompiledRegion: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels launched inside it. */
+            device_kernels: number;
+            /** @description Device time of the kernels launched inside it, us. */
+            device_us: number;
+            /** @description By device then host time. */
+            extern_ops: components["schemas"]["ExternOp"][];
+            /** @description Guard checks (TorchDynamo Cache Lookup) before it, us. */
+            guard_us: number;
+            /** @description Host time inside the region, us. */
+            host_us: number;
+            /** @description By device then host time. */
+            inductor_kernels: components["schemas"]["InductorKernel"][];
+            /** @description Kernel launch calls made inside it, us. */
+            launch_us: number;
+            /** @description "Torch-Compiled Region: <frame>/<compile id>" or "CompiledFunctionBackward". */
+            name: string;
+        };
+        /**
+         * ExternOp
+         * @description An outermost aten op the compiled graph still calls (mm, attention...).
+         */
+        ExternOp: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device time of its kernels, us. */
+            device_us: number;
+            /** @description Host time, us. */
+            host_us: number;
+            /** @description Operator name. */
+            name: string;
+        };
+        /**
+         * InductorKernel
+         * @description One Inductor-generated kernel op (Triton launch or C++ kernel) of a region.
+         */
+        InductorKernel: {
+            /** @description "triton", "cpp"...; null when not recorded. */
+            backend: string | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels it launched. */
+            device_kernels: number;
+            /** @description Device time of the kernels it launched, us. */
+            device_us: number;
+            /** @description Inductor source file: `kernel_file`, or for C++ kernels the generated wrapper module seen in the Python stack; null when not recorded. */
+            file: string | null;
+            /** @description The eager ops the name says were fused ("add_cos_sin"), as written; "" when none. */
+            fused: string;
+            /** @description `kernel_hash`; null when not recorded. */
+            hash: string | null;
+            /** @description Host time of the kernel op (launch), us. */
+            host_us: number;
+            /** @description Line in `file` (C++ kernels' wrapper call); null. */
+            line: number | null;
+            /** @description Kernel op name, e.g. triton_poi_fused_add_cos_sin_0. */
+            name: string;
+        };
+        /**
+         * RooflinePayload
+         * @description `/roofline`: FLOPs, bytes, roofline and MFU.
+         */
+        RooflinePayload: {
+            /** @description Null on a CPU-only trace. */
+            device: components["schemas"]["RooflineDevice"] | null;
+            /** @description By FLOPs descending, ties by name. */
+            rows: components["schemas"]["RooflineRow"][];
+            /** @description One per step. */
+            steps: components["schemas"]["RooflineStep"][];
+            /**
+             * @description What `time_us` measures.
+             * @enum {unknown}
+             */
+            time_basis: "device" | "host";
+        };
+        /**
+         * RooflineDevice
+         * @description The GPU the roofline is drawn for (the one that ran most kernels).
+         */
+        RooflineDevice: {
+            /** @description e.g. "Ampere (sm_80)", "CDNA2 (gfx90a)". */
+            architecture: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Peak memory bandwidth, TB/s. */
+            memory_tbps: number | null;
+            /** @description Device name; null when unknown. */
+            name: string | null;
+            /** @description Peak dense TFLOP/s per dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8). */
+            peak_tflops: {
+                [key: string]: number;
+            } | null;
+            /** @description Matched peaks row; null: unknown device. */
+            peaks_model: string | null;
+            /** @description "NVIDIA", "AMD"; null when unknown. */
+            vendor: string | null;
+        };
+        /**
+         * RooflineRow
+         * @description One operator name and dtype (outermost FLOP-carrying calls only).
+         */
+        RooflineRow: {
+            /** @description Bytes / time, TB/s. */
+            achieved_tbps: number | null;
+            /** @description FLOPs / time, TFLOP/s. */
+            achieved_tflops: number | null;
+            /** @description Above or below the device's ridge point for its dtype; null without peaks. */
+            bound: ("compute" | "memory") | null;
+            /** @description Bytes moved summed; null when unknown. */
+            bytes: number | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description dtype of its first tensor ("bf16", "fp32"...; "unknown"). */
+            dtype: string;
+            /** @description Some calls' FLOPs/bytes come from shape formulas, not a recorded `flops`/`kernel_flop`. */
+            estimate: boolean;
+            /** @description FLOPs summed; null when unknown. */
+            flops: number | null;
+            /** @description Arithmetic intensity, FLOPs per byte. */
+            intensity: number | null;
+            /** @description Operator name. */
+            name: string;
+            /** @description Peak of its dtype, TFLOP/s; null. */
+            peak_tflops: number | null;
+            /** @description Device time (GPU trace) or host time (CPU trace), us. */
+            time_us: number;
+        };
+        /**
+         * RooflineStep
+         * @description FLOPs and MFU of one profiler step.
+         */
+        RooflineStep: {
+            /** @description FLOPs of the operators that started in the step. */
+            flops: number;
+            /** @description Model FLOPs utilisation, percent; null without peaks. */
+            mfu_pct: number | null;
+            /** @description Step name. */
+            step: string;
+            /** @description FLOPs / step duration, TFLOP/s. */
+            tflops: number | null;
+        };
+        /**
+         * GpuIdlePayload
+         * @description `/gpu_idle`: the diagnosis of one worker span.
+         */
+        GpuIdlePayload: {
+            /** @description By GPU time, then wall time. */
+            annotations: components["schemas"]["AnnotationTime"][];
+            /** @description False when the trace has no device work. */
+            applicable: boolean;
+            /** @description Memory-copy bandwidth over time. */
+            bandwidth: components["schemas"]["Bandwidth"];
+            /** @description Critical path per step. */
+            critical_path: components["schemas"]["CriticalPath"];
+            /** @description Each analysis's formula, as the UI states it. */
+            formulas: components["schemas"]["Formulas"];
+            /** @description Idle-time causes per stream, with the gaps. */
+            idle: components["schemas"]["IdleBreakdown"];
+            /** @description Kernel launch statistics. */
+            launch: components["schemas"]["LaunchStats"];
+            /** @description Why the GPU analyses do not apply, or null. */
+            message: string | null;
+            /** @description Queue length per stream. */
+            queue: components["schemas"]["QueueLengths"];
+            /** @description As on the Overview. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description Top 20 by GPU time. */
+            sequences: components["schemas"]["KernelSequence"][];
+            /** @description Per GPU. */
+            temporal: components["schemas"]["DeviceTime"][];
+            /**
+             * @description GPU vendor of the trace.
+             * @enum {unknown}
+             */
+            vendor: "amd" | "nvidia" | "unknown";
+        };
+        /** AnnotationTime */
+        AnnotationTime: {
+            /** @description GPU time of the kernels attributed to them (leaf-most), us. */
+            gpu_us: number;
+            kernels: number;
+            name: string;
+            /** @description Ranges with this name. */
+            ranges: number;
+            /**
+             * @description record_function (host) or gpu_user_annotation (GPU) ranges.
+             * @enum {unknown}
+             */
+            side: "gpu" | "host";
+            /** @description Sum of their durations, us. */
+            wall_us: number;
+        };
+        /** Bandwidth */
+        Bandwidth: {
+            kinds: components["schemas"]["CopyKind"][];
+            series: components["schemas"]["BandwidthSeries"];
+        };
+        /** CopyKind */
+        CopyKind: {
+            /** @description Merged time with such a copy running, us. */
+            busy_us: number;
+            /** @description Bytes moved; null when the trace has no sizes. */
+            bytes: number | null;
+            count: number;
+            /**
+             * @description Copy kind.
+             * @enum {unknown}
+             */
+            kind: "DtoD" | "DtoH" | "HtoD" | "memset" | "other";
+            /** @description bytes / busy time, GB/s. */
+            mean_gbps: number | null;
+            /** @description Highest bucket mean of the series, GB/s. */
+            peak_gbps: number;
+        };
+        /** BandwidthSeries */
+        BandwidthSeries: {
+            /** @description Per copy kind: mean GB/s per bucket. */
+            gbps: {
+                [key: string]: number[];
+            };
+            /** @description Bucket starts, us. */
+            t_us: number[];
+        };
+        /** CriticalPath */
+        CriticalPath: {
+            /** @description Event ids on that step's path (Trace view). */
+            event_ids: number[];
+            formula: string;
+            /** @description The step whose path is in event_ids. */
+            step: string | null;
+            /** @description The first 64 steps. */
+            steps: components["schemas"]["CriticalStep"][];
+            /** @description More steps than shown. */
+            truncated: boolean;
+        };
+        /** CriticalStep */
+        CriticalStep: {
+            end_us: number;
+            length_us: number;
+            /** @description Events on the path. */
+            nodes: number;
+            /** @description The path's time by kind, us; sums to length_us. */
+            shares_us: components["schemas"]["PathShares"];
+            start_us: number;
+            step: string;
+        };
+        /** PathShares */
+        PathShares: {
+            host_compute: number;
+            idle: number;
+            kernel: number;
+            launch: number;
+            runtime: number;
+            sync: number;
+        };
+        /**
+         * Formulas
+         * @description The formula of each analysis, as the UI states it.
+         */
+        Formulas: {
+            annotations: string;
+            bandwidth: string;
+            critical_path: string;
+            idle: string;
+            launch: string;
+            queue: string;
+            sequences: string;
+            temporal: string;
+        };
+        /** IdleBreakdown */
+        IdleBreakdown: {
+            /** @description Distribution of all gaps. */
+            gap_histogram: components["schemas"]["Histogram"];
+            /** @description Threshold of a kernel wait, us. */
+            kernel_wait_us: number;
+            /** @description The 10 longest gaps. */
+            largest_gaps: components["schemas"]["Gap"][];
+            streams: components["schemas"]["StreamIdle"][];
+        };
+        /**
+         * Histogram
+         * @description Counts in log-spaced bins (2 per decade from 0.1 us); empty end bins trimmed.
+         */
+        Histogram: {
+            /** @description Values per bin. */
+            counts: number[];
+            /** @description Bin edges, us (one more than `counts`). */
+            edges_us: number[];
+        };
+        /** Gap */
+        Gap: {
+            /**
+             * @description Its cause.
+             * @enum {unknown}
+             */
+            cause: "host_wait" | "kernel_wait" | "other";
+            device: number;
+            /** @description Gap end (start of the next event), us. */
+            end_us: number;
+            /** @description Length, us. */
+            gap_us: number;
+            /** @description Event id of the event after the gap (Trace view). */
+            next_event: number;
+            /** @description Gap start (end of the previous event), us. */
+            start_us: number;
+            stream: number;
+        };
+        /** StreamIdle */
+        StreamIdle: {
+            /** @description Merged busy time, us. */
+            busy_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Device events on the stream. */
+            events: number;
+            /** @description Number of gaps. */
+            gaps: number;
+            /** @description Gaps whose next event was launched after the stream went idle, us. */
+            host_wait_us: number;
+            /** @description Sum of gaps between its events, us. */
+            idle_us: number;
+            /** @description Gaps < kernel_wait_us between queued events, us. */
+            kernel_wait_us: number;
+            /** @description The other gaps, us. */
+            other_us: number;
+            /** @description Stream id. */
+            stream: number;
+        };
+        /** LaunchStats */
+        LaunchStats: {
+            /** @description Sum of launch call durations, us. */
+            cpu_us_total: number;
+            delay_cutoff_us: number;
+            /** @description Kernels with delay > delay_cutoff_us. */
+            delay_outliers: number;
+            /** @description Sum of kernel durations, us. */
+            gpu_us_total: number;
+            histograms: components["schemas"]["LaunchHistograms"];
+            /** @description Kernels with a launch call. */
+            kernels: number;
+            mean_delay_us: number | null;
+            median_delay_us: number | null;
+            runtime_cutoff_us: number;
+            /** @description Launches with cpu > runtime_cutoff_us. */
+            runtime_outliers: number;
+            /** @description Their GPU time, us. */
+            short_kernel_gpu_us: number;
+            /** @description Kernels with gpu < cpu. */
+            short_kernels: number;
+            top_delay_outliers: components["schemas"]["LaunchOutlier"][];
+            top_runtime_outliers: components["schemas"]["LaunchOutlier"][];
+        };
+        /** LaunchHistograms */
+        LaunchHistograms: {
+            cpu_us: components["schemas"]["Histogram"];
+            /** @description Negative delays counted as 0. */
+            delay_us: components["schemas"]["Histogram"];
+            gpu_us: components["schemas"]["Histogram"];
+        };
+        /** LaunchOutlier */
+        LaunchOutlier: {
+            /** @description Launch call duration, us. */
+            cpu_us: number;
+            /** @description Kernel start - launch call end, us. */
+            delay_us: number;
+            /** @description Kernel event id. */
+            event: number;
+            /** @description Kernel duration, us. */
+            gpu_us: number;
+            /** @description Launch call event id. */
+            launch_event: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description Kernel start, us. */
+            start_us: number;
+        };
+        /** QueueLengths */
+        QueueLengths: {
+            /** @description Length counted as a full queue. */
+            queue_full: number;
+            streams: components["schemas"]["StreamQueue"][];
+        };
+        /** StreamQueue */
+        StreamQueue: {
+            device: number;
+            /** @description Time with length >= queue_full, us. */
+            full_us: number;
+            /** @description Longest queue. */
+            max: number;
+            /** @description Time-weighted mean length. */
+            mean: number;
+            series: components["schemas"]["QueueSeries"];
+            stream: number;
+        };
+        /** QueueSeries */
+        QueueSeries: {
+            /** @description Queue length from that time (bucket maximum). */
+            length: number[];
+            /** @description Times (at most 400 buckets: the bucket's start), us. */
+            t_us: number[];
+        };
+        /**
+         * Recommendation
+         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         */
+        Recommendation: {
+            /** @description End of that range (trace us), or null. */
+            end_us: number | null;
+            /**
+             * @description The rule that fired.
+             * @enum {unknown}
+             */
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            /** @description URL of the first link, null when there is none. */
+            link: string | null;
+            /** @description Further reading. */
+            links: components["schemas"]["RecommendationLink"][];
+            /** @description The measured value (2 decimals), in `unit`. */
+            metric: number;
+            /**
+             * @description The grade: how much it matters (ties keep the rules' priority order).
+             * @enum {unknown}
+             */
+            severity: "high" | "low" | "medium";
+            /** @description Start of the time range that proves it (trace us), null when the whole trace does. */
+            start_us: number | null;
+            /** @description Explanation with the measured value and threshold (plain text). */
+            text: string;
+            /** @description Short headline (plain text). */
+            title: string;
+            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
+            unit: string;
+            /** @description The view that shows the evidence. */
+            view: string;
+        };
+        /** RecommendationLink */
+        RecommendationLink: {
+            /** @description Link text. */
+            label: string;
+            /** @description Documentation URL. */
+            url: string;
+        };
+        /** KernelSequence */
+        KernelSequence: {
+            /** @description Calls of the operator with exactly this sequence. */
+            count: number;
+            /** @description Sum of the operator's host durations, us. */
+            cpu_us: number;
+            /** @description Two or more kernels. */
+            fusion_candidate: boolean;
+            /** @description Sum of the kernels' durations, us. */
+            gpu_us: number;
+            /** @description Kernel names in launch order. */
+            kernels: string[];
+            /** @description The operator that launched the kernels. */
+            operator: string;
+        };
+        /**
+         * DeviceTime
+         * @description Temporal breakdown of one GPU over its window (exclusive parts sum to `window_us`).
+         */
+        DeviceTime: {
+            /** @description |M - C|: communication not under compute, us. */
+            communication_us: number;
+            /** @description |C n M|, us (inside compute). */
+            compute_communication_overlap_us: number;
+            /** @description |C|: merged compute kernel time, us. */
+            compute_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Last device event end, us. */
+            end_us: number;
+            /** @description idle_us / window_us, percent. */
+            idle_pct: number;
+            /** @description Window minus all device busy time, us. */
+            idle_us: number;
+            /** @description |Y - (C u M)|: memcpy/memset under neither, us. */
+            memory_us: number;
+            /** @description First device event start, us. */
+            start_us: number;
+            /** @description end_us - start_us, us. */
+            window_us: number;
         };
         /**
          * KernelPiesPayload
@@ -1571,7 +2541,7 @@ export interface components {
             devices: string[];
             /** @description Allocation/free pairs in the range. */
             events: components["schemas"]["MemoryEvents"];
-            /** @description Leak hints per shown device. */
+            /** @description Growth flags per shown device. */
             leaks: components["schemas"]["MemoryLeak"][];
             /** @description Caveats about the records. */
             messages: string[];
@@ -1595,7 +2565,7 @@ export interface components {
             allocated: (number | null)[];
             /** @description Rebuilt from allocation sizes (no totals in the trace, PyTorch < 1.10): starts at zero. */
             approximate: boolean;
-            /** @description Reserved bytes at each time; null where the trace has no reserved total. */
+            /** @description Reserved bytes at each time; null where the allocator keeps no reserved pool (CPU) or the trace has no reserved total. */
             reserved: (number | null)[];
             /** @description Times, trace us (3 decimals). */
             t_us: (number | null)[];
@@ -1629,39 +2599,38 @@ export interface components {
         };
         /**
          * MemoryLeak
-         * @description A leak hint: allocated memory that grows at every step end (kind "growth"), or
-         *         allocations never released before the trace ends (kind "unfreed").
+         * @description A growth flag: the allocated level at every profiler step end rose above the noise, by
+         *         at least 1 MiB in all, over at least 3 steps (`analysis.memory_leaks`). Memory that is only
+         *         alive at the end of the window is never flagged.
          */
         MemoryLeak: {
-            /** @description kind growth only: allocated bytes at each step end. */
-            allocated_at_step_end?: number[];
-            /** @description kind growth only: the curve is approximate. */
-            approximate?: boolean;
-            /** @description kind unfreed only: their bytes. */
-            bytes?: number;
-            /** @description kind unfreed only: allocations never released. */
-            count?: number;
+            /** @description Allocated bytes at each step end. */
+            allocated_at_step_end: number[];
+            /** @description The curve is approximate. */
+            approximate: boolean;
             /** @description Device label. */
             device: string;
-            /** @description kind growth only: last minus first, bytes. */
-            growth_bytes?: number;
+            /** @description Last minus first, bytes. */
+            growth_bytes: number;
             /**
-             * @description Which check fired.
+             * @description The check that fired.
              * @enum {unknown}
              */
-            kind: "growth" | "unfreed";
-            /** @description kind growth only: mean growth per step, bytes. */
-            per_step_bytes?: number;
-            /** @description kind growth only: step names. */
-            steps?: string[];
-            /** @description kind unfreed only: the operators allocating most of it. */
-            top_ops?: components["schemas"]["LeakOp"][];
+            kind: "growth";
+            /** @description Each rise exceeded this, bytes: max(16 KiB, 0.5% of the highest step-end level). */
+            noise_bytes: number;
+            /** @description Mean growth per step, bytes. */
+            per_step_bytes: number;
+            /** @description Step names. */
+            steps: string[];
+            /** @description The operators allocating what stays, most bytes first. */
+            top_ops: components["schemas"]["LeakOp"][];
         };
         /** LeakOp */
         LeakOp: {
             /** @description Their bytes. */
             bytes: number;
-            /** @description Allocations never released. */
+            /** @description Its allocations made after the first step end and still live at the end of the window. */
             count: number;
             /** @description Allocating operator. */
             name: string;
@@ -1706,12 +2675,177 @@ export interface components {
             bytes: number;
             /** @description Device memory (CUDA devices with known properties); null otherwise. */
             capacity_bytes: number | null;
+            /** @description Still allocated at the end of the window (or trace), bytes: everything alive then, including memory allocated before profiling started; not a leak by itself. */
+            end_bytes: number;
             /** @description bytes / capacity_bytes (4 decimals); null without a capacity. */
             fraction_of_capacity: number | null;
-            /** @description Peak reserved bytes; null when unknown. */
+            /** @description Peak reserved bytes; null without a reserved pool (CPU) or when unknown. */
             reserved_bytes: number | null;
             /** @description When it happened, trace us. */
             t_us: number | null;
+        };
+        /**
+         * MemorySnapshotPayload
+         * @description `/memory/snapshot`: one allocator snapshot, one device.
+         */
+        MemorySnapshotPayload: {
+            /** @description The trace's baseTimeNanoseconds used for `trace`; null otherwise. */
+            base_time_ns: number | null;
+            /**
+             * @description `trace`: trace us, the clock of `/memory` (the snapshot overlaps the span's trace); `snapshot`: the snapshot's own us; `entry`: entry numbers (no times recorded).
+             * @enum {unknown}
+             */
+            clock: "entry" | "snapshot" | "trace";
+            /** @description Allocated/reserved over the range. */
+            curve: components["schemas"]["SnapshotCurve"];
+            /** @description The device shown; null for an empty snapshot. */
+            device: string | null;
+            /** @description Devices in the snapshot (`GPU<i>`). */
+            devices: string[];
+            /** @description Trace entries of the device. */
+            entries: number;
+            /** @description [first, last] entry time. */
+            extent: (number | null)[];
+            /** @description Caveats. */
+            messages: string[];
+            /** @description The snapshot file's name. */
+            name: string;
+            /** @description Out-of-memory events (at most 100). */
+            ooms: components["schemas"]["SnapshotOom"][];
+            /** @description Over the whole trace. */
+            peak: components["schemas"]["SnapshotPeak"];
+            /** @description [start, end] as requested; null for an open end. */
+            range: (number | null)[];
+            /** @description At `at` (default the peak). */
+            segments: components["schemas"]["SnapshotSegments"];
+            /** @description Malformed records skipped. */
+            skipped: number;
+            /** @description Every snapshot file of the run (for `snapshot=`). */
+            snapshots: string[];
+            /** @description The trace's profiler steps (clock `trace` only). */
+            steps: components["schemas"]["SnapshotStep"][];
+            /** @description The largest allocations live at the peak, largest first (20). */
+            top_allocations: components["schemas"]["SnapshotAllocation"][];
+        };
+        /**
+         * SnapshotCurve
+         * @description Allocated and reserved bytes after each entry (step points, down-sampled so the peak
+         *         survives), anchored at the dump so memory from before the trace counts.
+         */
+        SnapshotCurve: {
+            /** @description Allocated bytes (alloc to free_completed). */
+            allocated: number[];
+            /** @description Reserved bytes (the allocator's segments). */
+            reserved: number[];
+            /** @description Times, in `clock` units (3 decimals). */
+            t: number[];
+        };
+        /** SnapshotOom */
+        SnapshotOom: {
+            /** @description The request that failed, bytes. */
+            bytes: number;
+            /** @description Free device memory the driver reported, bytes. */
+            device_free: number | null;
+            /** @description When, `clock` units. */
+            t: number | null;
+        };
+        /** SnapshotPeak */
+        SnapshotPeak: {
+            /** @description Peak allocated bytes. */
+            bytes: number;
+            /** @description Peak reserved bytes. */
+            reserved_bytes: number;
+            /** @description When, in `clock` units; null without entries. */
+            t: number | null;
+        };
+        /**
+         * SnapshotSegments
+         * @description The segments and blocks at one instant (fragmentation: free bytes that no single request
+         *         can use are free_bytes - largest_free_bytes).
+         */
+        SnapshotSegments: {
+            /** @description Bytes in live blocks. */
+            allocated_bytes: number;
+            /** @description Its time, in `clock` units; null before the first. */
+            at: number | null;
+            /** @description Live blocks. */
+            block_count: number;
+            /** @description reserved_bytes - allocated_bytes. */
+            free_bytes: number;
+            /** @description The largest request served without a new segment. */
+            largest_free_bytes: number;
+            /** @description The entry the state is after (-1: before the first). */
+            position: number;
+            /** @description Bytes in all live segments. */
+            reserved_bytes: number;
+            /** @description Segments in address order. */
+            rows: components["schemas"]["SnapshotSegment"][];
+            /** @description Live segments. */
+            segment_count: number;
+            /** @description Only the largest segments (400) and blocks (4000) are listed. */
+            truncated: boolean;
+        };
+        /**
+         * SnapshotSegment
+         * @description One allocator segment (cudaMalloc'd memory) and what is live in it.
+         */
+        SnapshotSegment: {
+            /** @description Start address. */
+            address: number;
+            /** @description Bytes in live blocks. */
+            allocated_bytes: number;
+            /** @description Live blocks in address order. */
+            blocks: components["schemas"]["SnapshotBlock"][];
+            /** @description Largest run of bytes no live block covers. */
+            largest_free_bytes: number;
+            /** @description Bytes. */
+            size: number;
+        };
+        /**
+         * SnapshotBlock
+         * @description One live allocation inside a segment.
+         */
+        SnapshotBlock: {
+            /** @description Its first frame outside torch, `name (file:line)`; null without a stack. */
+            frame: string | null;
+            /** @description From the segment's start, bytes. */
+            offset: number;
+            /** @description Bytes. */
+            size: number;
+        };
+        /** SnapshotStep */
+        SnapshotStep: {
+            /** @description Host end, trace us. */
+            end: number | null;
+            /** @description Profiler step name. */
+            name: string;
+            /** @description Host start, trace us. */
+            start: number | null;
+        };
+        /**
+         * SnapshotAllocation
+         * @description A live allocation at the peak, with where it was allocated.
+         */
+        SnapshotAllocation: {
+            /** @description Address. */
+            address: number;
+            /** @description Allocated at, `clock` units; null when before the trace. */
+            alloc_t: number | null;
+            /** @description Allocation stack, innermost first (at most 64 frames); empty when not recorded. */
+            frames: components["schemas"]["SnapshotFrame"][];
+            /** @description Freed (free_completed) at; null when still allocated at the dump. */
+            free_t: number | null;
+            /** @description Bytes. */
+            size: number;
+        };
+        /** SnapshotFrame */
+        SnapshotFrame: {
+            /** @description Source file. */
+            filename: string;
+            /** @description Line number (0 for native frames). */
+            line: number;
+            /** @description Function. */
+            name: string;
         };
         /**
          * MemoryTimelinePayload
@@ -1724,7 +2858,7 @@ export interface components {
             base_time_ns: number | null;
             /** @description Categories, in stacking order. */
             categories: ("ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN")[];
-            /** @description Leak hints. */
+            /** @description Growth flags (with a trace's steps). */
             leaks: components["schemas"]["MemoryTimelineLeak"][];
             /** @description Caveats about the export. */
             messages: string[];
@@ -1743,44 +2877,31 @@ export interface components {
         };
         /**
          * MemoryTimelineLeak
-         * @description A leak hint: the total grows at every step (or window) end (kind "growth"), or memory of
-         *         some categories was created while profiling and never destroyed (kind "unfreed").
+         * @description A growth flag: the total at every profiler step end rose above the noise, by at least
+         *         1 MiB in all, over at least 3 steps (the rule of `/memory`). Needs the trace's steps;
+         *         memory alive when the export ends is never flagged.
          */
         MemoryTimelineLeak: {
-            /** @description kind growth only: total bytes at each step end. */
-            allocated_at_step_end?: number[];
+            /** @description Total bytes at each step end. */
+            allocated_at_step_end: number[];
             /**
-             * @description kind growth only: the trace's steps, or equal windows when there are none.
+             * @description The trace's profiler steps.
              * @enum {unknown}
              */
-            basis?: "steps" | "windows";
-            /** @description kind unfreed only: per category, largest first. */
-            by_category?: components["schemas"]["CategoryBytes"][];
-            /** @description kind unfreed only: bytes over the categories. */
-            bytes?: number;
-            /** @description kind unfreed only: tensors alive at the end minus those destroyed. */
-            count?: number;
-            /** @description kind growth only: last minus first, bytes. */
-            growth_bytes?: number;
+            basis: "steps";
+            /** @description Last minus first, bytes. */
+            growth_bytes: number;
             /**
-             * @description Which check fired.
+             * @description The check that fired.
              * @enum {unknown}
              */
-            kind: "growth" | "unfreed";
-            /** @description kind growth only: mean growth per step, bytes. */
-            per_step_bytes?: number;
-            /** @description kind growth only: step (or "window N") names. */
-            steps?: string[];
-        };
-        /** CategoryBytes */
-        CategoryBytes: {
-            /** @description Bytes created while profiling and never destroyed. */
-            bytes: number;
-            /**
-             * @description Category.
-             * @enum {unknown}
-             */
-            category: "ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN";
+            kind: "growth";
+            /** @description Each rise exceeded this, bytes. */
+            noise_bytes: number;
+            /** @description Mean growth per step, bytes. */
+            per_step_bytes: number;
+            /** @description Step names. */
+            steps: string[];
         };
         /** MemoryTimelinePeak */
         MemoryTimelinePeak: {
@@ -2076,57 +3197,28 @@ export interface components {
         OverviewGpu: {
             /** @description Estimated achieved occupancy (kernel-time weighted), percent; null when unknown. */
             achieved_occupancy_pct: number | null;
-            /** @description "major.minor"; null when unknown. */
+            /** @description Generation and target, e.g. "Hopper (sm_90)", "CDNA3 (gfx942)"; null when unknown. */
+            architecture: string | null;
+            /** @description CUDA "major.minor"; null when unknown and always null on AMD GPUs (see architecture). */
             compute_capability: string | null;
             /** @description Device index. */
             id: number;
             /** @description Total device memory, GiB (2 decimals); null when unknown. */
             memory_gb: number | null;
+            /** @description Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for their dtype / step time); null when the device's peaks are unknown. */
+            mfu_pct: number | null;
             /** @description Device name from the trace's device properties; null when the trace has none. */
             name: string | null;
+            /** @description The row of the hardware peaks table matched (see `/roofline`); null: unknown device. */
+            peaks_model: string | null;
             /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
             sm_efficiency_pct: number | null;
             /** @description Share of kernel time on Tensor Cores, percent; null when unavailable. */
             tensor_core_pct: number | null;
             /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
             utilization_pct: number | null;
-        };
-        /**
-         * Recommendation
-         * @description One performance recommendation (`analysis.recommendations`), most severe first.
-         */
-        Recommendation: {
-            /**
-             * @description The rule that fired.
-             * @enum {unknown}
-             */
-            id: "communication" | "data_parallel" | "dataloader" | "low_gpu_utilization" | "memory_limit" | "mixed_precision" | "nccl_backend";
-            /** @description URL of the first link, null when there is none. */
-            link: string | null;
-            /** @description Further reading. */
-            links: components["schemas"]["RecommendationLink"][];
-            /** @description The measured value (2 decimals), in `unit`. */
-            metric: number;
-            /**
-             * @description How much it matters.
-             * @enum {unknown}
-             */
-            severity: "high" | "low" | "medium";
-            /** @description Explanation with the measured value and threshold (plain text). */
-            text: string;
-            /** @description Short headline (plain text). */
-            title: string;
-            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
-            unit: string;
-            /** @description The view that shows the evidence. */
-            view: string;
-        };
-        /** RecommendationLink */
-        RecommendationLink: {
-            /** @description Link text. */
-            label: string;
-            /** @description Documentation URL. */
-            url: string;
+            /** @description "NVIDIA" or "AMD"; null when unknown. */
+            vendor: string | null;
         };
         /**
          * OverviewStep
@@ -2231,8 +3323,12 @@ export interface components {
             call_stack?: string;
             /** @description Collective name; absent when the event has none. */
             collective?: string;
+            /** @description Concrete Inputs (scalar arguments), Python str of the list; absent when the event has none. */
+            concrete_inputs?: string;
             /** @description Data type; absent when the event has none. */
             dtype?: string;
+            /** @description FLOPs recorded with with_flops=True; absent when the event has none. */
+            flops?: number;
             /** @description Forward thread id; absent when the event has none. */
             fwd_thread_id?: number;
             /** @description Process group size; absent when the event has none. */
@@ -2243,6 +3339,16 @@ export interface components {
             input_dims?: string;
             /** @description Input types; absent when the event has none. */
             input_types?: string;
+            /** @description Inductor backend ("triton"); absent when the event has none. */
+            kernel_backend?: string;
+            /** @description Inductor kernel source file; absent when the event has none. */
+            kernel_file?: string;
+            /** @description Inductor's FLOP estimate; absent when the event has none. */
+            kernel_flop?: number;
+            /** @description Inductor kernel hash; absent when the event has none. */
+            kernel_hash?: string;
+            /** @description Inductor's GB-moved estimate; absent when the event has none. */
+            kernel_num_gb?: number;
             /** @description Output elements; absent when the event has none. */
             out_msg_nelems?: number;
             /** @description Process group; absent when the event has none. */

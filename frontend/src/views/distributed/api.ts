@@ -5,6 +5,9 @@ import { getJson, routeUrl, type Schemas } from '../../api'
 export type DistributedPayload = Schemas['DistributedPayload']
 export type DistributedDevice = Schemas['DistributedDevice']
 export type CommOpRow = Schemas['CommOpRow']
+export type CollectiveRow = Schemas['CollectiveRow']
+export type StragglerRow = Schemas['StragglerRow']
+export type BandwidthRow = Schemas['BandwidthRow']
 
 export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<DistributedPayload> {
   return getJson<DistributedPayload>('distributed', { run, span }, signal)

@@ -1,25 +1,19 @@
-// API client of the Memory view: `memory` (build_memory) and `memory/timeline` (the
-// export_memory_timeline categories). Times are trace us, sizes bytes.
+// API client of the Memory view: `memory` (build_memory), `memory/timeline` (the
+// export_memory_timeline categories) and `memory/snapshot` (an allocator snapshot of the run).
+// Times are trace us (snapshot: its `clock`), sizes bytes.
 import { ApiError, getJson, routeUrl, type Schemas, type Selection } from '../../api'
 
-type MemoryLeak = Schemas['MemoryLeak']
-type TimelineLeak = Schemas['MemoryTimelineLeak']
+/** A growth flag of `/memory` (per device, with the operators allocating what stays) or of
+ * `/memory/timeline` (on the export's total). */
+export type Leak = Schemas['MemoryLeak'] | Schemas['MemoryTimelineLeak']
 
-/**
- * A leak hint with the fields its `kind` carries (the schema marks them "kind growth only" /
- * "kind unfreed only", so they are optional there): the server always sends them with that kind.
- */
-type Kinded<T extends MemoryLeak | TimelineLeak> =
-  | (T & { kind: 'growth' } & Required<Pick<T, 'steps' | 'allocated_at_step_end' | 'growth_bytes' | 'per_step_bytes'>>)
-  | (T & { kind: 'unfreed' } & Required<Pick<T, 'count' | 'bytes'>>)
-
-/** A `/memory` leak hint (per device, top operators) or a `/memory/timeline` one (by category). */
-export type Leak = Kinded<MemoryLeak> | Kinded<TimelineLeak>
-
-export type MemoryPayload = Omit<Schemas['MemoryPayload'], 'leaks'> & { leaks: Kinded<MemoryLeak>[] }
+export type MemoryPayload = Schemas['MemoryPayload']
 export type MemoryEvent = Schemas['MemoryEventRow']
 export type MemoryOperator = Schemas['MemoryOperatorRow']
-export type MemoryTimeline = Omit<Schemas['MemoryTimelinePayload'], 'leaks'> & { leaks: Kinded<TimelineLeak>[] }
+export type MemoryTimeline = Schemas['MemoryTimelinePayload']
+export type MemorySnapshot = Schemas['MemorySnapshotPayload']
+export type SnapshotSegment = Schemas['SnapshotSegment']
+export type SnapshotAllocation = Schemas['SnapshotAllocation']
 
 export interface MemoryQuery {
   device?: string
@@ -46,4 +40,30 @@ export async function fetchMemoryTimeline(sel: Selection | { run: string }, sign
     if (err instanceof ApiError && err.status === 404) return null
     throw err
   }
+}
+
+export interface SnapshotQuery {
+  snapshot?: string
+  device?: string
+  start?: number
+  end?: number
+  at?: number
+}
+
+/**
+ * An allocator snapshot of the run (on the span's clock when `sel` names a span); null when the
+ * run holds none (404 without a snapshot name). A refused pickle is a 422 ApiError whose message
+ * says why.
+ */
+export async function fetchSnapshot(sel: Selection | { run: string }, query: SnapshotQuery, signal?: AbortSignal): Promise<MemorySnapshot | null> {
+  try {
+    return await getJson<MemorySnapshot>('memory/snapshot', { ...sel, ...query }, signal)
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404 && !query.snapshot && !query.device) return null
+    throw err
+  }
+}
+
+export function snapshotCsvUrl(sel: Selection | { run: string }, query: SnapshotQuery): string {
+  return routeUrl('memory/snapshot', { ...sel, ...query, format: 'csv' })
 }

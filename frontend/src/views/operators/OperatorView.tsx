@@ -10,6 +10,8 @@ import type { OperatorState } from './state'
 import { useViewStyle } from '../../components/style'
 import css from './operators.css?inline'
 import { Async } from '../../components/Async'
+import { CompiledSection, RooflineSection } from './Efficiency'
+import { jumpToSource } from './source'
 
 interface Props {
   selection: Selection
@@ -144,6 +146,9 @@ export function OperatorView({ selection, state, update, theme }: Props) {
           }
         </Async>
       </Card>
+
+      <CompiledSection selection={selection} />
+      <RooflineSection selection={selection} theme={theme} />
     </div>
   )
 }
@@ -231,17 +236,6 @@ function parseFrames(stack: string): Frame[] {
       const m = /^(.*)\((\d+)\):\s*(.*)$/.exec(text)
       return m ? { text, file: m[1], line: Number(m[2]), func: m[3] } : { text, file: null, line: null, func: text }
     })
-}
-
-/** Ask VS Code (the TensorBoard integration) to open a source line; addressed to our own origin. */
-function jumpToSource(filename: string, line: number): void {
-  try {
-    const origin = window.location.origin
-    if (!origin || origin === 'null') return
-    window.parent.parent.postMessage({ filename, line }, origin)
-  } catch {
-    // no parent to talk to
-  }
 }
 
 function CallStacks({ selection, groupBy, row, hasDevice }: { selection: Selection; groupBy: OperatorGroupBy; row: OperatorRow; hasDevice: boolean }) {
