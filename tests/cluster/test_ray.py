@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import pytest
@@ -62,7 +63,13 @@ def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _serve(logdir: Path, cache: TraceCache, config: Settings) -> dict[str, Any]:
+DISTRIBUTED = "/distributed?run=job&span=1"
+ROUTES = (DISTRIBUTED, "/overview?run=job&worker=host0_rank6&span=1",
+          "/operators?run=job&worker=host7_rank63&span=1&group_by=operator")
+
+
+def _serve(logdir: Path, cache: TraceCache, config: Settings, routes: tuple = ROUTES,
+           prepare: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Load the run in a real RunStore (its LoadPool on `config`), then fetch its payloads."""
     outcomes = Outcomes(RANKS)
 
@@ -78,9 +85,8 @@ def _serve(logdir: Path, cache: TraceCache, config: Settings) -> dict[str, Any]:
         store.start()
         assert outcomes.wait(300)
         summaries = {o.key.split("|")[0].rsplit("/", 1)[1]: o.summary for o in outcomes.outcomes}
-        replies = {route: client.get(route) for route in (
-            "/distributed?run=job&span=1", "/overview?run=job&worker=host0_rank6&span=1",
-            "/operators?run=job&worker=host7_rank63&span=1&group_by=operator")}
+        prepare()
+        replies = {route: client.get(route) for route in routes}
     finally:
         store.close()
     assert {r.status_code for r in replies.values()} == {200}, replies
@@ -142,3 +148,27 @@ def test_killed_worker_is_retried_without_a_corrupt_entry(ray_session: Path, log
     if die_on == "write":  # the dead writer's half file is an orphan generation nobody reads
         files = sorted((tmp_path / "shared").rglob("columns.npz"), key=lambda p: p.stat().st_size)
         assert len(files) == 2 and files[0].stat().st_size < files[1].stat().st_size
+
+
+def test_distributed_view_of_a_ray_run_reads_summaries_only(ray_session: Path, logdir: Path,
+                                                             tmp_path: Path, caplog) -> None:
+    """The Ray workers store each rank's Distributed summary beside its table; the run-level
+    view is built from those alone: with every table deleted from the shared cache after the
+    parse, it still answers, with the payload of a local run that has all its tables."""
+    shared = tmp_path / "shared"
+
+    def drop_tables() -> None:
+        tables = list(shared.rglob("columns.npz"))
+        assert len(tables) == RANKS
+        for path in tables:
+            path.unlink()
+
+    with caplog.at_level(logging.WARNING):
+        on_ray = _serve(logdir, TraceCache(f"file://{shared}"), Settings(cluster="auto"),
+                        (DISTRIBUTED,), drop_tables)
+    assert not [r for r in caplog.records if "parsing it in the server process" in r.getMessage()
+                or "unreadable shared cache entry" in r.getMessage()]
+    local = _serve(logdir, TraceCache(tmp_path / "local"), Settings(load_workers=2),
+                   (DISTRIBUTED,))
+    assert on_ray[DISTRIBUTED] == local[DISTRIBUTED]
+    assert len(on_ray[DISTRIBUTED]["skipped"]) == 0
