@@ -26,11 +26,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tensorboard.plugins import base_plugin  # noqa: E402
+from werkzeug.test import Client  # noqa: E402
+from werkzeug.wrappers import Response  # noqa: E402
+
 from tb_plugin.batch import summarise_files  # noqa: E402
 from tb_plugin.cache import TraceCache  # noqa: E402
 from tb_plugin.discovery import discover_runs  # noqa: E402
 from tb_plugin.executors import RayExecutor, make_executor  # noqa: E402
 from tb_plugin.load import load_trace  # noqa: E402
+from tb_plugin.server.plugin import TorchProfPlugin  # noqa: E402
 from tb_plugin.server.pool import LoadPool  # noqa: E402
 from tb_plugin.server.store import RunStore  # noqa: E402
 from tb_plugin.settings import Settings, settings  # noqa: E402
@@ -96,12 +101,24 @@ def server_child(mode: str, logdir: str, cache: str, files: int) -> None:
     store.start()
     assert done.wait(3600)
     work_s = time.perf_counter() - begin
+    if mode == "server-ray":  # the run-level view from the summaries only: no table to read
+        for path in Path(cache.removeprefix("file://")).rglob("columns.npz"):
+            path.unlink()
+    context = base_plugin.TBContext(logdir=logdir, flags=argparse.Namespace(
+        logdir=logdir, logdir_spec=""))
+    apps = TorchProfPlugin(context, provider=store).get_plugin_apps()
+    client = Client(lambda env, start: apps[env["PATH_INFO"]](env, start), Response)
+    begin = time.perf_counter()
+    reply = client.get("/distributed?run=job&span=1")
+    distributed_s = time.perf_counter() - begin
+    assert reply.status_code == 200, reply.data[:300]
     store.close()
     print(json.dumps({
         "mode": mode, "files": len(outcomes), "events": sum(
             (o.summary or {}).get("events", 0) for o in outcomes),
         "errors": sum(o.error is not None for o in outcomes), "init_s": round(init_s, 2),
         "work_s": round(work_s, 2), "wall_s": round(time.perf_counter() - started, 2),
+        "distributed_view_s": round(distributed_s, 2),
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "pyarrow_loaded": "pyarrow" in sys.modules,
     }))
@@ -137,6 +154,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(REPO / "bench" / "cluster_results.md"))
     parser.add_argument("--child", nargs=3, metavar=("MODE", "LOGDIR", "CACHE"))
     parser.add_argument("--parse-cost", nargs=2, metavar=("PATH", "CACHE"))
+    parser.add_argument("--modes", default="local,ray,server-local,server-ray")
     args = parser.parse_args()
     if args.child:
         return child(*args.child)
@@ -147,7 +165,7 @@ def main() -> None:
         write_run(work / "logs", args.ranks)
         size = sum(p.stat().st_size for p in (work / "logs").rglob("*.json"))
         rows = []
-        for mode in ("local", "ray", "server-local", "server-ray"):
+        for mode in args.modes.split(","):
             rows.append(_run("--child", mode, str(work / "logs"), f"file://{work / f'c-{mode}'}"))
             print(rows[-1], flush=True)
         steps = max(1, int(args.big_mb * 1e6 / 3600))  # ~3.6 KB of JSON per step (16 events)
@@ -170,6 +188,10 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|---|",
         *(f"| {r['mode']} | {r['files']} | {r['errors']} | {r['init_s']} | {r['work_s']} | "
           f"{r['wall_s']} | {r['driver_peak_rss_mb']} | {r['pyarrow_loaded']} |" for r in rows),
+        "",
+        *(f"Distributed view of the {args.ranks}-rank run, first request ({r['mode']}"
+          f"{', every table deleted from the cache first' if r['mode'] == 'server-ray' else ''}"
+          f"): {r['distributed_view_s']} s." for r in rows if "distributed_view_s" in r),
         "",
         f"Per-file cost, one process: {cost['mb']} MB synthetic rank, {cost['events']:,} events: "
         f"parse {cost['parse_s']} s ({cost['mb_per_s']} MB/s), cache write {cost['save_s']} s, "
