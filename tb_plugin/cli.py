@@ -1,23 +1,15 @@
-"""Command line: `python -m tb_plugin summary LOGDIR` and `python -m tb_plugin report LOGDIR ...`.
+"""Command line: `torch-prof summary LOGDIR`, `torch-prof report LOGDIR ...`, and the data
+commands `export` and `sql` (`cli_data.py`).
+
+`summary` parses every file through the executor seam (`executors.py`: local processes, or a
+Ray cluster with `--cluster` / $TORCH_PROF_CLUSTER) with one progress bar over the ranks.
 
 `report` prints exactly the payloads the server returns (the same view specs of
 `tb_plugin.views.registry`, read from the same options, and the same CSV tables), so every view
-can be checked (and scripted) without a browser:
-
-    report LOGDIR --run R [--worker W] [--span S] --view overview|operators|kernels [--group-by G]
-    report ... --view timeline [--start-us A --end-us B --width W]
-    report ... --view timeline_search --query Q [--limit N --start-us A]
-    report ... --view timeline_event --event-id ID
-    report ... --view memory [--device D --start-us A --end-us B]
-    report ... --view memory_timeline          (the export paired with the span)
-    report ... --view modules
-    report ... --view operator_pies|kernel_pies [--top-n N] | operator_stack --name OP
-    report LOGDIR --run R --view distributed [--span S]    (all workers of span S)
-    report ... --view diff --exp-run R2 [--exp-worker W2 --exp-span S2] [--path P]
-
-`--worker`/`--span` (and `--exp-worker`/`--exp-span`) default to the first worker and span of the
-run. Usage errors (unknown names, options a view does not take, a bad window) exit with 2, with
-the message the server answers with 400 or 404.
+can be checked (and scripted) without a browser. The help text the user sees is `_DESCRIPTION`
+and `_EPILOG` below. Usage errors (unknown names, options a view does not take, a bad window, a
+missing logdir) exit with 2, with the message the server answers with 400 or 404; a trace that
+cannot be read exits with 1.
 """
 
 from __future__ import annotations
@@ -25,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -39,16 +32,50 @@ from .ingest import TraceTable
 from .load import load_trace
 from .output.encoding import pretty_json
 from .output.rows import csv_bytes
+from .output.terminal import table_text
 from .settings import CLUSTER_ENV, available_memory, settings, usable_cpus
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
+from .storage import filesystem
 from .views.errors import NotInTrace, OptionError, Unreadable
 from .views.options import OptionField, option_fields, read_options
 from .views.registry import SPECS
 from .views.spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec
+from .views.tabs import VIEWS
+
+_DESCRIPTION = """\
+Read PyTorch profiler traces without a browser: list what a logdir holds, or print one view
+of one trace (the same numbers the TensorBoard tab shows)."""
+
+_EPILOG = """\
+examples:
+  {prog} summary ./logs
+      every run, worker and span under ./logs with its state and event count
+
+  {prog} report ./logs --run resnet --view operator
+      the Operator table of the run's first worker and span, as a table on a terminal
+
+  {prog} report ./logs --run resnet --worker host_1 --span 2 --view kernel --format csv
+      the Kernel table of one worker span as CSV (--format json: the server's JSON)
+
+  {prog} report ./logs --run resnet --view timeline_search --query conv
+      Trace events whose name contains "conv"
+
+  {prog} report ./logs --run resnet --view diff --exp-run resnet_amp
+      the Diff of two runs (their first worker and span each)
+
+  {prog} summary s3://bucket/logs --cluster ray://head:10001 --cache-dir s3://bucket/cache
+      parse every file on a Ray cluster, into a cache the cluster's nodes share
+
+  {prog} sql ./logs "SELECT name, sum(dur) FROM events GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
+      one SQL statement over the parsed tables ({prog} export: the tables as Parquet)
+
+--view takes a data view name ({views}) or a tab name ({tabs}).
+--worker and --span default to the run's first worker and its first span.
+"""
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(_program_name()).parse_args(argv)
     cache = _cache(args)
     if args.command == "summary":
         return _summary(args, cache)
@@ -57,8 +84,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     return _report(args, cache)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tb_plugin", description=__doc__)
+def _program_name() -> str:
+    """`torch-prof` when run as the console script, `python -m tb_plugin` for the module."""
+    name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "torch-prof")
+    return "python -m tb_plugin" if name in ("__main__.py", "-m", "-c", "") else name
+
+
+def view_aliases() -> dict[str, str]:
+    """Tab names (as the UI shows them, any case) -> the first data view of that tab."""
+    aliases: dict[str, str] = {}
+    for spec in SPECS.values():
+        aliases.setdefault(spec.view.lower(), spec.name)
+    return {tab: name for tab, name in aliases.items() if tab not in SPECS}
+
+
+def _parser(prog: str = "torch-prof") -> argparse.ArgumentParser:
+    tabs = ", ".join(view.name.lower() for view in VIEWS.values()
+                     if view.name.lower() in view_aliases())
+    parser = argparse.ArgumentParser(
+        prog=prog, description=_DESCRIPTION, epilog=_EPILOG.format(
+            prog=prog, views=", ".join(SPECS), tabs=tabs),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache-dir", help=f"parsed-trace cache (default {default_cache_dir()})")
     parser.add_argument("--no-cache", action="store_true", help="always parse from scratch")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -69,18 +115,25 @@ def _parser() -> argparse.ArgumentParser:
                          f"or auto (default ${CLUSTER_ENV}); the cache must be shared")
     summary.add_argument("--progress", action="store_true",
                          help="show the progress bar over files also when stderr is no terminal")
-    report = commands.add_parser("report", help="print one view's payload")
-    report.add_argument("logdir")
-    report.add_argument("--run", required=True)
+    report = commands.add_parser(
+        "report", help="print one view of one trace", epilog=parser.epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("logdir", help="local folder or fsspec URL (s3://, gs://, ...)")
+    report.add_argument("--run", required=True, help="the run (a folder name, as `summary` "
+                        "lists it)")
     report.add_argument("--worker", help="default: the first worker of the run")
     report.add_argument("--span", help="default: the first span of the worker")
-    report.add_argument("--view", required=True, help=", ".join(SPECS))
+    report.add_argument("--view", required=True, help=f"a data view ({', '.join(SPECS)}) or "
+                        f"a tab name ({tabs})")
     for flag, takers in _option_flags().items():
         report.add_argument(flag, dest=takers[0][1].attr, help=_flag_help(takers))
     for side in ("run", "worker", "span"):
         report.add_argument(f"--exp-{side}", help=f"diff: the {side} to compare with" + (
             " (required)" if side == "run" else f" (default: its first {side})"))
-    report.add_argument("--format", choices=("json", "csv"), default="json")
+    report.add_argument("--format", choices=("table", "json", "csv"), default=None,
+                        help="table (default on a terminal): readable; json (default when "
+                        "piped): the server's payload; csv: the view's table as the server's "
+                        "CSV export")
     cli_data.add_commands(commands)
     return parser
 
@@ -117,6 +170,10 @@ def _cache(args: argparse.Namespace) -> TraceCache:
 
 
 def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
+    missing = _missing_logdir(args.logdir)
+    if missing:
+        sys.stderr.write(f"error: {missing}\n")
+        return 2
     runs = discover_runs(args.logdir)
     refs = [span.ref for run in runs for spans in run.workers.values() for span in spans]
     config = settings()
@@ -185,6 +242,19 @@ def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None
             out.write(f"  allocator snapshot: {snapshot}\n")
 
 
+def _missing_logdir(logdir: str) -> Optional[str]:
+    """Why the logdir cannot be read (it does not exist, or is not a folder), else None."""
+    try:
+        fs, root = filesystem(logdir)
+        if not fs.exists(root):
+            return f"{logdir} does not exist"
+        if not fs.isdir(root):
+            return f"{logdir} is not a folder (give the folder that holds the runs)"
+    except (OSError, ValueError, ImportError) as exc:
+        return f"cannot read {logdir}: {exc}"
+    return None
+
+
 # -- report --------------------------------------------------------------------------------
 
 
@@ -197,11 +267,18 @@ class LoadError(Exception):
 
 
 def _report(args: argparse.Namespace, cache: TraceCache) -> int:
+    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     try:
         spec = _spec(args.view)
         options = _options(args, spec)
+        missing = _missing_logdir(args.logdir)
+        if missing:
+            raise UsageError(missing)
         payload = _build_report(discover_runs(args.logdir), args, spec, options, cache)
-        text = _csv(spec, payload) if args.format == "csv" else pretty_json(payload)
+        if fmt == "table" and spec.rows is not None:
+            table_text(spec.rows, payload, sys.stdout, title=f"{args.run}: {spec.name}")
+            return 0
+        text = _csv(spec, payload) if fmt == "csv" else pretty_json(payload)
     except (LoadError, Unreadable) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
@@ -213,9 +290,10 @@ def _report(args: argparse.Namespace, cache: TraceCache) -> int:
 
 
 def _spec(name: str) -> ViewSpec:
-    spec = SPECS.get(name)
+    spec = SPECS.get(name) or SPECS.get(view_aliases().get(name.lower(), ""))
     if spec is None:
-        raise UsageError(f"unknown view {name!r}; known views: {', '.join(SPECS)}")
+        raise UsageError(f"unknown view {name!r}; tab names: {', '.join(view_aliases())}; "
+                         f"known views: {', '.join(SPECS)}")
     return spec
 
 
@@ -227,10 +305,13 @@ def _options(args: argparse.Namespace, spec: ViewSpec) -> Any:
         taken |= {"exp_run", "exp_worker", "exp_span"}
     every = [takers[0][1].attr for takers in _option_flags().values()]
     every += ["exp_run", "exp_worker", "exp_span"]
+    if spec.kind == SPAN:  # it covers every worker of the span
+        every.append("worker")
     extra = [name for name in every if getattr(args, name) is not None and name not in taken]
     if extra:
         flags = ", ".join("--" + name.replace("_", "-") for name in extra)
-        raise UsageError(f"{flags} not taken by --view {spec.name}")
+        why = " (it covers every worker of the span)" if extra == ["worker"] else ""
+        raise UsageError(f"{flags} not taken by --view {spec.name}{why}")
     if spec.kind == PAIR and args.exp_run is None:
         raise UsageError(f"--view {spec.name} needs --exp-run (the run to compare with)")
     for field in fields.values():
@@ -348,6 +429,10 @@ def _find_run(runs: list[RunInfo], name: str) -> RunInfo:
 
 
 def _select_span(run: RunInfo, worker: Optional[str], span_name: Optional[str]) -> SpanFile:
+    if not run.workers:
+        exports = " (only a memory-timeline export: use --view memory_timeline)" if (
+            run.memory_timelines) else ""
+        raise UsageError(f"run {run.name} has no trace files{exports}")
     worker = worker or next(iter(run.workers), None)
     if worker not in run.workers:
         raise UsageError(f"no worker {worker!r} in {run.name}; workers: "

@@ -31,8 +31,9 @@ def load_trace(
 ) -> TraceTable:
     """Parse one trace file (path or URL), from the on-disk cache when it is valid.
 
-    `processes`: 1 parses in this process only; 2 lets a big local file be parsed in two
-    halves by two processes; None follows $TORCH_PROF_PARSE_PROCESSES (see ingest/parallel.py).
+    `processes`: 1 parses in this process only; N lets a big local file be parsed in N parts
+    by N processes; None follows $TORCH_PROF_PARSE_PROCESSES, else the usable cores (see
+    ingest/parallel.py).
     A table whose parse failed (state ERROR) is not stored.
     """
     ref = _ref(source)

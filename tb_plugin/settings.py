@@ -46,8 +46,8 @@ class Settings:
     cache_url: Optional[str] = None
     #: $TORCH_PROF_CACHE_DIR is one of CACHE_OFF_VALUES: parse from scratch every time.
     cache_off: bool = False
-    #: Processes one big local file is parsed with (1 = never split).
-    parse_processes: int = 2
+    #: Processes one big local file is parsed with (1 = never split); None = the usable cores.
+    parse_processes: Optional[int] = None
     #: Parser processes of the server's load pool; None = from cores and memory.
     load_workers: Optional[int] = None
     #: Memory budget of the load pool in bytes; None = half of the available memory.
@@ -76,7 +76,7 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         and cache.lower() not in CACHE_OFF_VALUES else None,
         cache_url=url,
         cache_off=cache.lower() in CACHE_OFF_VALUES,
-        parse_processes=_positive_int(env, PARSE_PROCESSES_ENV) or 2,
+        parse_processes=_positive_int(env, PARSE_PROCESSES_ENV),
         load_workers=_positive_int(env, LOAD_WORKERS_ENV),
         load_memory=_megabytes(megabytes[LOAD_MEMORY_ENV]),
         table_memory=_megabytes(megabytes[TABLE_MEMORY_ENV]),

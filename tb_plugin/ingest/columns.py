@@ -328,7 +328,7 @@ class ColumnBuilder:
             "python_module_id": self._floats(sub, "python_module_id"),
         })
 
-    # -- a trace parsed in two parts by two processes (see parallel.py) ------------------------
+    # -- a trace parsed in parts by several processes (see parallel.py) -----------------------
 
     def pop_column(self, table: str, column: str) -> np.ndarray:
         """One column concatenated, its chunks released (to ship it to another process)."""

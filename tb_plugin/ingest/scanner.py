@@ -129,12 +129,12 @@ class EventStreamScanner:
             self.result.leftover = bytes(self._buf).strip().lstrip(b",").strip()
         self._buf.clear()
 
-    # -- splitting one file across two processes (see parallel.py) ----------------------------
+    # -- splitting one file across several processes (see parallel.py) ------------------------
 
     @classmethod
     def resume(cls, try_decode: Callable[[bytes], Any], array_depth: int) -> EventStreamScanner:
         """A scanner for a stream that starts at an event inside the events array (the second
-        half of a split file); `array_depth` is the header's: 1 bare array, 2 object form."""
+        part of a split file); `array_depth` is the header's: 1 bare array, 2 object form."""
         scanner = cls(try_decode)
         scanner._mode = "events"
         scanner._array_depth = array_depth

@@ -89,6 +89,9 @@ class ParseStatus:
     messages: list[str] = field(default_factory=list)
     skipped_events: int = 0
     bytes_read: int = 0
+    #: The file stops inside a JSON value (empty, or a valid prefix cut off mid-token): it may
+    #: still be being written. False for a file that ends in invalid JSON: that is final.
+    cut_off: bool = False
 
     def warn(self, state: str, message: str) -> None:
         """Record a problem; the worst state wins (error > truncated > partial > ok)."""
@@ -107,6 +110,7 @@ class ParseStatus:
             "messages": list(self.messages),
             "skipped_events": self.skipped_events,
             "bytes_read": self.bytes_read,
+            "cut_off": self.cut_off,
         }
 
 

@@ -1,15 +1,19 @@
-"""The child's side of a split parse (see parallel.py): parse the second half of a file.
+"""A child's side of a split parse (see parallel.py): parse one part of a file.
 
-The child reads the header itself (it gives the depth of the events array), skips to the
-plan's `mid` (a seek for plain JSON, gunzipping the first half for gzip), finds the first
-`}, {` after it, reports the offset B of that `{` at once, and parses from B to the end of the
-file as if inside the events array. When the parent accepts B it ships its columns back over
-the pipe, one raw buffer at a time, freeing each as it goes.
+Child k reads the header itself (it gives the depth of the events array), skips to its plan's
+`mid` (a seek for plain JSON, gunzipping what comes before for gzip), finds the first `}, {`
+after it, reports the offset B_k of that `{` at once, and parses from B_k as if inside the
+events array. The parent answers with every child's B (`ends`); the child stops at the first
+of them after its own start where its scanner proves it is between two events (a B that is not
+is skipped: that child's part is never used), or at the end of the file. When the parent
+reaches B_k it asks for the part, and the child ships its columns back over the pipe, one raw
+buffer at a time, freeing each as it goes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import sys
 from collections.abc import Iterator
@@ -26,6 +30,8 @@ from .schema import TABLE_COLUMNS
 #: A candidate event boundary: the `{` of `}, {` (B is the offset of that `{`).
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 _BOUNDARY_SPAN = 64  # a candidate straddling two chunks is found if it is at most this long
+#: How long a child waits for the parent's `ends` once it needs them.
+_ENDS_WAIT_S = 60.0
 _TRIM_EVERY = 16 << 20  # the child gives freed memory back to the OS every this many bytes sent
 
 #: The order in which the child ships its columns and the parent receives them.
@@ -38,6 +44,9 @@ class SplitPlan:
     path: str  # local path, opened again by the child
     gzip: bool
     mid: int  # uncompressed offset from which the child looks for its first event
+    #: The next child's `mid`: this child needs the parent's `ends` before it reads past it
+    #: (every other child's B after ours is at least there). None: the last child.
+    next_mid: Optional[int] = None
 
 
 class _Unsplittable(Exception):
@@ -52,9 +61,9 @@ def wire_dtype(table: str, column: str) -> str:
 def child_main(conn: Any, plan: SplitPlan) -> None:
     """Entry point of the child process: never raises, reports to the parent instead."""
     try:
-        parse = _parse_second_half(conn, plan)
-        if conn.recv() == "send":  # the parent accepted our boundary
-            _send_part(conn, parse)
+        parse, end = _parse_part(conn, plan)
+        if _wait_for_send(conn):  # the parent reached our boundary and accepted it
+            _send_part(conn, parse, end)
     except _Unsplittable as exc:
         _send_quietly(conn, ("unsplittable", str(exc)))
     except EOFError:  # the parent went away or gave up on us
@@ -65,17 +74,71 @@ def child_main(conn: Any, plan: SplitPlan) -> None:
         conn.close()
 
 
-def _parse_second_half(conn: Any, plan: SplitPlan) -> TraceParse:
+def _parse_part(conn: Any, plan: SplitPlan) -> tuple[TraceParse, Optional[int]]:
+    """Parse from our boundary to the first proven boundary of a later child (its offset is
+    returned) or to the end of the file (None)."""
     parse = TraceParse(record=True)
     with open(plan.path, "rb") as handle:
         depth, start, stream = _stream_from_middle(handle, plan, parse.truncated_gzip)
         boundary, first = _find_boundary(stream, start)
         conn.send(("boundary", boundary))
         parse.scanner = EventStreamScanner.resume(try_decode_batch, depth)
-        parse.feed(first)
+        ends = _Ends(conn, boundary, plan.next_mid)
+        offset = boundary
+        for chunk in itertools.chain((first,), stream):
+            while chunk:
+                stop = offset + len(chunk)
+                target = ends.first_before(stop)
+                if target is None:
+                    parse.feed(chunk)
+                    offset = stop
+                    break
+                parse.feed(chunk[: target - offset])
+                chunk, offset = chunk[target - offset:], target
+                if parse.cut_at_boundary():
+                    return parse, target
+                ends.drop_first()  # not between two events: that child's part is never used
+            del chunk
+            conn.send(("progress", parse.status.bytes_read))
         del first
-        parse.consume(stream, lambda done: conn.send(("progress", done)))
-    return parse
+        parse.close()
+    return parse, None
+
+
+def _wait_for_send(conn: Any) -> bool:
+    """Wait for the parent's "send" (an `ends` we did not need may come first)."""
+    while True:
+        message = conn.recv()
+        if message == "send":
+            return True
+        if not (isinstance(message, tuple) and message[0] == "ends"):
+            return False
+
+
+class _Ends:
+    """The later children's boundaries, from the parent's `ends` message (read when needed)."""
+
+    def __init__(self, conn: Any, start: int, next_mid: Optional[int]) -> None:
+        self._conn, self._start, self._next_mid = conn, start, next_mid
+        self._targets: Optional[list[int]] = None if next_mid is not None else []
+
+    def first_before(self, stop: int) -> Optional[int]:
+        """The first boundary before `stop` (the end of the bytes about to be fed), or None."""
+        if self._targets is None:
+            must = self._next_mid is not None and stop > self._next_mid
+            if not self._conn.poll(_ENDS_WAIT_S if must else 0):
+                if must:  # the parent went quiet: it will not use us
+                    raise EOFError("no boundaries from the parent")
+                return None
+            kind, value = self._conn.recv()
+            if kind != "ends":
+                raise EOFError(f"unexpected message {kind!r}")
+            self._targets = sorted(b for b in value if b > self._start)
+        return self._targets[0] if self._targets and self._targets[0] < stop else None
+
+    def drop_first(self) -> None:
+        if self._targets:
+            self._targets.pop(0)
 
 
 def _stream_from_middle(handle: Any, plan: SplitPlan, on_truncated_gzip: Callable[[str], None]
@@ -125,9 +188,10 @@ def _find_boundary(stream: Iterator[bytes], start: int) -> tuple[int, bytes]:
     raise _Unsplittable("no event boundary after the middle of the file")
 
 
-def _send_part(conn: Any, parse: TraceParse) -> None:
+def _send_part(conn: Any, parse: TraceParse, end: Optional[int]) -> None:
     builder, scan, status = parse.builder, parse.scanner.result, parse.status
     summary = {
+        "end": end,
         "categories": {key: interner.categories for key, interner in builder.interners.items()},
         "event_rows": builder.event_rows,
         "negative_durations": builder.negative_durations,

@@ -263,3 +263,23 @@ class TimelineSearchPayload(TypedDict):
     names: Annotated[list[str], doc("The first 50 matching distinct names.")]
     name_count: Annotated[int, doc("Matching distinct names.")]
     matches: Annotated[list[SearchMatch], doc("The first `limit` matches in time order.")]
+
+
+class RangeRow(TypedDict):
+    """One event name inside the range."""
+
+    name: Annotated[str, doc("Event name.")]
+    count: Annotated[int, doc("Events of that name overlapping the range.")]
+    total_us: Annotated[float, doc("Their wall time inside the range, us (clipped to it).")]
+    self_us: Annotated[float, doc("total_us minus that of their direct children, us.")]
+    avg_us: Annotated[float, doc("total_us / count, us.")]
+
+
+class TimelineRangePayload(TypedDict):
+    """`/timeline/range`: the aggregate of a time range on chosen tracks (Trace view)."""
+
+    start_us: Annotated[float, doc("Range start, trace us.")]
+    end_us: Annotated[float, doc("Range end, trace us.")]
+    tracks: Annotated[list[int], doc("The track ids aggregated (of `/timeline` `tracks`).")]
+    events: Annotated[int, doc("Events overlapping the range on those tracks.")]
+    rows: Annotated[list[RangeRow], doc("Per name, by total_us descending, ties by name.")]

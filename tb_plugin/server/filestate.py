@@ -20,7 +20,9 @@ QUEUED, LOADING = "queued", "loading"  # before the parse outcome: the server's 
 PENDING = (QUEUED, LOADING)
 USABLE = (LoadState.OK, LoadState.PARTIAL, LoadState.TRUNCATED)
 SPAN_STATES = (*PENDING, *USABLE, LoadState.ERROR)
-WRITE_GRACE_S = 30.0  # a broken file modified this recently is probably still being written
+#: A cut-off file modified this recently, or one whose size changed between scans this recently,
+#: is probably still being written. A file that ends in invalid JSON is reported at once.
+WRITE_GRACE_S = 30.0
 
 
 @dataclass
@@ -38,6 +40,10 @@ class FileState:
     parsed: bool = False  # the state comes from the parser (not from a crash or a bug)
     memory_timeline: Optional[FileRef] = None  # the memory-timeline export of this span
     memory_snapshot: bool = False  # the run holds an allocator snapshot
+    #: The parse stopped inside a JSON value (`ParseStatus.cut_off`): it may be mid-write.
+    cut_off: bool = True
+    #: A scan saw this path with another size before (the file is growing).
+    growing: bool = False
 
     def predicate_features(self) -> dict[str, Any]:
         """The parser's features plus what the scan knows (a paired memory timeline, the run's
@@ -46,9 +52,11 @@ class FileState:
                 "memory_snapshot": self.memory_snapshot}
 
     def report(self, now: float) -> tuple[str, list[str]]:
-        """(state, messages) as shown to users: a cut-off file that was just modified is
-        reported as still being written (and is re-read when it changes), not as broken."""
-        if self.parsed and self.state in (LoadState.TRUNCATED, LoadState.ERROR):
+        """(state, messages) as shown to users: a file that was just modified and either stops
+        mid-token or has been growing is reported as still being written (and is re-read when
+        it changes), not as broken; a file that ends in invalid JSON is broken at once."""
+        may_grow = self.cut_off or self.growing
+        if self.parsed and may_grow and self.state in (LoadState.TRUNCATED, LoadState.ERROR):
             modified = modified_at(self.ref) or self.changed_at
             if modified is not None and now - modified < WRITE_GRACE_S:
                 note = (f"the file was modified {max(0, int(now - modified))} s ago and is "

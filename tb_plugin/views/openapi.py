@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ..payloads import Error, Loading, RunListing, SpanStatusDetail, ViewSpecs
+from ..payloads import DiffDefault, Error, Loading, RunListing, SpanStatusDetail, ViewSpecs
 from . import openapi_text as text
 from .options import option_fields
 from .registry import SPECS
@@ -24,7 +24,7 @@ from .yaml_out import dump
 
 REF = "#/components/{kind}/{name}"
 #: Replies of the routes that are not views, referenced by name from `openapi_text.PATHS`.
-CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error)
+CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error, DiffDefault)
 
 
 def _ref(kind: str, name: str) -> dict[str, str]:

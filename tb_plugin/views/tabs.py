@@ -13,8 +13,10 @@ Predicates:
   all (not one whose traces are still loading); also a file whose run holds an allocator
   snapshot (`*.pickle`, `*snapshot*.pkl`), and a run with snapshots and no trace.
 - Distributed: run-level; at least one worker has communication ops (`breakdown.comm_op_mask`).
-- Module: the file has module events (`nn.Module` python_function events with a module id, or
-  Lightning `[pl][module]` ops); `build_modules()["available"]` decides at request time.
+- Module: every parsed file, like Overview. A trace without module events (`nn.Module`
+  python_function events with a module id, or Lightning `[pl][module]` ops) keeps the tab, which
+  explains how to record them (`/modules` answers 404 with that explanation): a tab that
+  vanishes tells the user nothing. `has_modules` is still what the file's features say.
 - GPU Idle: every parsed file (a trace without device work says what does not apply).
 - Diff: run-level; the run has two usable traces (spans or workers) to compare, or another run
   of the logdir has one. The run list is global, so a single-trace run still offers Diff when
@@ -81,7 +83,8 @@ def _run_has_comm(files: Sequence[Features], _facts: RunFacts) -> bool:
     return any(_count(f, "comm_ops") > 0 for f in files)
 
 
-def _has_modules(features: Features) -> bool:
+def has_modules(features: Features) -> bool:
+    """The file has module events (the Module tab shows them rather than the explanation)."""
     return _count(features, "module_events") > 0
 
 
@@ -97,7 +100,7 @@ VIEWS: dict[str, View] = {view.name: view for view in sorted((
     View("Trace", 4, _always),
     View("Memory", 5, _has_memory, _run_has_memory),
     View("Distributed", 6, _always, _run_has_comm, run_level=True),
-    View("Module", 7, _has_modules),
+    View("Module", 7, _always),
     View("Diff", 8, _always, _run_can_diff, run_level=True),
     View("GPU Idle", 9, _always),
 ), key=lambda view: view.order)}

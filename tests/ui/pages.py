@@ -119,6 +119,20 @@ def fmt_us(value: float) -> str:
     return f"{math.floor(value + 0.5):,}"
 
 
+def fmt_duration(value: float) -> str:
+    """What the views show for a time in us with a unit per magnitude (format.ts `duration`)."""
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value / 1e6:,.2f} s"
+    if magnitude >= 1e3:
+        return f"{value / 1e3:,.2f} ms"
+    return f"{fmt_us(value)} us"
+
+
+def fmt_signed_duration(value: float) -> str:
+    return f"+{fmt_duration(value)}" if value > 0 else fmt_duration(value)
+
+
 def view_selection(tb: TensorBoard, run: str, view: str) -> dict[str, str]:
     worker = tb.api("workers", run=run, view=view)[0]
     span = tb.api("spans", run=run, worker=worker)[0]

@@ -25,6 +25,7 @@ from .pages import (
     TIMEOUT_MS,
     choose,
     first_sample,
+    fmt_duration,
     fmt_us,
     gpu_run,
     open_entry,
@@ -93,20 +94,21 @@ def test_operator_view(page, tensorboard, artifacts):
     open_tab(frame, "Operator")
     frame.wait_for_selector("[data-testid=op-table]", timeout=TIMEOUT_MS)
 
-    # Default: top 10 by the server's sort key; the first row is the API's first row.
+    # Default: every row, by the server's sort key; the first row is the API's first row.
     key = table["sort_by"]
     top = sorted(rows, key=lambda r: -r[key])
-    wait_rows(frame, "op-table", min(10, len(rows)))
+    wait_rows(frame, "op-table", len(rows))
     assert table_column(frame, "op-table", "name")[0] == top[0]["name"]
-    assert table_column(frame, "op-table", "host_self_us")[0] == fmt_us(top[0]["host_self_us"])
+    assert table_column(frame, "op-table", "host_self_us")[0] == \
+        fmt_duration(top[0]["host_self_us"])
     if not table["has_device"]:
         assert frame.locator("[data-testid=pie-device-self]").count() == 0
         assert frame.locator("[data-testid=pie-host-self] canvas").count() == 1
     shot(page, artifacts, "operator_light")
 
-    # Top-N: all rows, then 5.
-    frame.fill("[data-testid=op-topn]", "")
-    wait_rows(frame, "op-table", len(rows))
+    # Top-N on request: 10, then 5, then all rows again.
+    frame.fill("[data-testid=op-topn]", "10")
+    wait_rows(frame, "op-table", min(10, len(rows)))
     frame.fill("[data-testid=op-topn]", "5")
     wait_rows(frame, "op-table", min(5, len(rows)))
     frame.fill("[data-testid=op-topn]", "all")
@@ -195,9 +197,9 @@ def test_kernel_view(page, tensorboard, artifacts):
     frame = open_entry(page, tensorboard, f"run={run}&view=Kernel")
     frame.wait_for_selector("[data-testid=k-table]", timeout=TIMEOUT_MS)
     top = max(rows, key=lambda r: r["total_us"])
-    wait_rows(frame, "k-table", min(10, len(rows)))
+    wait_rows(frame, "k-table", len(rows))  # every row by default
     assert table_column(frame, "k-table", "name")[0] == top["name"]
-    assert table_column(frame, "k-table", "total_us")[0] == fmt_us(top["total_us"])
+    assert table_column(frame, "k-table", "total_us")[0] == fmt_duration(top["total_us"])
     assert frame.locator("[data-testid=pie-kernels] canvas").count() == 1
     assert frame.locator("[data-testid=pie-tensor-cores]").count() == 1
     shot(page, artifacts, "kernel_light")
@@ -223,7 +225,9 @@ def test_kernel_view(page, tensorboard, artifacts):
 
     # Sort by mean duration.
     frame.click("[data-testid=k-table] [role=columnheader][data-col=mean_us]")
-    means = [float(v.replace(",", "")) for v in table_column(frame, "k-table", "mean_us")]
+    scale = {"us": 1.0, "ms": 1e3, "s": 1e6}  # a unit per magnitude (format.ts `duration`)
+    means = [float(v.split()[0].replace(",", "")) * scale[v.split()[1]]
+             for v in table_column(frame, "k-table", "mean_us")]
     assert means == sorted(means, reverse=True)
 
     href = frame.get_attribute("[data-testid=k-csv]", "href")

@@ -329,6 +329,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/default": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The experiment the Diff view proposes for this baseline worker span.
+         * @description The same worker's other span, else another worker of the same run, else the run whose
+         *     operator names overlap most (`reason`, `message`). From the catalogue only (no trace is
+         *     read); null names when nothing else is usable.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The proposed experiment. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiffDefault"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/trace/download": {
         parameters: {
             query?: never;
@@ -1028,6 +1077,79 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/timeline/range": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Counts, total and self time by event name inside a time range, on chosen tracks (Trace view's range selection).
+         * @description Events overlapping [start_us, end_us] (trace us) on `tracks`; times are clipped to the
+         *     range, self time subtracts the direct children's. Computed per request from the timeline
+         *     index. Shape: see `tb_plugin.analysis.timeline_range.build_timeline_range`. With
+         *     `format=csv`, the rows.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Range start, in trace microseconds. */
+                    start_us: number;
+                    /** @description Range end, in trace microseconds; must be greater than `start_us`. */
+                    end_us: number;
+                    /** @description Comma-separated track ids of `/timeline` (e.g. `0,3`); absent means every track. */
+                    tracks?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelineRangePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                /** @description Bad parameter, an empty or inverted range, or an unknown track id. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/memory": {
         parameters: {
             query?: never;
@@ -1481,6 +1603,8 @@ export interface paths {
                     exp_span: string;
                     /** @description A node path from the payload (`0` the root, `0-1` its second child, ...). */
                     path?: string;
+                    /** @description per_step: each side divided by its own ProfilerStep count (totals when a side has none); total: over the whole span. One basis for every number of the payload. */
+                    basis?: "per_step" | "total";
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -1526,10 +1650,139 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/kernels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GPU kernels of two worker spans compared, by kernel name or by operator -> kernel, sorted by |delta|.
+         * @description Every kernel of both traces (all threads). Shape: see
+         *     `tb_plugin.analysis.diff_kernels.build_diff_kernels`. With `format=csv`, the rows.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description The experiment side's run. */
+                    exp_run: string;
+                    /** @description The experiment side's worker. */
+                    exp_worker: string;
+                    /** @description The experiment side's span. */
+                    exp_span: string;
+                    /** @description kernel: by kernel name; operator_kernel: by launching operator and kernel name. */
+                    group_by?: "kernel" | "operator_kernel";
+                    /** @description per_step: each side divided by its own ProfilerStep count (totals when a side has none); total: over the whole span. One basis for every number of the payload. */
+                    basis?: "per_step" | "total";
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiffKernelsPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run/worker/span on either side. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * DiffKernelsPayload
+         * @description `/diff/kernels`: every GPU kernel of both traces (all threads), compared.
+         */
+        DiffKernelsPayload: {
+            /** @description Profiler steps of the baseline. */
+            base_steps: number;
+            /** @description All baseline kernel time, us, on the basis. */
+            base_total_us: number;
+            /**
+             * @description As in `/diff`.
+             * @enum {unknown}
+             */
+            basis: "per_step" | "total";
+            /** @description exp - base, us. */
+            delta_total_us: number;
+            /** @description Profiler steps of the experiment. */
+            exp_steps: number;
+            /** @description All experiment kernel time, us, on the basis. */
+            exp_total_us: number;
+            /**
+             * @description kernel: by kernel name; operator_kernel: by launching operator and kernel name.
+             * @enum {unknown}
+             */
+            group_by: "kernel" | "operator_kernel";
+            /** @description Sorted by |delta_total_us| descending, ties by operator then name. */
+            rows: components["schemas"]["KernelDelta"][];
+        };
+        /**
+         * KernelDelta
+         * @description Baseline, experiment and delta of one kernel name (or operator -> kernel).
+         */
+        KernelDelta: {
+            /** @description Baseline launches (per-step means on the per_step basis, else counts). */
+            base_calls: number;
+            /** @description Baseline mean duration of one launch, us (0: none). */
+            base_mean_us: number;
+            /** @description Baseline kernel time, us, on the basis. */
+            base_total_us: number;
+            /** @description exp - base launches (per-step means on the per_step basis, else counts). */
+            delta_calls: number;
+            /** @description exp - base kernel time, us. */
+            delta_total_us: number;
+            /** @description Experiment launches (per-step means on the per_step basis, else counts). */
+            exp_calls: number;
+            /** @description Experiment mean duration of one launch, us (0: none). */
+            exp_mean_us: number;
+            /** @description Experiment kernel time, us, on the basis. */
+            exp_total_us: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description The launching operator (`N/A`: launched outside any operator); group_by=operator_kernel only. */
+            operator?: string;
+        };
         /**
          * DiffPayload
          * @description `/diff`: one node of the diff of two traces.
@@ -1537,6 +1790,11 @@ export interface components {
         DiffPayload: {
             /** @description The baseline trace. */
             base: components["schemas"]["DiffTrace"];
+            /**
+             * @description What every number of the payload is (node, children, operator deltas): per_step, each side divided by its own step count; total, over the whole span. per_step falls back to total when a side has no ProfilerStep. The root is the sum of its children.
+             * @enum {unknown}
+             */
+            basis: "per_step" | "total";
             /** @description Direct children. */
             children: components["schemas"]["DiffChild"][];
             /** @description right - left. */
@@ -1554,7 +1812,7 @@ export interface components {
             operator_sort: "delta_device_total_us" | "delta_host_total_us";
             /** @description This node's path: "0" (root), "0-1", ... */
             path: string;
-            /** @description This node's numbers are per-step means (the root only). */
+            /** @description basis == "per_step". */
             per_step: boolean;
             /** @description Experiment side. */
             right: components["schemas"]["DiffSide"];
@@ -1592,38 +1850,38 @@ export interface components {
         DiffSide: {
             /** @description Nodes on this side. */
             count: number;
-            /** @description Device time, us. */
+            /** @description Device (GPU) time, us, on the payload's basis. */
             device_duration_us: number;
-            /** @description Host time, us (per step at the root when per_step). */
+            /** @description Host (CPU) time, us, on the payload's basis. */
             host_duration_us: number;
             /** @description Node name ("CallTreeRoot", "CompositeNodes", "Blank" for the special kinds). */
             name: string;
-            /** @description Device time per node where it has any, else host time, summed, us. */
+            /** @description Device time per node where it has any, else host time, summed, us, on the payload's basis. */
             total_duration_us: number;
             /**
-             * @description root; composite: several nodes; blank: none on this side; else the node's kind.
+             * @description root; composite: several nodes; blank: none on this side; thread: a thread other than the main one (its name says which, e.g. "autograd thread"); else the node's kind.
              * @enum {unknown}
              */
-            type: "backward" | "blank" | "composite" | "dataloader" | "module" | "operator" | "optimizer" | "pl_module" | "profiler_step" | "python" | "root" | "user_annotation";
+            type: "backward" | "blank" | "composite" | "dataloader" | "module" | "operator" | "optimizer" | "pl_module" | "profiler_step" | "python" | "root" | "thread" | "user_annotation";
         };
         /**
          * OperatorDelta
          * @description Baseline, experiment and delta of one operator name under the node.
          */
         OperatorDelta: {
-            /** @description Baseline calls (per-step means at a per_step root, else counts/us). */
+            /** @description Baseline calls (per-step means on the per_step basis, else counts). */
             base_calls: number;
             base_device_self_us: number;
             base_device_total_us: number;
             base_host_self_us: number;
             base_host_total_us: number;
-            /** @description exp - base calls (per-step means at a per_step root, else counts/us). */
+            /** @description exp - base calls (per-step means on the per_step basis, else counts). */
             delta_calls: number;
             delta_device_self_us: number;
             delta_device_total_us: number;
             delta_host_self_us: number;
             delta_host_total_us: number;
-            /** @description Experiment calls (per-step means at a per_step root, else counts/us). */
+            /** @description Experiment calls (per-step means on the per_step basis, else counts). */
             exp_calls: number;
             exp_device_self_us: number;
             exp_device_total_us: number;
@@ -3602,6 +3860,38 @@ export interface components {
             start: number[];
         };
         /**
+         * TimelineRangePayload
+         * @description `/timeline/range`: the aggregate of a time range on chosen tracks (Trace view).
+         */
+        TimelineRangePayload: {
+            /** @description Range end, trace us. */
+            end_us: number;
+            /** @description Events overlapping the range on those tracks. */
+            events: number;
+            /** @description Per name, by total_us descending, ties by name. */
+            rows: components["schemas"]["RangeRow"][];
+            /** @description Range start, trace us. */
+            start_us: number;
+            /** @description The track ids aggregated (of `/timeline` `tracks`). */
+            tracks: number[];
+        };
+        /**
+         * RangeRow
+         * @description One event name inside the range.
+         */
+        RangeRow: {
+            /** @description total_us / count, us. */
+            avg_us: number;
+            /** @description Events of that name overlapping the range. */
+            count: number;
+            /** @description Event name. */
+            name: string;
+            /** @description total_us minus that of their direct children, us. */
+            self_us: number;
+            /** @description Their wall time inside the range, us (clipped to it). */
+            total_us: number;
+        };
+        /**
          * TimelineSearchPayload
          * @description `/timeline/search`: events whose name contains the query (case-insensitive), in time
          *         order.
@@ -3646,6 +3936,8 @@ export interface components {
             loading: boolean;
             /** @description The logdir being served. */
             logdir: string;
+            /** @description Installation problems found at the plugin's start-up, for a banner (e.g. the old torch-tb-profiler still installed: two tabs). Empty when all is well; always sent by the plugin. */
+            notices?: string[];
             /** @description Runs, sorted by name. */
             runs: components["schemas"]["Run"][];
         };
@@ -3766,6 +4058,27 @@ export interface components {
             message: string;
             /** @description With 422: the parser's messages for the file. */
             messages?: string[];
+        };
+        /**
+         * DiffDefault
+         * @description `/diff/default`: the experiment the Diff view proposes for a baseline.
+         */
+        DiffDefault: {
+            /** @description The choice in words, for the page's subtitle. */
+            message: string;
+            /**
+             * @description other_span: the same worker's other span; other_worker: another worker of the same run; similar_run: the run whose operator names overlap most; none: no candidate.
+             * @enum {unknown}
+             */
+            reason: "none" | "other_span" | "other_worker" | "similar_run";
+            /** @description The proposed run; null when there is nothing to compare with. */
+            run: string | null;
+            /** @description similar_run: shared operator names / all operator names of both (0..1). */
+            similarity: number | null;
+            /** @description Its span. */
+            span: string | null;
+            /** @description Its worker. */
+            worker: string | null;
         };
     };
     responses: {

@@ -14,6 +14,8 @@ export type EventDetails = Schemas['TimelineEventPayload']
 export type Partner = Schemas['CorrelatedEvent']
 export type SearchResult = Schemas['TimelineSearchPayload']
 export type SearchMatch = Schemas['SearchMatch']
+export type RangeAggregate = Schemas['TimelineRangePayload']
+export type RangeRow = Schemas['RangeRow']
 
 /** Absolute us as a query value: enough digits for sub-us windows on 1.7e15 us timestamps. */
 function usParam(value: number | undefined): string | undefined {
@@ -37,6 +39,15 @@ export const traceApi = {
 
   search(sel: Selection, q: string, limit: number, startUs?: number, signal?: AbortSignal): Promise<SearchResult> {
     return getJson<SearchResult>('timeline/search', { ...sel, q, limit, start_us: usParam(startUs) }, signal)
+  },
+
+  /** Counts, total and self time by name over [start, end] (absolute us) on `tracks`. */
+  range(sel: Selection, start: number, end: number, tracks: number[], signal?: AbortSignal): Promise<RangeAggregate> {
+    return getJson<RangeAggregate>('timeline/range', { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(',') }, signal)
+  },
+
+  rangeCsvUrl(sel: Selection, start: number, end: number, tracks: number[]): string {
+    return routeUrl('timeline/range', { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(','), format: 'csv' })
   },
 
   downloadUrl(sel: Selection): string {
