@@ -35,7 +35,7 @@ from .analysis.frames import (
 from .analysis.kernels import GROUP_BY_KERNEL, kernel_table
 from .analysis.operators import GROUP_BY_OPERATOR, call_stack_table, operator_table
 from .analysis.overview import build_overview
-from .cache import TraceCache, default_cache
+from .cache import TraceCache, cache_location, default_cache
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import LoadState, ParseStatus, TraceTable
 from .load import load_trace
@@ -73,7 +73,7 @@ def _cache(cache_dir: Union[str, Path, None], use_cache: bool) -> TraceCache:
     if not use_cache:
         return TraceCache(None)
     if cache_dir is not None:
-        return TraceCache(Path(cache_dir).expanduser())
+        return TraceCache(cache_location(cache_dir))
     return default_cache()
 
 

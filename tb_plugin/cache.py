@@ -16,11 +16,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import pandas as pd
 
+from .cache_fs import SharedStore, is_url
 from .ingest.memory_export import EXPORT_VERSION, RawTimeline
 from .ingest.schema import (
     PARSER_VERSION,
@@ -39,7 +40,7 @@ from .ingest.snapshot import (
 from .settings import CACHE_DIR_ENV, settings
 from .storage import FileRef
 
-__all__ = ["CACHE_DIR_ENV", "TraceCache", "default_cache", "default_cache_dir"]
+__all__ = ["CACHE_DIR_ENV", "TraceCache", "cache_location", "default_cache", "default_cache_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -57,23 +58,49 @@ def default_cache_dir() -> Path:
     return Path(user_cache_dir("torch-prof"))
 
 
-class TraceCache:
-    """Parsed tables and JSON payloads per trace file. `root=None` disables caching."""
+def cache_location(value: Union[str, Path]) -> Union[str, Path]:
+    """A cache location as the user wrote it: an fsspec URL stays a string, a folder a `Path`."""
+    return value if is_url(value) else Path(value).expanduser()
 
-    def __init__(self, root: Optional[Path]) -> None:
+
+class TraceCache:
+    """Parsed tables and JSON payloads per trace file. `root=None` disables caching; a URL root
+    (s3://, file://, memory://...) keeps the entries on fsspec storage (`cache_fs.SharedStore`).
+    """
+
+    def __init__(self, root: Union[Path, str, None]) -> None:
         self.root = root
+        self.shared = SharedStore(root) if is_url(root) else None
 
     @property
     def enabled(self) -> bool:
         return self.root is not None
 
+    def writable(self) -> bool:
+        """Whether entries can be stored (a shared cache that cannot is reported once)."""
+        if self.shared is not None:
+            return self.shared.writable()
+        try:
+            folder = Path(self.root)  # type: ignore[arg-type]
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+                return True
+        except (OSError, TypeError) as exc:
+            log.warning("torch-prof: cannot write to the cache %s (%s); continuing without it",
+                        self.root, exc)
+            return False
+
+    def _key(self, ref: FileRef, kind: str = "") -> str:
+        """The entry key of `ref`'s parsed table (kind ""), parsed export or snapshot."""
+        version = {"export": f"export{EXPORT_VERSION}",
+                   "snapshot": f"snapshot{SNAPSHOT_VERSION}"}.get(kind, str(PARSER_VERSION))
+        return hashlib.sha256(f"{version}|{_FORMAT}|{ref.identity()}".encode()).hexdigest()
+
     def _entry(self, ref: FileRef, kind: str = "") -> Path:
         """The entry folder of `ref`'s parsed table (kind ""), parsed export or snapshot."""
         assert self.root is not None
-        version = {"export": f"export{EXPORT_VERSION}",
-                   "snapshot": f"snapshot{SNAPSHOT_VERSION}"}.get(kind, str(PARSER_VERSION))
-        key = hashlib.sha256(f"{version}|{_FORMAT}|{ref.identity()}".encode()).hexdigest()
-        return self.root / key[:2] / key
+        key = self._key(ref, kind)
+        return Path(self.root) / key[:2] / key
 
     # -- parsed tables -------------------------------------------------------------------------
 
@@ -102,6 +129,8 @@ class TraceCache:
     def _load(self, ref: FileRef, kind: str, read: Callable[[Path, FileRef], Any]) -> Any:
         if not self.enabled:
             return None
+        if self.shared is not None:
+            return self.shared.load(self._key(ref, kind), lambda folder: read(folder, ref))
         entry = self._entry(ref, kind)
         if not (entry / "manifest.json").exists():
             return None
@@ -115,6 +144,9 @@ class TraceCache:
     def _save(self, ref: FileRef, kind: str, write: Callable[[Path], None]) -> None:
         """Write an entry into a staging folder, then rename it into place."""
         if not self.enabled:
+            return
+        if self.shared is not None:
+            self.shared.save(self._key(ref, kind), write)
             return
         entry = self._entry(ref, kind)
         staging: Optional[Path] = None
@@ -136,6 +168,8 @@ class TraceCache:
         (caching off, never computed, unreadable); never computes one."""
         if not self.enabled:
             return None
+        if self.shared is not None:
+            return _payload_value(self.shared.get_json(self._payload_path(ref, key)), key)
         path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
         try:
             stored = json.loads(path.read_text())
@@ -148,6 +182,8 @@ class TraceCache:
         """A JSON-serialisable analysis result for this file, computed once across restarts."""
         if not self.enabled:
             return compute()
+        if self.shared is not None:
+            return self._shared_payload(ref, key, compute)
         path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
         try:
             stored = json.loads(path.read_text())
@@ -164,6 +200,28 @@ class TraceCache:
         except (OSError, TypeError, ValueError) as exc:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
+
+    def _payload_path(self, ref: FileRef, key: str) -> str:
+        assert self.shared is not None
+        return self.shared.payload_path(self._key(ref),
+                                        hashlib.sha1(key.encode()).hexdigest() + ".json")
+
+    def _shared_payload(self, ref: FileRef, key: str, compute: Callable[[], Any]) -> Any:
+        assert self.shared is not None
+        path = self._payload_path(ref, key)
+        stored = self.shared.get_json(path)
+        if isinstance(stored, dict) and stored.get("key") == key and "value" in stored:
+            return stored["value"]
+        value = compute()
+        try:
+            self.shared.put_json(path, {"key": key, "value": value})
+        except (TypeError, ValueError) as exc:
+            log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
+        return value
+
+
+def _payload_value(stored: Any, key: str) -> Any:
+    return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key else None
 
 
 def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
@@ -274,5 +332,7 @@ def default_cache() -> TraceCache:
     """The process-wide cache: $TORCH_PROF_CACHE_DIR, else the user cache dir; 'off' disables."""
     global _default
     if _default is None:
-        _default = TraceCache(None if settings().cache_off else default_cache_dir())
+        config = settings()
+        _default = TraceCache(None if config.cache_off else config.cache_url
+                              or default_cache_dir())
     return _default

@@ -1,4 +1,8 @@
-"""Command line: `torch-prof summary LOGDIR` and `torch-prof report LOGDIR ...`.
+"""Command line: `torch-prof summary LOGDIR`, `torch-prof report LOGDIR ...`, and the data
+commands `export` and `sql` (`cli_data.py`).
+
+`summary` parses every file through the executor seam (`executors.py`: local processes, or a
+Ray cluster with `--cluster` / $TORCH_PROF_CLUSTER) with one progress bar over the ranks.
 
 `report` prints exactly the payloads the server returns (the same view specs of
 `tb_plugin.views.registry`, read from the same options, and the same CSV tables), so every view
@@ -12,19 +16,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
-import time
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Optional, TextIO
 
-from .cache import TraceCache, default_cache, default_cache_dir
+from . import cli_data
+from .batch import RankProgress, local_workers, summarise_files
+from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
+from .executors import make_executor
 from .ingest import TraceTable
 from .load import load_trace
 from .output.encoding import pretty_json
 from .output.rows import csv_bytes
 from .output.terminal import table_text
+from .settings import CLUSTER_ENV, available_memory, settings, usable_cpus
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 from .storage import filesystem
 from .views.errors import NotInTrace, OptionError, Unreadable
@@ -54,6 +63,12 @@ examples:
   {prog} report ./logs --run resnet --view diff --exp-run resnet_amp
       the Diff of two runs (their first worker and span each)
 
+  {prog} summary s3://bucket/logs --cluster ray://head:10001 --cache-dir s3://bucket/cache
+      parse every file on a Ray cluster, into a cache the cluster's nodes share
+
+  {prog} sql ./logs "SELECT name, sum(dur) FROM events GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
+      one SQL statement over the parsed tables ({prog} export: the tables as Parquet)
+
 --view takes a data view name ({views}) or a tab name ({tabs}).
 --worker and --span default to the run's first worker and its first span.
 """
@@ -64,6 +79,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     cache = _cache(args)
     if args.command == "summary":
         return _summary(args, cache)
+    if args.command in cli_data.COMMANDS:
+        return cli_data.run(args, cache)
     return _report(args, cache)
 
 
@@ -94,6 +111,10 @@ def _parser(prog: str = "torch-prof") -> argparse.ArgumentParser:
     summary = commands.add_parser("summary", help="runs, workers, spans, event counts, status")
     summary.add_argument("logdir", help="local folder or fsspec URL (s3://, gs://, ...)")
     summary.add_argument("--json", action="store_true", help="machine-readable output")
+    summary.add_argument("--cluster", help="parse on a Ray cluster: ray://HOST:PORT, HOST:PORT "
+                         f"or auto (default ${CLUSTER_ENV}); the cache must be shared")
+    summary.add_argument("--progress", action="store_true",
+                         help="show the progress bar over files also when stderr is no terminal")
     report = commands.add_parser(
         "report", help="print one view of one trace", epilog=parser.epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,6 +134,7 @@ def _parser(prog: str = "torch-prof") -> argparse.ArgumentParser:
                         help="table (default on a terminal): readable; json (default when "
                         "piped): the server's payload; csv: the view's table as the server's "
                         "CSV export")
+    cli_data.add_commands(commands)
     return parser
 
 
@@ -140,7 +162,7 @@ def _cache(args: argparse.Namespace) -> TraceCache:
     if args.no_cache:
         return TraceCache(None)
     if args.cache_dir:
-        return TraceCache(Path(args.cache_dir).expanduser())
+        return TraceCache(cache_location(args.cache_dir))
     return default_cache()
 
 
@@ -153,7 +175,27 @@ def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
         sys.stderr.write(f"error: {missing}\n")
         return 2
     runs = discover_runs(args.logdir)
-    rows = [_summarise_run(run, cache, show_progress=not args.json) for run in runs]
+    refs = [span.ref for run in runs for spans in run.workers.values() for span in spans]
+    config = settings()
+    config = replace(config, cluster=args.cluster or config.cluster)
+    workers = local_workers(refs, usable_cpus(), available_memory())
+    executor = make_executor(config, max_workers=workers,
+                             mp_context=multiprocessing.get_context(config.start_method))
+    if getattr(executor, "error", None) is not None:  # the cluster is unreachable
+        sys.stderr.write(f"error: {executor.error}\n")  # type: ignore[attr-defined]
+        return 1
+    if cache.enabled and not cache.writable():  # reported once (by the cache); load without it
+        cache = TraceCache(None)
+    progress = RankProgress(len(refs), sum(ref.size for ref in refs),
+                            enabled=bool(refs) and (args.progress or (
+                                not args.json and sys.stderr.isatty())))
+    try:
+        results = iter(summarise_files(executor, refs, cache.root if cache.enabled else None,
+                                       progress))
+    finally:
+        executor.shutdown(wait=True)
+        progress.close()
+    rows = [_run_row(run, results) for run in runs]
     if args.json:
         json.dump({"logdir": args.logdir, "runs": rows}, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -162,17 +204,10 @@ def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
     return 0  # broken workers are reported, not fatal
 
 
-def _summarise_run(run: RunInfo, cache: TraceCache, show_progress: bool) -> dict[str, Any]:
-    workers = []
-    for worker, spans in run.workers.items():
-        entries = []
-        for span in spans:
-            progress = _Progress(f"{run.name}/{worker}#{span.span}", span.ref.size,
-                                 enabled=show_progress)
-            table = load_trace(span.ref, cache=cache, progress=progress.update)
-            progress.close()
-            entries.append(_span_summary(span, table))
-        workers.append({"name": worker, "spans": entries})
+def _run_row(run: RunInfo, results: Iterator[dict[str, Any]]) -> dict[str, Any]:
+    """One run's rows, taking its files' results in discovery order."""
+    workers = [{"name": worker, "spans": [_span_summary(span, next(results)) for span in spans]}
+               for worker, spans in run.workers.items()]
     return {
         "name": run.name,
         "path": run.path,
@@ -182,18 +217,9 @@ def _summarise_run(run: RunInfo, cache: TraceCache, show_progress: bool) -> dict
     }
 
 
-def _span_summary(span: SpanFile, table: TraceTable) -> dict[str, Any]:
-    return {
-        "span": span.span,
-        "file": span.ref.url,
-        "bytes": span.ref.size,
-        "state": table.status.state,
-        "messages": table.status.messages,
-        "events": table.event_count,
-        "duration_events": len(table.events),
-        "memory_events": len(table.memory),
-        "flow_events": len(table.flows),
-    }
+def _span_summary(span: SpanFile, counts: dict[str, Any]) -> dict[str, Any]:
+    """A file's row: its name and size, and the counts `batch.summarise_file` returned."""
+    return {"span": span.span, "file": span.ref.url, "bytes": span.ref.size, **counts}
 
 
 def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None:
@@ -214,30 +240,6 @@ def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None
             out.write(f"  memory timeline: {timeline}\n")
         for snapshot in run["memory_snapshots"]:
             out.write(f"  allocator snapshot: {snapshot}\n")
-
-
-class _Progress:
-    """A one-line progress bar on stderr, for files big enough to wait for (TTY only)."""
-
-    _MIN_BYTES = 20 << 20
-
-    def __init__(self, label: str, total: int, enabled: bool) -> None:
-        self.label, self.total = label, max(total, 1)
-        self.enabled = enabled and sys.stderr.isatty() and total >= self._MIN_BYTES
-        self._last = 0.0
-
-    def update(self, done_bytes: int) -> None:
-        # Decompressed bytes outrun a gzip file's size: show MB read rather than a fake percent.
-        now = time.monotonic()
-        if not self.enabled or now - self._last < 0.2:
-            return
-        self._last = now
-        sys.stderr.write(f"\rparsing {self.label}: {done_bytes / 1e6:,.0f} MB read")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 79 + "\r")
 
 
 def _missing_logdir(logdir: str) -> Optional[str]:

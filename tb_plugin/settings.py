@@ -28,6 +28,7 @@ LOAD_MEMORY_ENV = "TORCH_PROF_LOAD_MEMORY_MB"
 TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
 START_METHOD_ENV = "TORCH_PROF_START_METHOD"
 WARM_ENV = "TORCH_PROF_WARM"
+CLUSTER_ENV = "TORCH_PROF_CLUSTER"
 SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
 #: Default size limit of an allocator snapshot, MB (unpickled, about five times that in memory).
 DEFAULT_SNAPSHOT_MAX_MB = 1024
@@ -41,6 +42,8 @@ START_METHODS = ("spawn", "forkserver", "fork")
 class Settings:
     #: Parsed-trace cache folder; None = the user cache dir (platformdirs); see `cache_off`.
     cache_dir: Optional[Path] = None
+    #: The cache as an fsspec URL (s3://, gs://, file:// on a shared filesystem), else None.
+    cache_url: Optional[str] = None
     #: $TORCH_PROF_CACHE_DIR is one of CACHE_OFF_VALUES: parse from scratch every time.
     cache_off: bool = False
     #: Processes one big local file is parsed with (1 = never split); None = the usable cores.
@@ -55,6 +58,9 @@ class Settings:
     start_method: str = "spawn"
     #: Warm derived data (op tree, timeline index) of newly read tables in the background.
     warm: bool = True
+    #: Ray cluster that parses and summarises files (ray://HOST:PORT, HOST:PORT or auto);
+    #: None = the local process pool.
+    cluster: Optional[str] = None
     #: Allocator snapshots (pickles) bigger than this, bytes, are refused (bounded memory).
     snapshot_max_bytes: int = DEFAULT_SNAPSHOT_MAX_MB << 20
 
@@ -64,9 +70,11 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
     env = os.environ if environ is None else environ
     cache = env.get(CACHE_DIR_ENV, "").strip()
     megabytes = {name: _positive_int(env, name) for name in (LOAD_MEMORY_ENV, TABLE_MEMORY_ENV)}
+    url = cache if "://" in cache else None
     return Settings(
-        cache_dir=Path(cache).expanduser() if cache and cache.lower() not in CACHE_OFF_VALUES
-        else None,
+        cache_dir=Path(cache).expanduser() if cache and not url
+        and cache.lower() not in CACHE_OFF_VALUES else None,
+        cache_url=url,
         cache_off=cache.lower() in CACHE_OFF_VALUES,
         parse_processes=_positive_int(env, PARSE_PROCESSES_ENV),
         load_workers=_positive_int(env, LOAD_WORKERS_ENV),
@@ -74,6 +82,7 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         table_memory=_megabytes(megabytes[TABLE_MEMORY_ENV]),
         start_method=_choice(env, START_METHOD_ENV, START_METHODS, "spawn"),
         warm=env.get(WARM_ENV, "").strip() != "0",
+        cluster=env.get(CLUSTER_ENV, "").strip() or None,
         snapshot_max_bytes=(_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB)
         << 20,
     )

@@ -22,6 +22,8 @@ E2E_FILES = frozenset({
     "tests/server/test_http.py",
     "tests/server/test_views_wiring.py",
     "tests/test_recorder.py",
+    "tests/cluster/test_ray.py",  # a real local Ray instance (its own processes)
+    "tests/cluster/test_ray_client.py",  # a real Ray head (`ray start --head`)
 })
 
 

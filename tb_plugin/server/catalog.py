@@ -109,7 +109,7 @@ class Catalog:
             if self._started:
                 return
             self._started = True
-            self._pool = self._pool_factory(Path(self._cache.root), self._on_start,
+            self._pool = self._pool_factory(self._cache.root, self._on_start,
                                             self._on_progress, self._on_done)
             threading.Thread(target=self._scan_loop, name="torch-prof-scan", daemon=True).start()
 

@@ -6,8 +6,10 @@ the `TraceCache` in the background, so nothing on the way to the first view touc
 (a table over `HANDOVER_MAX_BYTES` is written to the cache here and read back by the server).
 The summary is stored next to the table so that a restarted server knows the file without
 parsing it again (`peek_summary`). Progress goes back to the server through a queue handed
-over when the child starts. This module is what the children import: it needs ingest and the
-per-file summary (no TensorBoard, no views, no server).
+over when the child starts. On a Ray cluster (`executors.py`) a task runs `parse_into_cache`
+instead: the same parse, but the table, the summary and the view summaries go to the shared
+cache from the remote node and only the summary comes back. This module is what the children
+import: it needs ingest and the per-file summary (no TensorBoard, no views, no server).
 """
 
 from __future__ import annotations
@@ -19,11 +21,10 @@ import os
 import queue
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from ..analysis.features import FEATURES_VERSION, summarize
-from ..cache import TraceCache
+from ..cache import TraceCache, cache_location
 from ..ingest import parse_trace
 from ..ingest.plain import PlainTable, to_plain
 from ..ingest.schema import LoadState
@@ -65,19 +66,45 @@ class ParsedFile:
 def parse_file(key: str, ref: FileRef, cache_root: str, processes: int = 1) -> ParsedFile:
     """Parse one file; return its summary and table (the server writes the cache), or for a
     table over `HANDOVER_MAX_BYTES` write it and the summary to the cache here."""
-    counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
     started_at, started = time.time(), time.perf_counter()
-    table = parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
+    table = _parse(key, ref, processes)
     parsed = time.perf_counter()
     summary = summarize(table)
     plain = to_plain(table) if table.status.state != LoadState.ERROR else None
     if plain is not None and sum(a.nbytes for a in plain.arrays.values()) > HANDOVER_MAX_BYTES:
-        cache = TraceCache(Path(cache_root))
-        cache.save_table(ref, table)
-        cache.payload(ref, SUMMARY_KEY, lambda: summary)
-        store_view_summaries(cache, ref, table, summary["features"])
+        store_parsed(TraceCache(cache_location(cache_root)), ref, table, summary)
         plain = None
     return ParsedFile(summary, plain, started_at, parsed - started, time.perf_counter() - parsed)
+
+
+def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
+                     ) -> dict[str, Any]:
+    """Parse one file and write its table, summary and view summaries to the cache at
+    `cache_root` (a path or an fsspec URL); return only the summary. What a task on a Ray
+    cluster runs: a table cannot be handed over from a remote node, the shared cache carries
+    it. An entry already committed there (a retried task) is read instead of parsed."""
+    cache = TraceCache(cache_location(cache_root))
+    cached = cache.load_table(ref)
+    table = cached if cached is not None else _parse(key, ref, processes)
+    summary = summarize(table)
+    if table.status.state != LoadState.ERROR:  # not cached: a retry re-reads the file
+        store_parsed(cache, ref, table, summary, with_table=cached is None)
+    return summary
+
+
+def store_parsed(cache: TraceCache, ref: FileRef, table: Any, summary: dict[str, Any], *,
+                 with_table: bool = True) -> None:
+    """A parsed table (unless it is there already), its summary and its run-level view
+    summaries, into the cache (each payload only when missing)."""
+    if with_table:
+        cache.save_table(ref, table)
+    cache.payload(ref, SUMMARY_KEY, lambda: summary)
+    store_view_summaries(cache, ref, table, summary["features"])
+
+
+def _parse(key: str, ref: FileRef, processes: int) -> Any:
+    counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
+    return parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
 
 
 def store_view_summaries(cache: TraceCache, ref: FileRef, table: Any,

@@ -2,7 +2,10 @@
 
 A child (`parse_child.py`) parses one file and sends back a small summary (state, messages,
 feature counts) and the table as plain arrays; the catalogue hands the table to the server's
-table memory, which writes it to the `TraceCache` in the background. How many
+table memory, which writes it to the `TraceCache` in the background. The executor comes from
+`executors.make_executor`: local processes, or with `$TORCH_PROF_CLUSTER` a Ray cluster whose
+tasks (`parse_into_cache`) write the table to the shared cache and send back only the summary
+(the cluster schedules them by its own CPUs and memory). How many
 files are parsed at once is bounded by the cores and by a memory budget (each file's peak is
 estimated from its size), and one file is always allowed to run, however big. Children are
 started with `spawn` by default (TensorBoard is multi-threaded, so `fork` is unsafe) and the
@@ -22,16 +25,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..executors import CLUSTER_IN_FLIGHT, ClusterError, is_remote, make_executor
 from ..ingest.plain import PlainTable
 from ..settings import Settings, available_memory, settings, usable_cpus
 from ..storage import FileRef
-from .parse_child import ParsedFile, init_child, parse_file
+from .parse_child import ParsedFile, init_child, parse_file, parse_into_cache
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +120,18 @@ class LoadPool:
         self.start_method = start_method or config.start_method
         # Processes a file parsed alone may use (the parser splits a big local file in parts).
         self.split = max(1, min(self.workers, config.parse_processes or usable_cpus()))
+        self.config = config
+        if config.cluster:  # a Ray cluster schedules by its own CPUs and memory
+            self.workers = workers or config.load_workers or CLUSTER_IN_FLIGHT
+            self.memory_budget = 1 << 62
+            self.split = 1  # a Ray task holds one CPU of its node: no split parse there
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._queue = JobQueue()
         self._running: dict[int, LoadJob] = {}
         self._done: deque[tuple[LoadJob, Future]] = deque()
-        self._executor: Optional[ProcessPoolExecutor] = None
+        self._executor: Optional[Executor] = None
         self._progress_queue: Any = None
         self._broken = False
         self._idle_since = time.monotonic()
@@ -130,7 +139,7 @@ class LoadPool:
         self._thread = threading.Thread(target=self._run, name="torch-prof-loader", daemon=True)
         self._thread.start()
         log.info("torch-prof: parsing up to %d files at once (memory budget %d MB, %s)",
-                 self.workers, self.memory_budget >> 20, self.start_method)
+                 self.workers, self.memory_budget >> 20, config.cluster or self.start_method)
 
     # -- public API (any thread) ---------------------------------------------------------------
 
@@ -194,8 +203,12 @@ class LoadPool:
                     break
                 processes = self._processes_for(job)
                 try:
-                    future = self._executor_or_new().submit(
-                        parse_file, job.key, job.ref, str(self.cache_root), processes)
+                    executor = self._executor_or_new()
+                    # Local parsers hand the table over; a Ray task (another node) writes it
+                    # to the shared cache and returns only the summary.
+                    parse = parse_into_cache if is_remote(executor) else parse_file
+                    future = executor.submit(
+                        parse, job.key, job.ref, str(self.cache_root), processes)
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True
@@ -230,7 +243,9 @@ class LoadPool:
 
     def _outcome(self, job: LoadJob, future: Future) -> Optional[LoadOutcome]:
         try:
-            parsed: ParsedFile = future.result()
+            parsed: ParsedFile | dict[str, Any] = future.result()
+            if isinstance(parsed, dict):  # from a Ray task: the table is in the shared cache
+                return LoadOutcome(job.key, summary=parsed)
             log.debug("torch-prof timing: pool_start %.3f s (%s)",
                       parsed.started_at - job.submitted_at, job.ref.url)
             log.debug("torch-prof timing: parse %.3f s (%s, %d processes; summary %.3f s)",
@@ -241,6 +256,8 @@ class LoadPool:
             return LoadOutcome(job.key, summary=parsed.summary, table=parsed.table)
         except CancelledError:
             return None
+        except ClusterError as exc:  # unreachable cluster, or its worker died on every retry
+            return LoadOutcome(job.key, error=str(exc))
         except BrokenProcessPool:
             self._broken = True
             if job.attempts == 0:  # maybe another file's crash: retry it alone
@@ -261,14 +278,14 @@ class LoadPool:
         if executor is not None:
             _kill(executor)
 
-    def _executor_or_new(self) -> ProcessPoolExecutor:
+    def _executor_or_new(self) -> Executor:
         if self._executor is None:
             context = multiprocessing.get_context(self.start_method)
             if self._progress_queue is None:
                 self._progress_queue = context.Queue()
-            self._executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=init_child,
-                initargs=(self._progress_queue,))
+            self._executor = make_executor(  # local processes, or the Ray cluster configured
+                self.config, max_workers=self.workers, mp_context=context,
+                initializer=init_child, initargs=(self._progress_queue,))
         return self._executor
 
     def _drain_progress(self) -> None:
@@ -364,7 +381,7 @@ def _entry(job: LoadJob) -> tuple[int, int, int, str]:
     return (-job.priority, job.ref.size, job.token, job.key)
 
 
-def _kill(executor: ProcessPoolExecutor) -> None:
+def _kill(executor: Executor) -> None:
     """Shut an executor down without waiting for running parses (they may take minutes)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
     executor.shutdown(wait=False, cancel_futures=True)

@@ -28,7 +28,7 @@ from ..load import load_trace
 from ..settings import Settings, available_memory
 from .filestate import FileState
 from .memo import MemoryLRU, SingleFlight
-from .parse_child import SUMMARY_KEY, store_view_summaries
+from .parse_child import store_parsed
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +77,7 @@ class Tables:
             state, table, summary = self._writes.get()
             started = time.perf_counter()
             try:
-                self.cache.save_table(state.ref, table)
-                self.cache.payload(state.ref, SUMMARY_KEY, lambda s=summary: s)
-                store_view_summaries(self.cache, state.ref, table, summary["features"])
+                store_parsed(self.cache, state.ref, table, summary)
             except Exception:  # the cache only saves time: never lose the writer
                 log.exception("torch-prof: writing %s to the cache failed", state.ref.url)
             finally:
@@ -159,11 +157,10 @@ def usable_cache(cache: TraceCache) -> tuple[TraceCache, Optional[Path]]:
     needs one: when
     the user disabled it, or its folder is not writable, a private temp dir is used instead.
     """
-    if cache.enabled and _writable(Path(cache.root)):
+    if cache.enabled and cache.writable():
         return cache, None
-    if cache.enabled:
-        log.warning("torch-prof: the cache dir %s is not writable; using a temporary one",
-                    cache.root)
+    if cache.enabled:  # the cache reported why (once); this says what happens instead
+        log.info("torch-prof: the cache %s is not writable; using a temporary one", cache.root)
     private = Path(tempfile.mkdtemp(prefix="torch-prof-cache-"))
     return TraceCache(private), private
 
@@ -176,11 +173,3 @@ def _table_bytes(table: TraceTable) -> int:
         size = UNKNOWN_TABLE_BYTES
     return size * DERIVED_FACTOR
 
-
-def _writable(folder: Path) -> bool:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
-            return True
-    except OSError:
-        return False

@@ -1,0 +1,141 @@
+"""Per-file work over many files (a run of 1024 ranks) through an executor, with progress.
+
+`summarise_file` is the task: it runs in a local process or on a Ray worker
+(`tb_plugin.executors`), reads one file through fsspec, parses it into the (shared) cache and
+returns only a few numbers, so the driver never holds a table. `summarise_files` submits one
+task per file and reports each finished file to a `RankProgress` bar, which therefore counts
+ranks the same way whether the work runs here or on a cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor, Future, as_completed
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO, Union
+
+from .cache import TraceCache, cache_location
+from .executors import InlineExecutor
+from .load import load_trace
+from .storage import FileRef
+
+#: Seconds between two redraws of the progress bar.
+REDRAW_S = 0.2
+#: From this many files on, per-file work runs in a local process pool (fewer: in-process).
+LOCAL_POOL_FILES = 4
+#: A parser process's peak beyond the file (interpreter, numpy, pandas), and how much a gzip
+#: trace inflates: the same estimate as the server's pool.
+PROCESS_MEMORY = 192 << 20
+GZIP_EXPANSION = 20
+
+
+def local_workers(refs: Sequence[FileRef], cpus: int, memory: Optional[int]) -> int:
+    """Local parser processes for `refs`: 0 (in-process) for a few files, else bounded by the
+    CPUs and by half the available `memory` over the biggest file's estimated peak."""
+    if len(refs) < LOCAL_POOL_FILES:
+        return 0
+    peak = PROCESS_MEMORY + max(ref.size * (GZIP_EXPANSION if ref.path.endswith(".gz") else 1)
+                                for ref in refs)
+    by_memory = (memory // 2) // peak if memory else cpus
+    return max(1, min(cpus, len(refs), by_memory))
+
+
+def summarise_file(ref: FileRef, cache_root: Union[str, Path, None],
+                   processes: Optional[int] = 1,
+                   on_bytes: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
+    """Parse one file into the cache (`cache_root` None: no cache) and return its counts;
+    `on_bytes(n)` (in-process runs only) hears the bytes parsed so far."""
+    if cache_root is None:
+        table = load_trace(ref, use_cache=False, processes=processes, progress=on_bytes)
+    else:
+        table = load_trace(ref, cache=TraceCache(cache_location(cache_root)),
+                           processes=processes, progress=on_bytes)
+    return {
+        "state": table.status.state,
+        "messages": list(table.status.messages),
+        "events": int(table.event_count),
+        "duration_events": len(table.events),
+        "memory_events": len(table.memory),
+        "flow_events": len(table.flows),
+    }
+
+
+class RankProgress:
+    """A one-line bar over files ("ranks") on a stream: done/total, bytes, rate, failures."""
+
+    def __init__(self, total_files: int, total_bytes: int, *, stream: Optional[TextIO] = None,
+                 enabled: bool = True, label: str = "parsing") -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.total_files, self.total_bytes, self.label = total_files, max(total_bytes, 1), label
+        self.files = self.bytes = self.failed = 0
+        self._start = time.monotonic()
+        self._drawn = 0.0
+
+    def advance(self, size: int, ok: bool = True) -> None:
+        self.files += 1
+        self.bytes += size
+        self.failed += 0 if ok else 1
+        now = time.monotonic()
+        if self.enabled and (now - self._drawn >= REDRAW_S or self.files == self.total_files):
+            self._drawn = now
+            self.stream.write("\r" + self.line(now))
+            self.stream.flush()
+
+    def reading(self, done_bytes: int) -> None:
+        """Bytes parsed so far of the file in progress (files parsed in this process only)."""
+        now = time.monotonic()
+        if self.enabled and now - self._drawn >= REDRAW_S:
+            self._drawn = now
+            self.stream.write(f"\r{self.line(now)}, current file {done_bytes / 1e6:,.0f} MB")
+            self.stream.flush()
+
+    def line(self, now: Optional[float] = None) -> str:
+        elapsed = max(1e-9, (now or time.monotonic()) - self._start)
+        width = 24
+        filled = int(width * self.files / max(1, self.total_files))
+        failed = f", {self.failed} failed" if self.failed else ""
+        return (f"{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{self.files}/{self.total_files} files, {self.bytes / 1e6:,.1f}/"
+                f"{self.total_bytes / 1e6:,.1f} MB, {self.files / elapsed:,.1f} files/s{failed}")
+
+    def close(self) -> None:
+        if self.enabled and self.files:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def summarise_files(executor: Executor, refs: Sequence[FileRef],
+                    cache_root: Union[str, Path, None],
+                    progress: Optional[RankProgress] = None,
+                    task: Callable[..., dict[str, Any]] = summarise_file,
+                    ) -> list[dict[str, Any]]:
+    """`task(ref, cache_root, processes)` for every file through `executor`, in `refs`' order.
+
+    A file whose task fails gets state "error" and the reason as its message (one bad file,
+    or a lost worker, never hides the others)."""
+    processes = None if len(refs) == 1 else 1  # one file alone may split; many share the cores
+    extra = {"on_bytes": progress.reading} if progress is not None and isinstance(
+        executor, InlineExecutor) else {}
+    futures: dict[Future, int] = {
+        executor.submit(task, ref, _portable(cache_root), processes, **extra): i
+        for i, ref in enumerate(refs)}
+    results: list[Optional[dict[str, Any]]] = [None] * len(refs)
+    for future in as_completed(futures):
+        index = futures[future]
+        try:
+            results[index] = future.result()
+        except Exception as exc:  # noqa: BLE001 - reported on the file, the others go on
+            results[index] = {"state": "error", "messages": [f"{type(exc).__name__}: {exc}"],
+                              "events": 0, "duration_events": 0, "memory_events": 0,
+                              "flow_events": 0}
+        if progress is not None:
+            progress.advance(refs[index].size, ok=results[index]["state"] != "error")
+    return [result for result in results if result is not None]
+
+
+def _portable(cache_root: Union[str, Path, None]) -> Optional[str]:
+    """The cache location as a string a task on another machine can open."""
+    return None if cache_root is None else str(cache_root)
