@@ -24,14 +24,16 @@ interface Props {
   state: MemoryState
   update: (patch: Partial<MemoryState>) => void
   theme: Theme
+  hasMemoryExport?: boolean
 }
 
-export function MemoryView({ selection, state, update, theme }: Props) {
+export function MemoryView({ selection, state, update, theme, hasMemoryExport }: Props) {
   useViewStyle('memory', css)
   const device = state.memDevice
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
   const base = useAsync('memory', `${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
-  const timeline = useAsync('memory/timeline', selKey, (signal) => fetchMemoryTimeline(selection, signal))
+  // Asked only for a span that has an export (/runs says so): otherwise it is a known 404.
+  const timeline = useAsync('memory/timeline', hasMemoryExport === false ? null : selKey, (signal) => fetchMemoryTimeline(selection, signal))
 
   // A device from an old link that this span does not have: fall back to the default device.
   const unknownDevice = base.status === 'error' && base.error instanceof ApiError && base.error.status === 404 && device !== ''
