@@ -9,6 +9,7 @@ import { diffSlice } from './views/diff/state'
 import { kernelSlice } from './views/kernels/state'
 import { memorySlice } from './views/memory/state'
 import { operatorSlice } from './views/operators/state'
+import { traceSlice } from './views/trace/state'
 
 /** The shell's part: what is selected. */
 const selectionSlice = {
@@ -18,7 +19,7 @@ const selectionSlice = {
   span: text('span'),
 }
 
-const SLICES = { ...selectionSlice, ...memorySlice, ...diffSlice, ...operatorSlice, ...kernelSlice }
+const SLICES = { ...selectionSlice, ...memorySlice, ...diffSlice, ...operatorSlice, ...kernelSlice, ...traceSlice }
 
 export type SelectionState = SliceState<typeof selectionSlice>
 export type UiState = SliceState<typeof SLICES>

@@ -3,7 +3,7 @@
 // selected event. React renders the chrome around the canvas; the canvas itself is never
 // re-rendered by React.
 
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react'
 import type { Selection } from '../../api'
 import { Banner, ErrorBanner, Loading } from '../../components/ui'
 import type { Theme } from '../../theme'
@@ -12,6 +12,9 @@ import { DetailsPanel, type DetailsState } from './DetailsPanel'
 import { TraceEngine, type EventRef } from './engine'
 import { openInPerfetto } from './perfetto'
 import { RangePanel, type RangeSel } from './RangePanel'
+import type { TraceUrlState } from './state'
+import { formatTrackList, parseTrackList, type TrackList } from './trackList'
+import { TrackMenu } from './TrackMenu'
 import css from './trace.css?inline'
 
 const SEARCH_LIMIT = 200
@@ -26,10 +29,17 @@ function useTraceStyles(): void {
   }, [])
 }
 
-export function TraceView({ selection, theme }: { selection: Selection; theme: Theme }) {
+interface TraceProps {
+  selection: Selection
+  theme: Theme
+  state: TraceUrlState
+  update: (patch: Partial<TraceUrlState>) => void
+}
+
+export function TraceView({ selection, theme, state, update }: TraceProps) {
   useTraceStyles()
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
-  return <TraceSession key={key} selection={selection} theme={theme} />
+  return <TraceSession key={key} selection={selection} theme={theme} state={state} update={update} />
 }
 
 type FirstState = { status: 'pending'; progress: number | null } | { status: 'ok'; tracks: TrackInfo[]; traceStart: number; flowCats: string[]; empty: boolean } | { status: 'error'; error: Error }
@@ -58,7 +68,7 @@ function refFromMatch(m: { id: number; name: string | null; ts: number | null; d
   return { id: m.id, name: m.name ?? '', start, end: start + Math.max(0, m.dur ?? 0), track: m.track, depth: m.depth }
 }
 
-function TraceSession({ selection, theme }: { selection: Selection; theme: Theme }) {
+function TraceSession({ selection, theme, state, update }: TraceProps) {
   const viewRef = useRef<HTMLDivElement>(null)
   const rootRef = useRef<HTMLDivElement>(null)
   const scrollerRef = useRef<HTMLDivElement>(null)
@@ -69,6 +79,12 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
   const engineRef = useRef<TraceEngine | null>(null)
   const themeRef = useRef(theme)
   themeRef.current = theme
+  // The arranged track list lives in the URL (state.ts); the engine lays the tracks out from it.
+  const { trPin, trHide, trOrder, trFold } = state
+  const trackList = useMemo(() => parseTrackList({ trPin, trHide, trOrder, trFold }), [trPin, trHide, trOrder, trFold])
+  const updateRef = useRef(update)
+  updateRef.current = update
+  const setTrackList = useCallback((list: TrackList) => updateRef.current(formatTrackList(list)), [])
 
   const [first, setFirst] = useState<FirstState>({ status: 'pending', progress: null })
   const [frameError, setFrameError] = useState<Error | null>(null)
@@ -116,13 +132,18 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
       onSelect: (ref) => setPicked(ref ? { id: ref.id, ref, reveal: false } : null),
       onFrameError: setFrameError,
       onRange: setRange,
+      onTrackList: setTrackList,
     })
     engineRef.current = engine
     return () => {
       engine.destroy()
       engineRef.current = null
     }
-  }, [selection])
+  }, [selection, setTrackList])
+
+  useEffect(() => {
+    engineRef.current?.setTrackList(trackList)
+  }, [trackList, selection])
 
   useEffect(() => {
     engineRef.current?.setTheme(theme)
@@ -281,6 +302,7 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
             −
           </button>
         </div>
+        <TrackMenu tracks={first.status === 'ok' ? first.tracks : []} list={trackList} onChange={setTrackList} disabled={!ready} />
         <div className="trace-flows">
           <label className={`trace-toggle${flowsOn ? ' on' : ''}`} title="Draw flow arrows (CPU launch → GPU kernel, forward → backward)">
             <input type="checkbox" checked={flowsOn} onChange={(e) => setFlowsOn(e.target.checked)} disabled={!ready} data-testid="trace-flows-toggle" />
