@@ -43,6 +43,11 @@ export class DebugProbe {
     this.root.dataset.selectedFlows = String(count)
   }
 
+  /** Flows drawn clipped at the screen's edge by the last frame (`data-clipped-flows`). */
+  recordClippedFlows(count: number): void {
+    this.root.dataset.clippedFlows = String(count)
+  }
+
   recordDraw(ms: number): void {
     this.drawMs.push(ms)
     if (this.drawMs.length > 120) this.drawMs.shift()

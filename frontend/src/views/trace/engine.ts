@@ -347,6 +347,7 @@ export class TraceEngine implements InputHost {
     const { w, h, dpr, frames, layout, selected, related, flows, counterMax, range } = this
     this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax, range })
     this.probe?.recordSelectedFlows(this.painter.selectedFlows)
+    this.probe?.recordClippedFlows(this.painter.clippedFlows)
     if (!this.frames.base || this.w <= GUTTER_W) return
     this.updateInfo()
     // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).

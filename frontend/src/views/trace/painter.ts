@@ -47,6 +47,8 @@ export class Painter {
   private matchFor: ReadonlySet<string> | null = null
   /** Flows of the selected event drawn in the last frame (its own and its chain's). */
   selectedFlows = 0
+  /** Flows drawn clipped at the screen's edge by the last frame (all-flows mode). */
+  clippedFlows = 0
 
   constructor(ctx: CanvasRenderingContext2D, theme: Theme) {
     this.kit = new PaintKit(ctx, theme)
@@ -112,7 +114,7 @@ export class Painter {
       ctx.restore()
     }
     this.drawGroupBands(s, first, visible1)
-    if (s.flows.on && cur) drawFlows(this.kit, s, cur)
+    this.clippedFlows = s.flows.on && cur ? drawFlows(this.kit, s, cur) : 0
     if (cur) this.selectedFlows = drawSelectedFlows(this.kit, s, cur)
     if (s.range) drawRange(this.kit, s)
     drawRelated(this.kit, s)
