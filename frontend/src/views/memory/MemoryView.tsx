@@ -9,7 +9,7 @@ import { Async } from '../../components/Async'
 import { StatCard } from '../../components/StatCard'
 import { useViewStyle } from '../../components/style'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
-import { bytes, count, msText, pct, signedBytes } from '../../format'
+import { bytes, count, duration, msText, pct, signedBytes } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { MemoryState } from './state'
@@ -201,7 +201,7 @@ function MemoryContent({
           className="mem-stat"
           label="Peak allocated"
           value={bytes(peak?.bytes)}
-          sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${msText(peak.t_us - origin)} ms` : ''}` : undefined}
+          sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${duration(peak.t_us - origin)}` : ''}` : undefined}
           testId="mem-peak"
         />
         <StatCard
@@ -449,7 +449,7 @@ function TimelineCard({ timeline, origin, range, theme }: { timeline: MemoryTime
           <Chart option={option} height={300} label="Memory by category" testId="mem-timeline" />
           {atPeak && (
             <div className="mem-categories" data-testid="mem-timeline-categories">
-              <span className="muted">At the peak ({msText(atPeak.t)} ms):</span>
+              <span className="muted">At the peak ({duration(atPeak.t)}):</span>
               {atPeak.parts.map((p) => (
                 <span key={p.name} className="mem-category" data-category={p.name}>
                   <span className="swatch" style={{ background: CATEGORY_COLORS[p.name] }} />
