@@ -38,7 +38,9 @@ export function TrackMenu({ tracks, list, onChange, disabled }: { tracks: TrackI
       </summary>
       <div className="trace-tracks-panel" role="dialog" aria-label="Tracks">
         <div className="trace-tracks-head">
-          <span className="muted">{empty ? `${empty} empty track${empty === 1 ? '' : 's'} not shown` : 'Pinned tracks are shown first'}</span>
+          <span className="muted" data-testid="trace-tracks-note" title="Tracks without events, and the (no pid) lane of global markers such as Record Window End">
+            {empty ? `${empty} empty track${empty === 1 ? '' : 's'} not shown` : 'Pinned tracks are shown first'}
+          </span>
           <button type="button" className="link-button" disabled={!hidden} onClick={() => onChange(showAll(list))} data-testid="trace-tracks-show-all">
             Show all
           </button>

@@ -5,8 +5,15 @@ import { NO_ARRANGEMENT, formatTrackList, moveGroup, orderGroups, parseTrackList
 
 const track = (id: number, kind: 'cpu' | 'gpu' | 'other', process: string, depth: number, events: number, thread = `t${id}`): TrackInfo => ({ id, pid: process, tid: String(id), kind, process, thread, depth, event_count: events })
 
-// python: threads 1 (2 rows), 2 (1 row); GPU 0: stream 3 (1 row); "(no pid)": 4, no events.
-const tracks = [track(1, 'cpu', 'python', 2, 10), track(2, 'cpu', 'python', 1, 4), track(3, 'gpu', 'GPU 0', 1, 7), track(4, 'other', '(no pid)', 0, 0, '(no thread)')]
+// python: threads 1 (2 rows), 2 (1 row); GPU 0: stream 3 (1 row); 4: no events; 5: the
+// "(no pid)" lane (no pid, no tid) of the global Record Window End instant, as the server sends it.
+const tracks = [
+  track(1, 'cpu', 'python', 2, 10),
+  track(2, 'cpu', 'python', 1, 4),
+  track(3, 'gpu', 'GPU 0', 1, 7),
+  track(4, 'other', 'Spans', 0, 0),
+  { id: 5, pid: '', tid: '', kind: 'other' as const, process: '(no pid)', thread: '', depth: 1, event_count: 1 },
+]
 const shape = (l: ReturnType<typeof computeLayout>) => l.items.map((it) => (it.type === 'group' ? `[${it.label}]` : it.type === 'track' ? it.track.id : it.name))
 
 describe('track list state', () => {
@@ -46,6 +53,7 @@ describe('layout of an arranged track list', () => {
     const l = computeLayout(tracks, [])
     expect(shape(l)).toEqual(['[python]', 1, 2, '[GPU 0]', 3])
     expect(l.trackY.has(4)).toBe(false)
+    expect(l.trackY.has(5)).toBe(false)
     expect(l.height).toBe(2 * 24 + (2 * 18 + 6) + (18 + 6) + (18 + 6))
   })
 

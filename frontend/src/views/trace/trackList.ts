@@ -111,8 +111,11 @@ export function moveGroup(list: TrackList, present: readonly string[], key: stri
   return { ...list, order }
 }
 
-/** A track with no events over the whole trace (e.g. the "(no pid)" lane of the global
- * `Record Window End` instant): never laid out, it would only be an empty row. */
-export function isEmptyTrack(t: { event_count: number }): boolean {
-  return !(t.event_count > 0)
+/**
+ * A track not worth a row: no events, or no pid and no tid (the lane of global-scope instants
+ * such as `Record Window End`, which the server labels "(no pid)": a single zero-length marker
+ * in an otherwise empty row). Never laid out; the track menu says how many were left out.
+ */
+export function isEmptyTrack(t: { event_count: number; pid: string; tid: string }): boolean {
+  return !(t.event_count > 0) || (t.pid === '' && t.tid === '')
 }
