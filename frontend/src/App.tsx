@@ -128,6 +128,7 @@ export function App() {
               update={update}
               theme={theme}
               workerCount={run?.workers.length ?? workers.length}
+              hasMemoryExport={sel.spanStatus?.memory_timeline}
               onNavigate={navigate}
             />
           )

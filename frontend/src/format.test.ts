@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { count, duration, num2, pct, share, us, yesNo } from './format'
+import { count, deltaPct, duration, inScale, num2, pct, share, timeScale, us, yesNo } from './format'
 
 describe('format', () => {
   it('us: rounded integer microseconds with en-US grouping', () => {
@@ -41,5 +41,25 @@ describe('format', () => {
     expect(share(25, 200)).toBe(12.5)
     expect(share(1, 0)).toBe(0)
     expect(share(1, -5)).toBe(0)
+  })
+})
+
+describe('deltaPct and time axes (issue 18)', () => {
+  it('drops the decimals from 1,000 % on, so a large change fits its column', () => {
+    expect(deltaPct(100, 112.345)).toBe('+12.35 %')
+    expect(deltaPct(100, 1099)).toBe('+999.00 %')
+    expect(deltaPct(10, 1244.5)).toBe('+12,345 %') // 100 x 1234.5 / 10
+    expect(deltaPct(-50, -1050)).toBe('-2,000 %')
+    expect(deltaPct(0, 5)).toBe('–')
+  })
+
+  it('picks one unit per axis from its largest value and labels ticks in it', () => {
+    expect(timeScale(999)).toEqual({ unit: 'us', per: 1 })
+    expect(timeScale(43_348_556)).toEqual({ unit: 's', per: 1e6 })
+    const ms = timeScale(98_600)
+    expect(ms.unit).toBe('ms')
+    expect(inScale(12_500, ms)).toBe('12.5')
+    expect(inScale(43_348_556, timeScale(43_348_556))).toBe('43.35')
+    expect(duration(43_348_556)).toBe('43.35 s')
   })
 })

@@ -1,4 +1,5 @@
-// Number formatting of every view but Trace (views/trace/timefmt.ts has its own scales),
+// Number formatting of every view but Trace (views/trace/timefmt.ts has its own scales, with the
+// same unit per magnitude: us, ms, s),
 // locale-independent (en-US grouping) so what the page shows is predictable; '–' marks a missing value.
 
 const intFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
@@ -94,11 +95,12 @@ export function signedDuration(value: number | null | undefined): string {
   return value > 0 ? `+${duration(value)}` : duration(value)
 }
 
-/** Relative change in percent: "+12.34 %", "-5.00 %"; '–' when the base is zero. */
+/** Relative change in percent: "+12.34 %", "-5.00 %"; from 1,000 % on without decimals
+ * ("+12,346 %"), so a large change fits its column; '–' when the base is zero. */
 export function deltaPct(base: number | null | undefined, exp: number | null | undefined): string {
   if (missing(base) || missing(exp) || base === 0) return '–'
   const value = (100 * (exp - base)) / Math.abs(base)
-  return `${value > 0 ? '+' : ''}${fixed2.format(value)} %`
+  return `${value > 0 ? '+' : ''}${Math.abs(value) >= 1000 ? intFmt.format(value) : fixed2.format(value)} %`
 }
 
 /** The number (or null) behind deltaPct, for sorting. */
@@ -132,4 +134,27 @@ export function bytesInterval(max: number, ticks = 5): number | undefined {
   const power = 10 ** Math.floor(Math.log10(raw))
   const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power
   return Math.max(1, step * unit)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time axes: one unit for the whole axis (its title says which), picked from the largest value
+// by the same thresholds as `duration`, so an axis and the tooltips over it agree.
+
+export interface TimeScale {
+  unit: 'us' | 'ms' | 's'
+  /** Microseconds per unit. */
+  per: number
+}
+
+/** The unit of a time axis whose largest magnitude is `maxUs`. */
+export function timeScale(maxUs: number): TimeScale {
+  const m = Math.abs(maxUs)
+  if (m >= 1e6) return { unit: 's', per: 1e6 }
+  if (m >= 1e3) return { unit: 'ms', per: 1e3 }
+  return { unit: 'us', per: 1 }
+}
+
+/** A tick label of a time axis in `scale` (the unit is in the axis title): "1,250", "2.5". */
+export function inScale(valueUs: number, scale: TimeScale): string {
+  return upTo2.format(valueUs / scale.per)
 }

@@ -41,6 +41,7 @@ describe('formatState', () => {
       opGroup: 'operator_input_shape', opSearch: 'conv', opTopN: '25', opSort: 'host_total_us:desc',
       kGroup: 'kernel_op_launch', kSearch: 'gemm', kOpSearch: 'mm', kTopN: 'all', kSort: 'calls:asc',
       tCrit: '7',
+      trPin: '3,1', trHide: '2', trOrder: 'gpu%3AGPU%200', trFold: 'counters',
     }
     expect(parseState(formatState(s))).toEqual(s)
   })

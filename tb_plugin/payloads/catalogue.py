@@ -24,6 +24,10 @@ class SpanStatus(TypedDict):
     messages: Annotated[list[str], doc("The parser's messages for the file.")]
     events: Annotated[Optional[int], doc("Events parsed; null until parsed, or when the file "
                                          "failed.")]
+    memory_timeline: NotRequired[Annotated[bool, doc(
+        "Whether a memory-timeline export (`*.raw.json.gz`) was written next to this span's "
+        "trace: when false, `/memory/timeline` for this span is a 404, so clients need not "
+        "ask.")]]
 
 
 class WorkerListing(TypedDict):

@@ -104,7 +104,8 @@ def run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:
             if state in USABLE:
                 usable.append(f.predicate_features())
             entries.append({"span": span, "state": state, "messages": messages,
-                            "events": f.events})
+                            "events": f.events,
+                            "memory_timeline": f.memory_timeline is not None})
         workers.append({"name": worker, "spans": entries})
     return {"name": run.name, "state": run_state(states), "progress": files_progress(
         run.files(), now), "views": views_of_run(usable, run.facts(usable_runs)),

@@ -227,7 +227,8 @@ def test_runs_listing(tb: TensorBoard, logdir: Path, shared_runs: list[str]) -> 
         for worker in run["workers"]:
             assert set(worker) == {"name", "spans"}
             for span in worker["spans"]:
-                assert set(span) == {"span", "state", "messages", "events"}
+                assert set(span) == {"span", "state", "messages", "events", "memory_timeline"}
+                assert isinstance(span["memory_timeline"], bool)
 
     gpu = find_run(listing, "gen_gpu")
     assert gpu["state"] == "ready"

@@ -280,6 +280,12 @@ def test_memory_timeline(tb: TensorBoard, loaded: dict[str, Any], tables: Any,
     assert_error(tb.get("memory/timeline", {"run": "cnn_bs32"}), 400)  # two exports: which?
     assert_error(tb.get("memory/timeline", {"run": "cnn_bs32", "worker": "vm_9710"}), 400)
     assert_error(tb.get("memory/timeline", {"run": "gen_gpu"}), 404)
+    # /runs says which spans have an export, so the UI never asks for a 404 (issue 18)
+    listing = {r["name"]: r for r in ok(tb.get("runs"))["runs"]}
+    flags = {(r, w["name"], s["span"]): s["memory_timeline"]
+             for r in ("cnn_bs32", "ddp_gloo") for w in listing[r]["workers"] for s in w["spans"]}
+    assert flags[("cnn_bs32", "vm_9710", "1")] is True and flags[("cnn_bs32", "vm_9710", "2")]
+    assert not any(v for (r, _, _), v in flags.items() if r == "ddp_gloo")
 
 
 # -- Distributed ----------------------------------------------------------------------------------

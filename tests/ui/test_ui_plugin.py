@@ -26,7 +26,6 @@ from .pages import (
     choose,
     first_sample,
     fmt_duration,
-    fmt_us,
     gpu_run,
     open_entry,
     open_tab,
@@ -49,13 +48,13 @@ def test_overview_in_tensorboard_matches_api(page, tensorboard, artifacts):
     choose(frame, run, sel["worker"], sel["span"])
     open_tab(frame, "Overview")
 
-    wait_text(frame, "[data-testid=avg-step-time]", f"{fmt_us(overview['average']['total_us'])} us")
+    wait_text(frame, "[data-testid=avg-step-time]", fmt_duration(overview['average']['total_us']))
     rows = frame.locator("[data-testid=breakdown-table] tbody tr")
     assert rows.count() == len(overview["categories"])
     for i, category in enumerate(overview["categories"]):
         cells = rows.nth(i).locator("td").all_inner_texts()
         assert cells[0].strip() == category
-        assert cells[1].strip() == fmt_us(overview["average"]["breakdown_us"][category])
+        assert cells[1].strip() == fmt_duration(overview["average"]["breakdown_us"][category])
     expected_device = overview["environment"].get("device_type", "CPU")
     assert frame.inner_text("[data-testid=device-type]") == expected_device
     runs = {r["name"]: r for r in tensorboard.api("runs")["runs"]}
@@ -70,7 +69,7 @@ def test_overview_gpu_trace(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, run)
     overview = tensorboard.api("overview", **sel)
     frame = open_entry(page, tensorboard, f"run={run}&view=Overview")
-    wait_text(frame, "[data-testid=avg-step-time]", f"{fmt_us(overview['average']['total_us'])} us")
+    wait_text(frame, "[data-testid=avg-step-time]", fmt_duration(overview['average']['total_us']))
     assert frame.inner_text("[data-testid=device-type]") == "GPU"
     assert frame.locator("[data-testid=gpu]").count() == len(overview["gpus"])
     gpu = overview["gpus"][0]
@@ -389,7 +388,7 @@ def test_worker_and_span_selection(page, tensorboard):
                 assert frame.locator("[data-testid=span-select]").count() == 0
             data = tensorboard.api("overview", run="ddp_gloo", worker=worker, span=span)
             wait_text(frame, "[data-testid=avg-step-time]",
-                      f"{fmt_us(data['average']['total_us'])} us")
+                      fmt_duration(data['average']['total_us']))
 
 
 # -- separate TensorBoards: empty log dir, --path_prefix --------------------------------------

@@ -4030,6 +4030,8 @@ export interface components {
         SpanStatus: {
             /** @description Events parsed; null until parsed, or when the file failed. */
             events: number | null;
+            /** @description Whether a memory-timeline export (`*.raw.json.gz`) was written next to this span's trace: when false, `/memory/timeline` for this span is a 404, so clients need not ask. */
+            memory_timeline?: boolean;
             /** @description The parser's messages for the file. */
             messages: string[];
             /** @description Span id ("1", "2", ... or "default"). */

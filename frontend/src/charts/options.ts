@@ -2,7 +2,7 @@
 // and kernel names) goes through escapeHtml first.
 
 import type { Pie } from '../api'
-import { duration, pct, share, us } from '../format'
+import { duration, inScale, pct, share, timeScale } from '../format'
 import type { Theme } from '../theme'
 import type { EChartsCoreOption } from './echarts'
 
@@ -25,6 +25,25 @@ export const CATEGORY_COLORS: Record<string, string> = {
 
 export function categoryColor(name: string, index: number): string {
   return CATEGORY_COLORS[name] ?? PALETTE[index % PALETTE.length]
+}
+
+/**
+ * A value axis of times (us in the data) titled "<title> (<unit>)", the unit picked from the
+ * largest value `maxUs` (format.ts timeScale).
+ */
+export function timeValueAxis(theme: Theme, title: string, maxUs: number, extra: Record<string, unknown> = {}) {
+  const c = chartColors(theme)
+  const scale = timeScale(maxUs)
+  return {
+    type: 'value',
+    name: `${title} (${scale.unit})`,
+    nameLocation: 'middle',
+    nameGap: 44,
+    nameTextStyle: { color: c.muted, fontSize: 12 },
+    axisLabel: { color: c.muted, formatter: (v: number) => inScale(v, scale) },
+    splitLine: { lineStyle: { color: c.grid } },
+    ...extra,
+  }
 }
 
 export function escapeHtml(text: string): string {
@@ -78,7 +97,7 @@ export function donutOption(
       ...tooltipBase(c),
       trigger: 'item',
       formatter: (p: { name: string; value: number; marker: string }) => {
-        const value = opts.unit === 'ratio' ? pct(share(p.value, total)) : `${us(p.value)} us`
+        const value = opts.unit === 'ratio' ? pct(share(p.value, total)) : duration(p.value)
         return `<div style="max-width:420px;white-space:normal;word-break:break-all">${p.marker}${escapeHtml(p.name)}</div><b>${value}</b>${opts.unit === 'ratio' ? '' : ` &middot; ${pct(share(p.value, total))}`}`
       },
     },
@@ -124,7 +143,7 @@ export function stepsOption(data: StepSeries, theme: Theme): EChartsCoreOption {
   const names = data.steps.map((s) => s.name)
   return {
     textStyle: { fontFamily: FONT },
-    grid: { left: 8, right: 16, top: 40, bottom: 32, containLabel: true },
+    grid: { left: 32, right: 16, top: 40, bottom: 40, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 12, itemHeight: 12, itemGap: 16, textStyle: { color: c.text }, icon: 'roundRect' },
     tooltip: {
       ...tooltipBase(c),
@@ -136,23 +155,23 @@ export function stepsOption(data: StepSeries, theme: Theme): EChartsCoreOption {
         const rows = params
           .filter((p) => p.value > 0)
           .reverse()
-          .map((p) => `<tr><td>${p.marker}${escapeHtml(p.seriesName)}</td><td style="text-align:right;padding-left:16px">${us(p.value)} us</td><td style="text-align:right;padding-left:12px">${pct(share(p.value, step.total))}</td></tr>`)
+          .map((p) => `<tr><td>${p.marker}${escapeHtml(p.seriesName)}</td><td style="text-align:right;padding-left:16px">${duration(p.value)}</td><td style="text-align:right;padding-left:12px">${pct(share(p.value, step.total))}</td></tr>`)
           .join('')
-        return `<div style="font-weight:500;margin-bottom:4px">Step ${escapeHtml(step.name)} &middot; ${us(step.total)} us (${duration(step.total)})</div><table style="border-spacing:0;font-size:12px">${rows}</table>`
+        return `<div style="font-weight:500;margin-bottom:4px">Step ${escapeHtml(step.name)} &middot; ${duration(step.total)}</div><table style="border-spacing:0;font-size:12px">${rows}</table>`
       },
     },
     xAxis: {
       type: 'category',
       data: names,
+      name: 'Profiler step',
+      nameLocation: 'middle',
+      nameGap: 28,
+      nameTextStyle: { color: c.muted, fontSize: 12 },
       axisLabel: { color: c.muted },
       axisLine: { lineStyle: { color: c.grid } },
       axisTick: { show: false },
     },
-    yAxis: {
-      type: 'value',
-      axisLabel: { color: c.muted, formatter: (v: number) => us(v) },
-      splitLine: { lineStyle: { color: c.grid } },
-    },
+    yAxis: timeValueAxis(theme, 'Step time', Math.max(0, ...data.steps.map((s) => s.total))),
     series: data.categories.map((cat, i) => ({
       name: cat,
       type: 'bar',

@@ -23,6 +23,8 @@ export interface ViewProps {
   theme: Theme
   views: string[]
   workerCount: number
+  /** Whether this span has a memory-timeline export (undefined: the server does not say). */
+  hasMemoryExport?: boolean
   onNavigate: (view: string) => void
 }
 

@@ -455,9 +455,10 @@ function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string })
           key: `pct_${g.key}`,
           header: `${g.label}\nΔ %`,
           title: `Delta relative to the baseline`,
-          width: '92px',
+          width: '104px',
           align: 'right',
           render: (r) => <span className={deltaClass(numberOf(r, `delta_${g.key}`))}>{deltaPct(numberOf(r, `base_${g.key}`), numberOf(r, `exp_${g.key}`))}</span>,
+          cellTitle: (r) => deltaPct(numberOf(r, `base_${g.key}`), numberOf(r, `exp_${g.key}`)),
           sortValue: (r) => deltaPctValue(numberOf(r, `base_${g.key}`), numberOf(r, `exp_${g.key}`)),
         },
       )

@@ -80,7 +80,7 @@ function kernelColumns(groupBy: KernelGrouping): Column<KernelDelta>[] {
     num('base_total_us', 'Total\nbaseline', 'Baseline kernel time', duration),
     num('exp_total_us', 'Total\nexperiment', 'Experiment kernel time', duration),
     num('delta_total_us', 'Total\nΔ', 'Experiment − baseline kernel time', signedDuration, true),
-    { key: 'pct', header: 'Total\nΔ %', title: 'Delta relative to the baseline', width: '92px', align: 'right', render: (r) => <span className={deltaClass(r.delta_total_us)}>{deltaPct(r.base_total_us, r.exp_total_us)}</span> },
+    { key: 'pct', header: 'Total\nΔ %', title: 'Delta relative to the baseline', width: '104px', align: 'right', render: (r) => <span className={deltaClass(r.delta_total_us)}>{deltaPct(r.base_total_us, r.exp_total_us)}</span> },
     num('base_mean_us', 'Mean\nbaseline', 'Baseline mean duration of one launch', duration),
     num('exp_mean_us', 'Mean\nexperiment', 'Experiment mean duration of one launch', duration),
   )

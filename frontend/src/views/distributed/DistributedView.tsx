@@ -4,7 +4,7 @@ import { useCallback, useMemo, useState } from 'react'
 import type { Selection } from '../../api'
 import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
-import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
+import { FONT, chartColors, escapeHtml, timeValueAxis, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
 import { Banner, Card, DownloadLink, Empty, Field, Select } from '../../components/ui'
 import { bytes, count, duration, num2, pct, share, us } from '../../format'
@@ -253,10 +253,11 @@ function StackedCard<V extends object>({
 function stackedOption(workers: string[], series: readonly SeriesSpec[], values: Record<string, Record<string, number>>, theme: Theme): EChartsCoreOption {
   const c = chartColors(theme)
   const many = workers.length > 12
+  const maxTotal = Math.max(0, ...workers.map((w) => series.reduce((acc, s) => acc + (values[w]?.[s.key] ?? 0), 0)))
   return {
     animation: false,
     textStyle: { fontFamily: FONT },
-    grid: { left: 8, right: 16, top: 40, bottom: many ? 48 : 8, containLabel: true },
+    grid: { left: 32, right: 16, top: 40, bottom: many ? 48 : 8, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 12, itemHeight: 12, itemGap: 16, icon: 'roundRect', textStyle: { color: c.text } },
     tooltip: {
       trigger: 'axis',
@@ -271,7 +272,7 @@ function stackedOption(workers: string[], series: readonly SeriesSpec[], values:
           .reverse()
           .map(
             (p) =>
-              `<tr><td>${p.marker}${escapeHtml(p.seriesName)}</td><td style="text-align:right;padding-left:16px">${us(p.value)} us</td><td style="text-align:right;padding-left:12px">${pct(share(p.value, total))}</td></tr>`,
+              `<tr><td>${p.marker}${escapeHtml(p.seriesName)}</td><td style="text-align:right;padding-left:16px">${duration(p.value)}</td><td style="text-align:right;padding-left:12px">${pct(share(p.value, total))}</td></tr>`,
           )
           .join('')
         return `<div style="font-weight:500;margin-bottom:4px">${escapeHtml(worker)} &middot; ${duration(total)}</div><table style="border-spacing:0;font-size:12px">${rows}</table>`
@@ -284,7 +285,7 @@ function stackedOption(workers: string[], series: readonly SeriesSpec[], values:
       axisLine: { lineStyle: { color: c.grid } },
       axisTick: { show: false },
     },
-    yAxis: { type: 'value', axisLabel: { color: c.muted, formatter: (v: number) => us(v) }, splitLine: { lineStyle: { color: c.grid } } },
+    yAxis: timeValueAxis(theme, 'Time', maxTotal),
     dataZoom: workers.length > 32 ? [{ type: 'slider', xAxisIndex: 0, height: 16, bottom: 4, startValue: 0, endValue: 31 }] : undefined,
     series: series.map((s) => ({
       name: s.label,

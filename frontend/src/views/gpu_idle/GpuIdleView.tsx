@@ -7,7 +7,7 @@ import { Chart } from '../../charts/Chart'
 import { useViewStyle } from '../../components/style'
 import { Banner, Card, DownloadLink, Empty, Segmented } from '../../components/ui'
 import { StatCard } from '../../components/StatCard'
-import { count, pct, share, us } from '../../format'
+import { count, duration, pct, share, us } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { UiState } from '../../urlState'
@@ -98,7 +98,7 @@ function TemporalCard({ data, theme, formula }: { data: GpuIdlePayload; theme: T
     <Card title="Temporal breakdown" subtitle="Per GPU over its active window, us; the four parts sum to the window" testId="gpu-idle-temporal">
       <div className="stats">
         {data.temporal.map((d) => (
-          <StatCard key={d.device} label={`GPU ${d.device} idle`} value={pct(d.idle_pct)} sub={`${us(d.idle_us)} of ${us(d.window_us)} us · compute ∩ communication ${us(d.compute_communication_overlap_us)} us`} testId={`gpu-idle-pct-${d.device}`} />
+          <StatCard key={d.device} label={`GPU ${d.device} idle`} value={pct(d.idle_pct)} sub={`${duration(d.idle_us)} of ${duration(d.window_us)} · compute ∩ communication ${duration(d.compute_communication_overlap_us)}`} testId={`gpu-idle-pct-${d.device}`} />
         ))}
       </div>
       <Chart option={option} height={60 + 36 * rows.length} label="Temporal breakdown per GPU" testId="gpu-idle-temporal-chart" />
@@ -115,7 +115,7 @@ function IdleCard({ data, theme, formula }: { data: GpuIdlePayload; theme: Theme
   const total = streams.reduce((a, s) => a + s.idle_us, 0)
   const host = streams.reduce((a, s) => a + s.host_wait_us, 0)
   return (
-    <Card title="Idle time by cause" subtitle={`Per stream, us; host wait is ${pct(share(host, total))} of ${us(total)} us of gaps`} testId="gpu-idle-idle">
+    <Card title="Idle time by cause" subtitle={`Per stream; host wait is ${pct(share(host, total))} of ${duration(total)} of gaps`} testId="gpu-idle-idle">
       {streams.length === 0 ? (
         <Empty title="No streams">The device events carry no stream.</Empty>
       ) : (
@@ -149,10 +149,10 @@ function LaunchCard({ data, theme, formula }: { data: GpuIdlePayload; theme: The
       testId="gpu-idle-launch"
     >
       <div className="stats">
-        <StatCard label="Kernels launched" value={count(l.kernels)} sub={`${us(l.cpu_us_total)} us CPU · ${us(l.gpu_us_total)} us GPU`} testId="gpu-idle-kernels" />
+        <StatCard label="Kernels launched" value={count(l.kernels)} sub={`${duration(l.cpu_us_total)} CPU · ${duration(l.gpu_us_total)} GPU`} testId="gpu-idle-kernels" />
         <StatCard label="Shorter than their launch" value={count(l.short_kernels)} sub={`${pct(share(l.short_kernels, l.kernels))} of kernels`} testId="gpu-idle-short" />
-        <StatCard label="Median launch delay" value={l.median_delay_us === null ? 'n/a' : `${us(l.median_delay_us)} us`} sub={`${count(l.delay_outliers)} over ${us(l.delay_cutoff_us)} us`} testId="gpu-idle-delay" />
-        <StatCard label="Slow launch calls" value={count(l.runtime_outliers)} sub={`over ${us(l.runtime_cutoff_us)} us`} testId="gpu-idle-runtime-outliers" />
+        <StatCard label="Median launch delay" value={l.median_delay_us === null ? 'n/a' : duration(l.median_delay_us)} sub={`${count(l.delay_outliers)} over ${duration(l.delay_cutoff_us)}`} testId="gpu-idle-delay" />
+        <StatCard label="Slow launch calls" value={count(l.runtime_outliers)} sub={`over ${duration(l.runtime_cutoff_us)}`} testId="gpu-idle-runtime-outliers" />
       </div>
       <Chart option={option} height={240} label="Launch histogram" testId="gpu-idle-launch-hist" />
       <OutlierTable title="Longest launch delays" rows={l.top_delay_outliers} />

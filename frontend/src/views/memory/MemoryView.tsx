@@ -9,7 +9,7 @@ import { Async } from '../../components/Async'
 import { StatCard } from '../../components/StatCard'
 import { useViewStyle } from '../../components/style'
 import { Banner, Card, DownloadLink, Empty, ErrorBanner, Field, Loading, Select } from '../../components/ui'
-import { bytes, count, msText, pct, signedBytes } from '../../format'
+import { bytes, count, duration, msText, pct, signedBytes } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { MemoryState } from './state'
@@ -24,14 +24,16 @@ interface Props {
   state: MemoryState
   update: (patch: Partial<MemoryState>) => void
   theme: Theme
+  hasMemoryExport?: boolean
 }
 
-export function MemoryView({ selection, state, update, theme }: Props) {
+export function MemoryView({ selection, state, update, theme, hasMemoryExport }: Props) {
   useViewStyle('memory', css)
   const device = state.memDevice
   const selKey = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
   const base = useAsync('memory', `${selKey}\u0000${device}`, (signal) => fetchMemory(selection, { device: device || undefined }, signal))
-  const timeline = useAsync('memory/timeline', selKey, (signal) => fetchMemoryTimeline(selection, signal))
+  // Asked only for a span that has an export (/runs says so): otherwise it is a known 404.
+  const timeline = useAsync('memory/timeline', hasMemoryExport === false ? null : selKey, (signal) => fetchMemoryTimeline(selection, signal))
 
   // A device from an old link that this span does not have: fall back to the default device.
   const unknownDevice = base.status === 'error' && base.error instanceof ApiError && base.error.status === 404 && device !== ''
@@ -199,7 +201,7 @@ function MemoryContent({
           className="mem-stat"
           label="Peak allocated"
           value={bytes(peak?.bytes)}
-          sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${msText(peak.t_us - origin)} ms` : ''}` : undefined}
+          sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${duration(peak.t_us - origin)}` : ''}` : undefined}
           testId="mem-peak"
         />
         <StatCard
@@ -447,7 +449,7 @@ function TimelineCard({ timeline, origin, range, theme }: { timeline: MemoryTime
           <Chart option={option} height={300} label="Memory by category" testId="mem-timeline" />
           {atPeak && (
             <div className="mem-categories" data-testid="mem-timeline-categories">
-              <span className="muted">At the peak ({msText(atPeak.t)} ms):</span>
+              <span className="muted">At the peak ({duration(atPeak.t)}):</span>
               {atPeak.parts.map((p) => (
                 <span key={p.name} className="mem-category" data-category={p.name}>
                   <span className="swatch" style={{ background: CATEGORY_COLORS[p.name] }} />

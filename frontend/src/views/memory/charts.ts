@@ -54,11 +54,15 @@ export function timeAxis(theme: Theme, spanMs: number, name = 'Time since profil
   }
 }
 
-export function bytesAxis(theme: Theme, top: number, max?: number) {
+export function bytesAxis(theme: Theme, top: number, max?: number, name = 'Memory') {
   const c = chartColors(theme)
   const interval = bytesInterval(max ?? top)
   return {
     type: 'value',
+    name,
+    nameLocation: 'middle',
+    nameGap: 64,
+    nameTextStyle: { color: c.muted, fontSize: 12 },
     // without a fixed max, round the top up to a whole tick so the last label is a round size
     max: max ?? (interval ? (extent: { max: number }) => Math.max(interval, Math.ceil(extent.max / interval) * interval) : undefined),
     interval,
@@ -96,7 +100,7 @@ export function curveOption(points: CurvePoints, marks: CurveMarks, range: MsRan
   return {
     animation: false,
     textStyle: { fontFamily: FONT },
-    grid: { left: 8, right: 24, top: 40, bottom: 76, containLabel: true },
+    grid: { left: 30, right: 24, top: 40, bottom: 76, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 14, itemHeight: 8, textStyle: { color: c.text }, data: hasReserved ? ['Allocated', 'Reserved'] : ['Allocated'] },
     tooltip: {
       ...tooltipBase(c),
@@ -193,7 +197,7 @@ export function timelineOption(t: number[], series: { name: string; values: numb
   return {
     animation: false,
     textStyle: { fontFamily: FONT },
-    grid: { left: 8, right: 24, top: 48, bottom: 40, containLabel: true },
+    grid: { left: 30, right: 24, top: 48, bottom: 40, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 12, itemHeight: 12, icon: 'roundRect', textStyle: { color: c.text } },
     tooltip: {
       ...tooltipBase(c),

@@ -36,7 +36,7 @@ export function snapshotOption(
   return {
     animation: false,
     textStyle: { fontFamily: FONT },
-    grid: { left: 8, right: 24, top: 40, bottom: 76, containLabel: true },
+    grid: { left: 30, right: 24, top: 40, bottom: 76, containLabel: true },
     legend: { top: 0, left: 0, itemWidth: 14, itemHeight: 8, textStyle: { color: c.text } },
     tooltip: {
       ...tooltipBase(c),

@@ -2,7 +2,7 @@
 // widths are shares of the focused node's value; click a box to zoom into its subtree, click an
 // ancestor bar or the breadcrumb to zoom out. Boxes under half a pixel are not drawn.
 import { useEffect, useMemo, useRef, useState, type MouseEvent } from 'react'
-import { duration, pct, share, us } from '../../format'
+import { duration, pct, share } from '../../format'
 import type { FlameNode } from './api'
 
 interface Props {
@@ -144,7 +144,7 @@ export function FlameGraph({ roots, valueLabel, testId }: Props) {
                   setPath(box.path)
                 }
               }}
-              aria-label={`${box.node.name}: ${us(box.node.value)} us`}
+              aria-label={`${box.node.name}: ${duration(box.node.value)}`}
               data-name={box.node.name}
               data-value={box.node.value}
             >
@@ -160,7 +160,7 @@ export function FlameGraph({ roots, valueLabel, testId }: Props) {
           >
             <div className="flame-tip-name">{hover.box.node.name}</div>
             <div>
-              {valueLabel}: <b>{us(hover.box.node.value)} us</b> ({duration(hover.box.node.value)})
+              {valueLabel}: <b>{duration(hover.box.node.value)}</b>
             </div>
             <div className="muted">
               {pct(share(hover.box.node.value, total))} of all{focus !== root ? ` · ${pct(share(hover.box.node.value, extent(focus)))} of ${focus.name}` : ''}

@@ -130,15 +130,15 @@ function OverviewContent({
       <Card title="Execution summary" subtitle="Average over the profiled steps; each step's time is split by category in priority order" testId="execution-summary">
         <div className="summary-layout">
           <div className="summary-left">
-            <Stat label="Average step time" value={<span data-testid="avg-step-time">{us(total)} us</span>} />
+            <Stat label="Average step time" value={<span data-testid="avg-step-time">{duration(total)}</span>} />
             <div className="stat-sub">
-              {duration(total)} · {data.steps.length} step{data.steps.length === 1 ? '' : 's'}
+              {us(total)} us · {data.steps.length} step{data.steps.length === 1 ? '' : 's'}
             </div>
             <table className="simple-table breakdown-table" data-testid="breakdown-table">
               <thead>
                 <tr>
                   <th>Category</th>
-                  <th className="right">Time (us)</th>
+                  <th className="right">Time</th>
                   <th className="right">Share</th>
                 </tr>
               </thead>
@@ -151,7 +151,7 @@ function OverviewContent({
                         <span className="swatch" style={{ background: categoryColor(cat, i) }} aria-hidden="true" />
                         {cat}
                       </td>
-                      <td className="right mono">{us(v)}</td>
+                      <td className="right mono">{duration(v)}</td>
                       <td className="right mono">{pct(share(v, total))}</td>
                     </tr>
                   )
@@ -172,7 +172,7 @@ function OverviewContent({
         )}
       </Card>
 
-      <Card title="Step time breakdown" subtitle="Time of each profiler step in us, stacked by category; hover a bar for values and shares" testId="step-chart">
+      <Card title="Step time breakdown" subtitle="Time of each profiler step, stacked by category; hover a bar for values and shares" testId="step-chart">
         {data.steps.length > 0 ? (
           <Chart option={stepOption} height={320} label="Step time breakdown chart" testId="step-chart-canvas" />
         ) : (
@@ -313,7 +313,7 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
         <div className="rec-text">{rec.text}</div>
         {rec.start_us !== null && rec.end_us !== null && (
           <div className="rec-evidence muted" data-testid="rec-evidence">
-            Evidence: a {duration(rec.end_us - rec.start_us)} range at trace time {us(rec.start_us)} us
+            Evidence: a {duration(rec.end_us - rec.start_us)} range at trace time {duration(rec.start_us)}
           </div>
         )}
         <div className="rec-actions">

@@ -3,16 +3,18 @@
 // selected event. React renders the chrome around the canvas; the canvas itself is never
 // re-rendered by React.
 
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react'
 import type { Selection } from '../../api'
 import { Banner, ErrorBanner, Loading } from '../../components/ui'
 import type { Theme } from '../../theme'
-import type { UiState } from '../../urlState'
 import { traceApi, type Partner, type SearchMatch, type SearchResult, type TrackInfo } from './api'
 import { DetailsPanel, type DetailsState } from './DetailsPanel'
 import { TraceEngine, type EventRef } from './engine'
 import { openInPerfetto } from './perfetto'
 import { RangePanel, type RangeSel } from './RangePanel'
+import type { TraceUrlState } from './state'
+import { formatTrackList, parseTrackList, type TrackList } from './trackList'
+import { TrackMenu } from './TrackMenu'
 import css from './trace.css?inline'
 
 const SEARCH_LIMIT = 200
@@ -27,11 +29,17 @@ function useTraceStyles(): void {
   }, [])
 }
 
-export function TraceView({ selection, theme, state, update }: { selection: Selection; theme: Theme; state?: UiState; update?: (patch: Partial<UiState>) => void }) {
+interface TraceProps {
+  selection: Selection
+  theme: Theme
+  state: TraceUrlState
+  update: (patch: Partial<TraceUrlState>) => void
+}
+
+export function TraceView({ selection, theme, state, update }: TraceProps) {
   useTraceStyles()
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
-  const critical = state?.tCrit || null
-  return <TraceSession key={key} selection={selection} theme={theme} critical={critical} onClearCritical={() => update?.({ tCrit: '' })} />
+  return <TraceSession key={key} selection={selection} theme={theme} state={state} update={update} />
 }
 
 /** The critical-path highlight in the toolbar (GPU Idle's "Show on Trace"): its step, and ✕. */
@@ -72,7 +80,7 @@ function refFromMatch(m: { id: number; name: string | null; ts: number | null; d
   return { id: m.id, name: m.name ?? '', start, end: start + Math.max(0, m.dur ?? 0), track: m.track, depth: m.depth }
 }
 
-function TraceSession({ selection, theme, critical, onClearCritical }: { selection: Selection; theme: Theme; critical: string | null; onClearCritical: () => void }) {
+function TraceSession({ selection, theme, state, update }: TraceProps) {
   const viewRef = useRef<HTMLDivElement>(null)
   const rootRef = useRef<HTMLDivElement>(null)
   const scrollerRef = useRef<HTMLDivElement>(null)
@@ -83,6 +91,14 @@ function TraceSession({ selection, theme, critical, onClearCritical }: { selecti
   const engineRef = useRef<TraceEngine | null>(null)
   const themeRef = useRef(theme)
   themeRef.current = theme
+  // The arranged track list lives in the URL (state.ts); the engine lays the tracks out from it.
+  const { trPin, trHide, trOrder, trFold } = state
+  const trackList = useMemo(() => parseTrackList({ trPin, trHide, trOrder, trFold }), [trPin, trHide, trOrder, trFold])
+  const updateRef = useRef(update)
+  updateRef.current = update
+  const setTrackList = useCallback((list: TrackList) => updateRef.current(formatTrackList(list)), [])
+  const critical = state.tCrit || null
+  const onClearCritical = useCallback(() => updateRef.current({ tCrit: '' }), [])
   const criticalRef = useRef(critical)
   criticalRef.current = critical
 
@@ -132,13 +148,18 @@ function TraceSession({ selection, theme, critical, onClearCritical }: { selecti
       onSelect: (ref) => setPicked(ref ? { id: ref.id, ref, reveal: false } : null),
       onFrameError: setFrameError,
       onRange: setRange,
+      onTrackList: setTrackList,
     }, criticalRef.current)
     engineRef.current = engine
     return () => {
       engine.destroy()
       engineRef.current = null
     }
-  }, [selection])
+  }, [selection, setTrackList])
+
+  useEffect(() => {
+    engineRef.current?.setTrackList(trackList)
+  }, [trackList, selection])
 
   useEffect(() => {
     engineRef.current?.setTheme(theme)
@@ -301,6 +322,7 @@ function TraceSession({ selection, theme, critical, onClearCritical }: { selecti
             −
           </button>
         </div>
+        <TrackMenu tracks={first.status === 'ok' ? first.tracks : []} list={trackList} onChange={setTrackList} disabled={!ready} />
         <div className="trace-flows">
           <label className={`trace-toggle${flowsOn ? ' on' : ''}`} title="Draw flow arrows (CPU launch → GPU kernel, forward → backward)">
             <input type="checkbox" checked={flowsOn} onChange={(e) => setFlowsOn(e.target.checked)} disabled={!ready} data-testid="trace-flows-toggle" />

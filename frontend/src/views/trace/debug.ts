@@ -55,6 +55,11 @@ export class DebugProbe {
     d.criticalNodes = String(step && frame ? frame.nodes : 0)
   }
 
+  /** Flows drawn clipped at the screen's edge by the last frame (`data-clipped-flows`). */
+  recordClippedFlows(count: number): void {
+    this.root.dataset.clippedFlows = String(count)
+  }
+
   recordDraw(ms: number): void {
     this.drawMs.push(ms)
     if (this.drawMs.length > 120) this.drawMs.shift()

@@ -20,6 +20,7 @@ import { LodLoader } from './lod-loader'
 import { Painter, type Scene } from './painter'
 import { fmtLoaded } from './timefmt'
 import { Tooltip, describe } from './tooltip'
+import { NO_ARRANGEMENT, expand, toggleCollapsed, toggleHidden, type TrackList } from './trackList'
 import { MIN_SPAN_US, clampView, makeViewport, revealWindow, timeAt, zoomCentered, type TimeWindow, type Viewport } from './viewport'
 
 export type { EventRef } from './hit'
@@ -33,6 +34,8 @@ export interface EngineCallbacks {
   onFrameError: (error: Error | null) => void
   /** A time range was selected (absolute trace us, track ids), or cleared (null). */
   onRange: (range: { start: number; end: number; tracks: number[] } | null) => void
+  /** The user rearranged the track list on the canvas (collapsed a group, revealed a track). */
+  onTrackList: (list: TrackList) => void
 }
 
 export interface EngineElements {
@@ -58,7 +61,7 @@ export class TraceEngine implements InputHost {
   private traceEnd = 1
   private frames: Frames = { base: null, cur: null }
   private layout: Layout = { items: [], height: 0, trackY: new Map(), groupOf: new Map() }
-  private readonly collapsed = new Set<string>()
+  private trackList: TrackList = NO_ARRANGEMENT
   private counterMax = new Map<string, number>()
   private state: 'loading' | 'ready' | 'error' = 'loading'
   private loading = false
@@ -184,11 +187,21 @@ export class TraceEngine implements InputHost {
     return this.frames.base?.traceStart ?? 0
   }
 
-  toggleGroup(key: string): void {
-    if (this.collapsed.has(key)) this.collapsed.delete(key)
-    else this.collapsed.add(key)
+  /** The track list as arranged (pinned, hidden, order, collapsed: trackList.ts). */
+  setTrackList(list: TrackList): void {
+    if (list === this.trackList) return
+    this.trackList = list
     this.relayout()
     this.requestDraw()
+  }
+
+  toggleGroup(key: string): void {
+    this.changeTrackList(toggleCollapsed(this.trackList, key))
+  }
+
+  private changeTrackList(list: TrackList): void {
+    this.setTrackList(list)
+    this.cb.onTrackList(list)
   }
 
   requestDraw(): void {
@@ -317,7 +330,7 @@ export class TraceEngine implements InputHost {
     const base = this.frames.base
     const tracks = (base?.tracks ?? []).filter(Boolean)
     const counters = (base?.counters ?? []).map((c) => ({ name: c.name, unit: c.unit, kind: c.kind }))
-    this.layout = computeLayout(tracks, counters, this.collapsed)
+    this.layout = computeLayout(tracks, counters, this.trackList)
     this.publish()
     this.updateSpacer()
   }
@@ -331,8 +344,9 @@ export class TraceEngine implements InputHost {
   private reveal(ref: EventRef, zoom: boolean): void {
     const win = revealWindow(this.viewport, ref.start, ref.end, zoom)
     if (win) this.setView(win)
+    if (this.trackList.hidden.includes(ref.track)) this.changeTrackList(toggleHidden(this.trackList, ref.track))
     const group = this.layout.groupOf.get(ref.track)
-    if (group && this.collapsed.has(group)) this.toggleGroup(group)
+    if (group && this.trackList.collapsed.includes(group)) this.changeTrackList(expand(this.trackList, group))
     const scroller = this.els.scroller
     const scrollTop = rowScrollTop(this.layout, ref.track, ref.depth, scroller.scrollTop, this.h - HEADER_H)
     if (scrollTop !== null) scroller.scrollTop = scrollTop
@@ -357,6 +371,7 @@ export class TraceEngine implements InputHost {
     this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax, range, critical })
     this.probe?.recordSelectedFlows(this.painter.selectedFlows)
     this.probe?.recordCritical(critical, this.painter.criticalDrawn, this.painter.criticalEdges, frames.cur?.critical ?? null)
+    this.probe?.recordClippedFlows(this.painter.clippedFlows)
     if (!this.frames.base || this.w <= GUTTER_W) return
     this.updateInfo()
     // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).
@@ -381,6 +396,6 @@ export class TraceEngine implements InputHost {
     const { base, cur } = this.frames
     const frame = cur ? { start: cur.start, end: cur.end, events: cur.stats.events } : null
     const [viewStart, viewEnd] = this.view
-    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.collapsed.size, contentHeight: this.layout.height, draws: this.draws })
+    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.trackList.collapsed.length, contentHeight: this.layout.height, draws: this.draws })
   }
 }

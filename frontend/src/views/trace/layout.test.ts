@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { TrackInfo } from './api'
 import { COUNTERS_GROUP, computeLayout, firstVisible, itemAt, rowScrollTop } from './layout'
+import { NO_ARRANGEMENT } from './trackList'
 
 const track = (id: number, kind: 'cpu' | 'gpu', process: string, depth: number, events: number): TrackInfo => ({ id, pid: process, tid: String(id), kind, process, thread: `t${id}`, depth, event_count: events })
 
@@ -10,7 +11,7 @@ const counters = [{ name: 'mem', unit: 'bytes', kind: 'memory_allocated' }]
 
 describe('computeLayout', () => {
   // Heights: group header 24, counter 36, track = rows x 18 + 2 x 3 padding.
-  const layout = computeLayout(tracks, counters, new Set())
+  const layout = computeLayout(tracks, counters)
 
   it('stacks the counters group, then one group per process in track order', () => {
     const rows = layout.items.map((it) => [it.type, it.y, it.h])
@@ -27,9 +28,9 @@ describe('computeLayout', () => {
   })
 
   it('places each track\'s first row below its padding', () => {
-    expect(layout.trackY.get(1)).toEqual({ y: 87, collapsed: false, group: 'cpu\u0000python' })
+    expect(layout.trackY.get(1)).toEqual({ y: 87, collapsed: false, group: 'cpu:python' })
     expect(layout.trackY.get(3)?.y).toBe(195)
-    expect(layout.groupOf.get(2)).toBe('cpu\u0000python')
+    expect(layout.groupOf.get(2)).toBe('cpu:python')
   })
 
   it('describes groups with plural-aware counts', () => {
@@ -40,20 +41,20 @@ describe('computeLayout', () => {
   })
 
   it('collapses a process to its header; its tracks point at the header', () => {
-    const c = computeLayout(tracks, counters, new Set(['cpu\u0000python', COUNTERS_GROUP]))
+    const c = computeLayout(tracks, counters, { ...NO_ARRANGEMENT, collapsed: ['cpu:python', COUNTERS_GROUP] })
     expect(c.items.map((it) => [it.type, it.y])).toEqual([
       ['group', 0],
       ['group', 24],
       ['group', 48],
       ['track', 72],
     ])
-    expect(c.trackY.get(2)).toEqual({ y: 24, collapsed: true, group: 'cpu\u0000python' })
+    expect(c.trackY.get(2)).toEqual({ y: 24, collapsed: true, group: 'cpu:python' })
     expect(c.height).toBe(114) // 3 x 24 + 42
   })
 })
 
 describe('lookups', () => {
-  const layout = computeLayout(tracks, counters, new Set())
+  const layout = computeLayout(tracks, counters)
 
   it('itemAt finds the item containing a content y', () => {
     expect(itemAt(layout, 0)?.type).toBe('group')

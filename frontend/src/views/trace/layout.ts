@@ -3,6 +3,7 @@
 // which every `timeline` payload carries in full, so the layout never jumps while zooming.
 
 import type { TrackInfo } from './api'
+import { NO_ARRANGEMENT, groupKey, isEmptyTrack, orderGroups, type TrackList } from './trackList'
 
 export const ROW_H = 18
 export const TRACK_PAD = 3
@@ -22,6 +23,8 @@ export interface GroupItem {
   y: number
   h: number
   trackIds: number[]
+  /** Tracks of this group the user hid (not laid out). */
+  hiddenIds: number[]
 }
 
 export interface TrackItem {
@@ -52,21 +55,29 @@ export interface Layout {
   groupOf: Map<number, string>
 }
 
-export const COUNTERS_GROUP = '\u0000counters'
+export const COUNTERS_GROUP = 'counters'
+/** The group of the pinned tracks, shown first (below the counters). */
+export const PINNED_GROUP = 'pinned'
 
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`
 }
 
-export function computeLayout(tracks: TrackInfo[], counters: { name: string; unit: string; kind: string }[], collapsed: ReadonlySet<string>): Layout {
+/**
+ * The layout of `tracks` as arranged by `list` (trackList.ts): counters, then the pinned tracks,
+ * then one group per process in the user's order; hidden and empty tracks are not laid out.
+ */
+export function computeLayout(tracks: TrackInfo[], counters: { name: string; unit: string; kind: string }[], list: TrackList = NO_ARRANGEMENT): Layout {
   const items: LayoutItem[] = []
   const trackY = new Map<number, { y: number; collapsed: boolean; group: string }>()
   const groupOf = new Map<number, string>()
+  const collapsed = new Set(list.collapsed)
+  const hidden = new Set(list.hidden)
   let y = 0
 
   if (counters.length) {
     const isCollapsed = collapsed.has(COUNTERS_GROUP)
-    items.push({ type: 'group', key: COUNTERS_GROUP, label: 'Counters', detail: plural(counters.length, 'series', 'series'), kind: 'counters', collapsed: isCollapsed, y, h: GROUP_H, trackIds: [] })
+    items.push({ type: 'group', key: COUNTERS_GROUP, label: 'Counters', detail: plural(counters.length, 'series', 'series'), kind: 'counters', collapsed: isCollapsed, y, h: GROUP_H, trackIds: [], hiddenIds: [] })
     y += GROUP_H
     if (!isCollapsed) {
       for (const c of counters) {
@@ -76,26 +87,35 @@ export function computeLayout(tracks: TrackInfo[], counters: { name: string; uni
     }
   }
 
-  // Processes in the order of their first track (the server's display order).
-  const groups: { key: string; label: string; kind: string; tracks: TrackInfo[] }[] = []
+  // Pinned tracks leave their process for the pinned group; empty tracks are dropped.
+  const byId = new Map<number, TrackInfo>()
+  for (const t of tracks) if (t && !isEmptyTrack(t)) byId.set(t.id, t)
+  const pinned = list.pinned.map((id) => byId.get(id)).filter((t): t is TrackInfo => t !== undefined && !hidden.has(t.id))
+  const pinnedIds = new Set(pinned.map((t) => t.id))
+
+  // Processes in the order of their first track (the server's display order), then the user's.
+  const groups: { key: string; label: string; kind: string; tracks: TrackInfo[]; hiddenIds: number[] }[] = []
   const byKey = new Map<string, (typeof groups)[number]>()
-  for (const t of tracks) {
-    if (!t) continue
-    const key = `${t.kind}\u0000${t.process}`
+  for (const t of byId.values()) {
+    const key = groupKey(t.kind, t.process)
     let g = byKey.get(key)
     if (!g) {
-      g = { key, label: t.process || '(no process)', kind: t.kind, tracks: [] }
+      g = { key, label: t.process || '(no process)', kind: t.kind, tracks: [], hiddenIds: [] }
       byKey.set(key, g)
       groups.push(g)
     }
-    g.tracks.push(t)
+    if (hidden.has(t.id)) g.hiddenIds.push(t.id)
+    else if (!pinnedIds.has(t.id)) g.tracks.push(t)
   }
+  const ordered = orderGroups(groups.map((g) => g.key), list.order).map((k) => byKey.get(k) as (typeof groups)[number])
+  if (pinned.length) ordered.unshift({ key: PINNED_GROUP, label: 'Pinned', kind: 'pinned', tracks: pinned, hiddenIds: [] })
 
-  for (const g of groups) {
+  for (const g of ordered) {
     const isCollapsed = collapsed.has(g.key)
     const events = g.tracks.reduce((acc, t) => acc + (t.event_count || 0), 0)
     const lanes = g.kind === 'gpu' ? plural(g.tracks.length, 'stream') : g.kind === 'cpu' ? plural(g.tracks.length, 'thread') : plural(g.tracks.length, 'track')
-    const header: GroupItem = { type: 'group', key: g.key, label: g.label, detail: `${lanes} · ${plural(events, 'event')}`, kind: g.kind, collapsed: isCollapsed, y, h: GROUP_H, trackIds: g.tracks.map((t) => t.id) }
+    const hiddenNote = g.hiddenIds.length ? ` · ${g.hiddenIds.length.toLocaleString('en-US')} hidden` : ''
+    const header: GroupItem = { type: 'group', key: g.key, label: g.label, detail: `${lanes} · ${plural(events, 'event')}${hiddenNote}`, kind: g.kind, collapsed: isCollapsed, y, h: GROUP_H, trackIds: g.tracks.map((t) => t.id), hiddenIds: g.hiddenIds }
     items.push(header)
     for (const t of g.tracks) groupOf.set(t.id, g.key)
     y += GROUP_H

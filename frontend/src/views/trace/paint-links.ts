@@ -1,6 +1,7 @@
 // What the Trace view draws over the events: flow arrows, links from the selection to its
 // correlated partners, and the outlines of the selected and the hovered event.
 
+import { exitPoint, inside, type Rect } from './clip'
 import type { Frame } from './frame'
 import type { EventRef } from './hit'
 import { GROUP_H, HEADER_H, ROW_H } from './layout'
@@ -51,26 +52,81 @@ export function arrow(kit: PaintKit, x0: number, y0: number, x1: number, y1: num
 }
 
 /**
- * All flows (on request): only arrows whose two ends are both on screen, so arrows from
- * off-screen sources never cross the rows as flat bands and a full zoom-out is not a wall.
+ * All flows (on request): an arrow for each flow whose two ends are on screen; a flow with one
+ * end off screen is drawn, dashed, from its visible end to where it leaves the screen, with a
+ * marker there (clearly clipped, never a band across the rows); flows with neither end on
+ * screen are not drawn, so a full zoom-out is not a wall. Returns the number drawn clipped.
  */
-export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): void {
+export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): number {
   const f = frame.flows
   const v = s.viewport
+  const screen: Rect = { left: v.left, top: HEADER_H, right: s.w, bottom: s.h }
   const shown: number[] = []
+  const clipped: number[] = []
   for (let i = 0; i < f.count; i++) {
     const cat = f.cats[f.cat[i]] ?? ''
     if (s.flows.catsOff.has(cat)) continue
     const y0 = rowCenter(s, f.fromTrack[i], f.fromDepth[i])
     const y1 = rowCenter(s, f.toTrack[i], f.toDepth[i])
     if (y0 === null || y1 === null) continue
-    if (Math.min(y0, y1) < HEADER_H || Math.max(y0, y1) > s.h) continue
     const x0 = xAt(v, f.fromT[i])
     const x1 = xAt(v, f.toT[i])
-    if (Math.min(x0, x1) < v.left || Math.max(x0, x1) > s.w) continue
-    shown.push(i, x0, y0, x1, y1)
+    const in0 = inside(screen, x0, y0)
+    const in1 = inside(screen, x1, y1)
+    if (in0 && in1) shown.push(i, x0, y0, x1, y1)
+    else if (in0 || in1) {
+      const [xa, ya, xb, yb] = in0 ? [x0, y0, x1, y1] : [x1, y1, x0, y0]
+      const edge = exitPoint(screen, xa, ya, xb, yb)
+      if (edge) clipped.push(i, xa, ya, edge[0], edge[1], in0 ? 1 : 0)
+    }
   }
   drawArrows(kit, f, shown, 1)
+  drawClipped(kit, f, clipped)
+  return clipped.length / 6
+}
+
+/** Clipped flows: a dashed line from the visible end to the edge, a bar across it there (the
+ * marker of "continues off screen") and the usual dot at a source or head at a target. */
+function drawClipped(kit: PaintKit, f: Frame['flows'], clipped: number[]): void {
+  const { ctx } = kit
+  ctx.save()
+  ctx.lineWidth = 1
+  for (let k = 0; k < clipped.length; k += 6) {
+    const [xa, ya, xe, ye, fromVisible] = [clipped[k + 1], clipped[k + 2], clipped[k + 3], clipped[k + 4], clipped[k + 5]]
+    const color = FLOW_COLORS[f.cats[f.cat[clipped[k]]] ?? ''] ?? '#757575'
+    ctx.globalAlpha = 0.9
+    ctx.strokeStyle = color
+    ctx.fillStyle = color
+    ctx.setLineDash([4, 3])
+    ctx.beginPath()
+    ctx.moveTo(xa, ya)
+    ctx.lineTo(xe, ye)
+    ctx.stroke()
+    ctx.setLineDash([])
+    // The edge marker: a short bar across the line, 4 px back from the edge.
+    const len = Math.hypot(xe - xa, ye - ya) || 1
+    const ux = (xe - xa) / len
+    const uy = (ye - ya) / len
+    const mx = xe - 4 * ux
+    const my = ye - 4 * uy
+    ctx.lineWidth = 2
+    ctx.beginPath()
+    ctx.moveTo(mx - 5 * uy, my + 5 * ux)
+    ctx.lineTo(mx + 5 * uy, my - 5 * ux)
+    ctx.stroke()
+    ctx.lineWidth = 1
+    ctx.beginPath()
+    if (fromVisible) ctx.arc(xa, ya, 1.8, 0, Math.PI * 2)
+    else {
+      // The visible end is the target: an arrow head pointing at it, back from the edge.
+      ctx.moveTo(xa, ya)
+      ctx.lineTo(xa + 6 * ux - 3 * uy, ya + 6 * uy + 3 * ux)
+      ctx.lineTo(xa + 6 * ux + 3 * uy, ya + 6 * uy - 3 * ux)
+      ctx.closePath()
+    }
+    ctx.fill()
+  }
+  ctx.restore()
 }
 
 /**

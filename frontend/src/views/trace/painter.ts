@@ -53,6 +53,8 @@ export class Painter {
   /** Critical-path events/blocks outlined and edges drawn in the last frame. */
   criticalDrawn = 0
   criticalEdges = 0
+  /** Flows drawn clipped at the screen's edge by the last frame (all-flows mode). */
+  clippedFlows = 0
 
   constructor(ctx: CanvasRenderingContext2D, theme: Theme) {
     this.kit = new PaintKit(ctx, theme)
@@ -118,7 +120,7 @@ export class Painter {
       ctx.restore()
     }
     this.drawGroupBands(s, first, visible1)
-    if (s.flows.on && cur) drawFlows(this.kit, s, cur)
+    this.clippedFlows = s.flows.on && cur ? drawFlows(this.kit, s, cur) : 0
     if (cur) this.selectedFlows = drawSelectedFlows(this.kit, s, cur)
     const crit = cur && onPath(s, cur) ? cur : null
     this.criticalEdges = crit ? drawCriticalEdges(this.kit, s, crit) : 0
