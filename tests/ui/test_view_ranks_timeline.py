@@ -86,3 +86,27 @@ def test_ranks_timeline_dark(dark_page, views_tensorboard, artifacts):
     frame, _ = _open(dark_page, views_tensorboard, "ddp_2ranks_sampled")
     assert_dark(frame, "[data-testid=dist-ranks]")
     shot(dark_page, artifacts, "ranks_timeline_dark")
+
+
+def test_fsdp_layers_card(page, views_tensorboard, artifacts):
+    """The generated FSDP-like run (tests/support/fsdp_trace.py): the layer table shows the
+    API's rows, hand-checked in tests/analysis/test_dist_fsdp.py."""
+    tb = views_tensorboard
+    run = "fsdp_generated"
+    span = tb.api("spans", run=run, worker=tb.api("workers", run=run, view="Distributed")[0])[0]
+    payload = tb.api("distributed", run=run, span=span)["fsdp_layers"]
+    frame = open_view(page, tb, "Distributed", run=run, span=span)
+    frame.wait_for_selector("[data-testid=dist-fsdp-table]", timeout=TIMEOUT_MS)
+    rows = frame.locator("[data-testid=dist-fsdp-table] tbody tr")
+    assert [(rows.nth(i).get_attribute("data-module"), rows.nth(i).get_attribute(
+        "data-collective")) for i in range(rows.count())] == [
+        ("Block_0", "all_gather"), ("Block_1", "all_gather"), ("layers.1", "reduce_scatter")]
+    assert [rows.nth(i).locator("[data-col=overlap_share]").inner_text().strip()
+            for i in range(rows.count())] == [
+        f"{r['overlap_share'] * 100:.2f} %" for r in payload["rows"]]
+    assert "2 all-gather / reduce-scatter calls" in frame.inner_text(
+        "[data-testid=dist-fsdp-unattributed]")
+    assert any(r.startswith("FSDP prefetch") for r in tb.api(
+        "distributed", run=run, span=span)["recommendations"])
+    frame.locator("[data-testid=dist-fsdp]").scroll_into_view_if_needed()
+    shot(page, artifacts, "distributed_fsdp_layers")

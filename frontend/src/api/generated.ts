@@ -1992,6 +1992,8 @@ export interface components {
             devices: components["schemas"]["DistributedDevice"][];
             /** @description The trace shows FSDP (FSDP record functions or FullyShardedDataParallel); advice is worded for it. */
             fsdp: boolean;
+            /** @description All-gather / reduce-scatter per module or layer with prefetch overlap (FSDP awareness). */
+            fsdp_layers: components["schemas"]["FsdpLayers"];
             /** @description Arrival skew, ranks x collectives and ranks x steps. */
             heatmap: components["schemas"]["HeatMap"];
             /** @description Caveats, the left-out workers first. */
@@ -2192,6 +2194,50 @@ export interface components {
             memory_bytes: number | null;
             /** @description Device name; null when unknown. */
             name: string | null;
+        };
+        /**
+         * FsdpLayers
+         * @description All-gather / reduce-scatter grouped by module or layer, with prefetch overlap.
+         */
+        FsdpLayers: {
+            /** @description Why there are no rows, else empty. */
+            note: string;
+            /** @description First-seen order (lowest rank, call order). */
+            rows: components["schemas"]["FsdpLayerRow"][];
+            /** @description Where modules come from: "nn.Module", "FSDP annotations", both joined by " + ", or empty when the traces have no module events. */
+            source: string;
+            /** @description (module, collective) groups. */
+            total: number;
+            /** @description More than 500 groups: the first 500 are sent. */
+            truncated: boolean;
+            /** @description All-gathers and reduce-scatters outside every module event. */
+            unattributed_calls: number;
+            /** @description Their summed duration, us. */
+            unattributed_us: number;
+        };
+        /**
+         * FsdpLayerRow
+         * @description All-gathers or reduce-scatters of one module (layer), over every rank.
+         */
+        FsdpLayerRow: {
+            /** @description Message bytes over the calls. */
+            bytes: number;
+            /** @description Calls over every rank. */
+            calls: number;
+            /** @description all_gather or reduce_scatter. */
+            collective: string;
+            /** @description time_us - overlap_us, us. */
+            exposed_us: number;
+            /** @description Innermost enclosing module: the nn.Module name of a `nn.Module: <Name>` event, or the module an FSDP record function names in parentheses (`FSDP::pre_forward (layers.0)`). */
+            module: string;
+            /** @description overlap_us / time_us (0..1): for all_gather, how much of the layer's gathering the prefetch hid. */
+            overlap_share: number;
+            /** @description Of time_us, the part overlapped by computation on the same rank (non-communication kernels; CPU ops without kernels), us. */
+            overlap_us: number;
+            /** @description Ranks with such calls in the module. */
+            ranks: number;
+            /** @description Sum of the calls' durations (device span: first kernel start to last kernel end, else host range), us. */
+            time_us: number;
         };
         /**
          * HeatMap

@@ -16,6 +16,7 @@ import css from './distributed.css?inline'
 import { Async } from '../../components/Async'
 import { BandwidthCard, ClockNotes, CollectivesCard, CoverageBanner, HeatMapCard, StragglersCard } from './CrossRank'
 import { RanksTimeline } from '../ranks/RanksTimeline'
+import { FsdpLayersCard } from './FsdpLayers'
 
 /** All ranks on one timeline: opened on request (it reads the chosen ranks' trace indexes). */
 function RanksCard({ data, run, span, theme }: { data: DistributedPayload; run: string; span: string; theme: Theme }) {
@@ -126,6 +127,7 @@ function DistributedContent({ data, theme, csvUrl, run, span }: { data: Distribu
           <HeatMapCard data={data} theme={theme} />
           <CollectivesCard data={data} fileName="collectives.csv" />
           <BandwidthCard rows={data.bandwidth} />
+          <FsdpLayersCard data={data} />
         </>
       )}
       <CommOpsCard data={data} csvUrl={csvUrl} />
