@@ -14,7 +14,8 @@ of tracks, `process` "rank R · ...") per rank.
 
 Matched collectives (from the ranks' summaries: `dist_match`) become links: per collective, each
 chosen rank's span (kernel span, else host range) on the run clock, and one flow arrow between
-consecutive lanes at the collective's end (everyone leaves together, so aligned ends line up).
+consecutive lanes at the collective's end (everyone leaves together, so aligned ends line up),
+on the stream that runs most of the rank's communication kernels.
 At most `MAX_RANKS` ranks per request and `MAX_LINKS` collectives per window (an even sample).
 """
 
@@ -29,6 +30,7 @@ import pandas as pd
 from ..ingest.schema import TraceTable
 from .dist_match import call_frame, clock_offsets, group_sizes, match, with_waits
 from .dist_summary import RankSummary
+from .events import comm_kernel_mask
 from .timeline import DEFAULT_WIDTH, build_timeline, build_timeline_index
 
 MAX_RANKS = 8
@@ -111,7 +113,9 @@ def build_rank_timeline(summaries: dict[str, RankSummary], tables: dict[str, Tra
     answers = [build_timeline(tables[w], *shift_window(lo, hi, used[w]), width) for w in chosen]
     merged = merge_lanes(chosen, [labels[w] for w in chosen], answers, host)
     links = collective_links(keyed, sorted(summaries), chosen, used, lo, hi)
-    merged["flows"] = link_flows(links, merged["lane_tracks"])
+    anchors = [comm_track(tables[w], [merged["tracks"][t] for t in merged["lane_tracks"][i]])
+               for i, w in enumerate(chosen)]
+    merged["flows"] = link_flows(links, anchors)
     first = answers[0]
     return {
         "view": "ranks", "start_us": lo, "end_us": hi, "width": first["width"],
@@ -196,13 +200,29 @@ def collective_links(keyed: pd.DataFrame, workers: list[str], chosen: list[str],
             "item_end": np.round(frame["end"].to_numpy() - start_us, 3).tolist()}
 
 
-def link_flows(links: dict[str, Any], lane_tracks: list[list[int]]) -> dict[str, Any]:
+def comm_track(table: TraceTable, tracks: list[dict[str, Any]]) -> int:
+    """Of a lane's tracks, the id of the GPU stream running most of the rank's communication
+    kernels, else its first track (-1 without tracks)."""
+    if not tracks:
+        return -1
+    events = table.events
+    mask = np.asarray(comm_kernel_mask(events), dtype=bool)
+    if mask.any():
+        counts = events.loc[mask, ["pid", "tid"]].astype(str).value_counts()
+        by_thread = {(t["pid"], t["tid"]): t["id"] for t in tracks}
+        for pid, tid in counts.index:  # most kernels first
+            if (pid, tid) in by_thread:
+                return int(by_thread[(pid, tid)])
+    return int(tracks[0]["id"])
+
+
+def link_flows(links: dict[str, Any], anchors: list[int]) -> dict[str, Any]:
     """The links as timeline flows (so the trace painter draws them): per collective, an arrow
-    from each lane's end to the next lane's end, on each lane's first track."""
+    from each lane's end to the next lane's end, on each lane's anchor track (`comm_track`)."""
     collective = np.asarray(links["item_collective"], dtype=np.int64)
     lane = np.asarray(links["item_lane"], dtype=np.int64)
     end = np.asarray(links["item_end"], dtype=np.float64)
-    track = np.asarray([t[0] if t else -1 for t in lane_tracks] or [-1], dtype=np.int64)[lane] \
+    track = np.asarray(anchors or [-1], dtype=np.int64)[lane] \
         if lane.size else np.empty(0, dtype=np.int64)
     pair = np.flatnonzero((collective[1:] == collective[:-1]) & (track[1:] >= 0)
                           & (track[:-1] >= 0)) if lane.size else np.empty(0, dtype=np.int64)

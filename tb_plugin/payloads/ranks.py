@@ -70,7 +70,8 @@ class RanksTimelinePayload(TypedDict):
     steps: Annotated[TimelineSteps, doc("Profiler steps of the first shown rank.")]
     flows: Annotated[TimelineFlows, doc(
         'The collective links as flows (category "collective"): per collective, an arrow from '
-        "each lane's end to the next lane's end, on each lane's first track.")]
+        "each lane's end to the next lane's end, on the lane's GPU stream running most of its "
+        "communication kernels (else its first track).")]
     counters: Annotated[list[CounterTrack], doc("Always empty (counters are per rank).")]
     stats: Annotated[TimelineStats, doc("Level-of-detail statistics summed over the lanes.")]
     lanes: Annotated[list[RankLane], doc("One per shown rank, in rank order.")]

@@ -122,6 +122,13 @@ def test_host_threads_and_rank_choice(two_ranks) -> None:
     assert sorted((t["rank"], t["kind"]) for t in payload["tracks"]) == [
         (1, "cpu"), (1, "gpu"), (1, "gpu")]
     assert payload["links"]["total"] == 0  # a collective needs two shown ranks
+    both = build_rank_timeline(summaries, tables, host=True, width=100)
+    tracks, flows = both["tracks"], both["flows"]
+    assert [t["kind"] for t in tracks if t["lane"] == 0][0] == "cpu"  # host threads come first
+    # the link lands on each lane's communication stream, not on its first track
+    assert [(tracks[flows["from_track"][0]]["rank"], tracks[flows["from_track"][0]]["thread"]),
+            (tracks[flows["to_track"][0]]["rank"], tracks[flows["to_track"][0]]["thread"])] == [
+        (0, "stream 16"), (1, "stream 16")]
     with pytest.raises(RankChoiceError, match="no rank 5"):
         build_rank_timeline(summaries, tables, ranks=[5])
     with pytest.raises(RankChoiceError, match=f"at most {MAX_RANKS}"):

@@ -3626,7 +3626,7 @@ export interface components {
             counters: components["schemas"]["CounterTrack"][];
             /** @description Window end, run clock us. */
             end_us: number;
-            /** @description The collective links as flows (category "collective"): per collective, an arrow from each lane's end to the next lane's end, on each lane's first track. */
+            /** @description The collective links as flows (category "collective"): per collective, an arrow from each lane's end to the next lane's end, on the lane's GPU stream running most of its communication kernels (else its first track). */
             flows: components["schemas"]["TimelineFlows"];
             /** @description Host threads are included. */
             host: boolean;
