@@ -387,7 +387,13 @@ def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,
         raise UsageError(str(exc)) from None
     except NoWorkerReadable as exc:
         raise LoadError(f"{exc.message}: {exc.skipped}") from None
-    return spec.build({w: loaded[2] for w, loaded in tables.items()}, skipped, options)
+    inputs = {w: loaded[2] for w, loaded in tables.items()}
+    if spec.span_tables is not None:  # and the chosen workers' tables (a few)
+        chosen = spec.span_tables(inputs, options)
+        spans = {w: run.span_file(w, span_name) for w in chosen}
+        return spec.build(inputs, skipped, options, {
+            w: _load(f, cache) for w, f in spans.items() if f is not None})
+    return spec.build(inputs, skipped, options)
 
 
 def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str, list[str], Any]:

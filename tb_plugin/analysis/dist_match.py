@@ -34,7 +34,8 @@ def call_frame(summaries: dict[str, RankSummary]) -> pd.DataFrame:
         calls = summary.calls
         if not calls.name:
             continue
-        frame = pd.DataFrame({f: getattr(calls, f) for f in calls.__struct_fields__})
+        frame = pd.DataFrame({f: getattr(calls, f) for f in calls.__struct_fields__
+                              if len(getattr(calls, f)) == len(calls.name)})
         frame["w"] = w
         frame["call"] = np.arange(len(frame))
         names = np.asarray([*summary.steps.names, ""], dtype=object)

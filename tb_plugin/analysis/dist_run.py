@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..ingest.schema import TraceTable
 from . import ranges as rg
+from .dist_fsdp import fsdp_advice, fsdp_layers
 from .dist_match import call_frame, clock_offsets, group_sizes, match, matched_ranges, with_waits
 from .dist_summary import RankSummary, decode, rank_summary
 from .dist_tables import (
@@ -59,7 +60,7 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
 
     Old fields: workers, devices, steps, overlap, wait (now with `unmatched`), comm_ops,
     messages. New: coverage, clocks, collectives, stragglers, bandwidth, heatmap,
-    recommendations, fsdp. Times are us (3 decimals); see `payloads.distributed`.
+    recommendations, fsdp, fsdp_layers. Times are us (3 decimals); see `payloads.distributed`.
     """
     workers = sorted(inputs)
     summaries = {w: as_summary(inputs[w]) for w in workers}
@@ -94,6 +95,7 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
         messages.insert(0, cover["message"])
     fsdp = any(s.fsdp for s in summaries.values())
     stragglers = straggler_rows(workers, keyed, matched)
+    layers = fsdp_layers(summaries, calls)
     return {
         "workers": workers,
         "devices": devices,
@@ -108,8 +110,10 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
         "stragglers": stragglers,
         "bandwidth": bandwidth_rows(matched, devices),
         "heatmap": heat_maps(workers, keyed, matched),
-        "recommendations": recommendations(stragglers, matched, devices, fsdp),
+        "recommendations": [*recommendations(stragglers, matched, devices, fsdp),
+                            *fsdp_advice(layers)],
         "fsdp": fsdp,
+        "fsdp_layers": layers,
     }
 
 

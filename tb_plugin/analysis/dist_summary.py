@@ -22,12 +22,13 @@ import numpy as np
 
 from ..ingest.schema import Kind, TraceTable
 from .comm_bytes import TYPE_SIZES
+from .dist_modules import call_modules, compute_overlap
 from .distributed import comm_ops, gpus, overlap_costs
 from .memo import memoised
 from .steps import compute_steps
 
 #: Bumped whenever the summary's content changes (cached summaries are recomputed).
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2  # 2: calls carry module and compute_overlap (FSDP layers)
 DEFAULT_GROUP = "default"
 _FSDP = re.compile(r"FSDP|FullyShardedDataParallel")
 
@@ -63,6 +64,10 @@ class Calls(msgspec.Struct):
     dev_start: list[float]  # first communication kernel start, NaN without kernels
     dev_end: list[float]
     step: list[int]  # index into `Steps.names`, -1 outside every step
+    #: innermost enclosing nn.Module / FSDP module event on the call's thread, "" when none
+    module: list[str] = msgspec.field(default_factory=list)
+    #: us of the call's device span (else host range) overlapped by computation
+    compute_overlap: list[float] = msgspec.field(default_factory=list)
 
 
 class Ranges(msgspec.Struct):
@@ -99,6 +104,7 @@ class RankSummary(msgspec.Struct):
     calls: Calls
     ranges: Ranges
     messages: list[str]
+    module_source: str = ""  # where `Calls.module` comes from (`dist_modules`), "" when none
 
 
 def rank_summary(table: TraceTable) -> RankSummary:
@@ -116,6 +122,11 @@ def _rank_summary(table: TraceTable) -> RankSummary:
     placed = np.where(np.isfinite(dev_start), dev_start, calls["start"].to_numpy(np.float64))
     out_nelems = calls["out_nelems"].to_numpy(dtype=np.float64)
     element = _element_sizes(calls["dtype"].to_numpy(dtype=object))
+    host_start = calls["start"].to_numpy(np.float64)
+    modules, module_source = call_modules(table, calls["thread"].to_numpy(np.int64), host_start)
+    device = np.isfinite(dev_start) & np.isfinite(calls["dev_end"].to_numpy(np.float64))
+    lo = np.where(device, dev_start, host_start)
+    hi = np.where(device, calls["dev_end"].to_numpy(np.float64), calls["end"].to_numpy(np.float64))
     return RankSummary(
         version=SUMMARY_VERSION,
         rank=_int(info.get("rank")), world_size=_int(info.get("world_size")),
@@ -137,11 +148,12 @@ def _rank_summary(table: TraceTable) -> RankSummary:
             out_bytes=_floats(out_nelems * element), dtype=_dtypes(calls),
             host_start=_floats(calls["start"]), host_end=_floats(calls["end"]),
             dev_start=_floats(dev_start), dev_end=_floats(calls["dev_end"]),
-            step=[int(s) for s in _step_of(placed, steps.starts, steps.ends)]),
+            step=[int(s) for s in _step_of(placed, steps.starts, steps.ends)],
+            module=modules, compute_overlap=_floats(compute_overlap(table, lo, hi))),
         ranges=Ranges(call=[int(c) for c in _call_index(calls["op"].to_numpy(),
                                                         ops.ranges["op"].to_numpy())],
                       start=_floats(ops.ranges["start"]), end=_floats(ops.ranges["end"])),
-        messages=list(ops.messages),
+        messages=list(ops.messages), module_source=module_source,
     )
 
 

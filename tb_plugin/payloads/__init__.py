@@ -29,6 +29,7 @@ from .memory_timeline import MemoryTimelinePayload
 from .modules import ModulesPayload
 from .operators import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
 from .overview import OverviewPayload
+from .ranks import RanksTimelinePayload
 from .timeline import (
     TimelineEventPayload,
     TimelinePayload,
@@ -58,4 +59,5 @@ __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatus
            "MemorySnapshotPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
            "TimelineEventPayload", "TimelinePayload", "TimelineRangePayload",
-           "TimelineSearchPayload", "CompiledPayload", "RooflinePayload"]
+           "TimelineSearchPayload", "CompiledPayload", "RooflinePayload",
+           "RanksTimelinePayload"]

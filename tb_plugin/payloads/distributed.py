@@ -197,6 +197,41 @@ class HeatMap(TypedDict):
     steps: Annotated[HeatByStep, doc("Ranks x steps.")]
 
 
+class FsdpLayerRow(TypedDict):
+    """All-gathers or reduce-scatters of one module (layer), over every rank."""
+
+    module: Annotated[str, doc("Innermost enclosing module: the nn.Module name of a "
+                               "`nn.Module: <Name>` event, or the module an FSDP record function "
+                               "names in parentheses (`FSDP::pre_forward (layers.0)`).")]
+    collective: Annotated[str, doc("all_gather or reduce_scatter.")]
+    ranks: Annotated[int, doc("Ranks with such calls in the module.")]
+    calls: Annotated[int, doc("Calls over every rank.")]
+    bytes: Annotated[int, doc("Message bytes over the calls.")]
+    time_us: Annotated[float, doc("Sum of the calls' durations (device span: first kernel start "
+                                  "to last kernel end, else host range), us.")]
+    overlap_us: Annotated[float, doc("Of time_us, the part overlapped by computation on the same "
+                                     "rank (non-communication kernels; CPU ops without "
+                                     "kernels), us.")]
+    exposed_us: Annotated[float, doc("time_us - overlap_us, us.")]
+    overlap_share: Annotated[float, doc("overlap_us / time_us (0..1): for all_gather, how much "
+                                        "of the layer's gathering the prefetch hid.")]
+
+
+class FsdpLayers(TypedDict):
+    """All-gather / reduce-scatter grouped by module or layer, with prefetch overlap."""
+
+    source: Annotated[str, doc('Where modules come from: "nn.Module", "FSDP annotations", both '
+                               'joined by " + ", or empty when the traces have no module '
+                               "events.")]
+    total: Annotated[int, doc("(module, collective) groups.")]
+    truncated: Annotated[bool, doc("More than 500 groups: the first 500 are sent.")]
+    rows: Annotated[list[FsdpLayerRow], doc("First-seen order (lowest rank, call order).")]
+    unattributed_calls: Annotated[int, doc("All-gathers and reduce-scatters outside every "
+                                           "module event.")]
+    unattributed_us: Annotated[float, doc("Their summed duration, us.")]
+    note: Annotated[str, doc("Why there are no rows, else empty.")]
+
+
 class DistributedPayload(TypedDict):
     """`/distributed`: the distributed view of one span over the run's usable workers."""
 
@@ -221,3 +256,5 @@ class DistributedPayload(TypedDict):
     recommendations: Annotated[list[str], doc("The straggler named with its evidence.")]
     fsdp: Annotated[bool, doc("The trace shows FSDP (FSDP record functions or "
                               "FullyShardedDataParallel); advice is worded for it.")]
+    fsdp_layers: Annotated[FsdpLayers, doc("All-gather / reduce-scatter per module or layer "
+                                           "with prefetch overlap (FSDP awareness).")]

@@ -140,14 +140,26 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
             key, summarize = spec.summary_key(), spec.summarize
             inputs = {worker: store.payload(state, key, summarize)
                       for worker, state in files.items()}
+            if spec.span_tables is not None:  # and a few chosen workers' tables
+                return spec.build(inputs, skipped, options, {
+                    worker: _prepared(store, spec, files[worker])
+                    for worker in spec.span_tables(inputs, options)})
             return spec.build(inputs, skipped, options)
         tables = {worker: store.table(state) for worker, state in files.items()}
         return spec.build(tables, skipped, options)
 
-    memo = (spec.name, *sorted((w, f.identity) for w, f in files.items()),
-            *sorted(skipped.items()), spec.payload_key(options))
+    memo = None if spec.cache(options) not in (DISK, MEMORY) else (
+        spec.name, *sorted((w, f.identity) for w, f in files.items()),
+        *sorted(skipped.items()), spec.payload_key(options))
     return send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
                         name=(run, span, spec.name))
+
+
+def _prepared(store: TraceProvider, spec: ViewSpec, file: FileState) -> Any:
+    table = store.table(file)
+    if spec.prepare is not None:
+        store.prepare(file, table, spec.prepare)
+    return table
 
 
 # -- two worker spans ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ the errors it turns into 400/404/422. `registry.py` names them in the specs.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any, Optional
@@ -13,6 +14,8 @@ from typing import Any, Optional
 from ..analysis.compiled import build_compiled
 from ..analysis.diff import UnknownDiffPathError, build_diff
 from ..analysis.diff_kernels import build_diff_kernels
+from ..analysis.dist_run import as_summary
+from ..analysis.dist_timeline import RankChoiceError, build_rank_timeline, chosen_workers
 from ..analysis.gpu_idle import (
     build_gpu_idle,
 )
@@ -57,6 +60,7 @@ from .option_types import (
     OperatorPieOptions,
     OperatorStackOptions,
     RangeOptions,
+    RanksOptions,
     SearchOptions,
     SnapshotOptions,
     TimelineOptions,
@@ -229,6 +233,46 @@ def modules(table: Any, _options: NoOptions) -> Any:
 
 def distributed(inputs: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
     return build_distributed_view(inputs, skipped)  # tables, or summaries (`summary_builtins`)
+
+
+def _rank_list(options: RanksOptions) -> Optional[list[int]]:
+    return None if options.ranks is None else [int(r) for r in options.ranks.split(",")]
+
+
+def _offset_map(options: RanksOptions) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for pair in (options.offsets or "").split(",") if options.offsets else []:
+        rank, _, value = pair.partition(":")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not math.isfinite(number) or abs(number) > 1e12:
+            raise OptionError(f"parameter 'offsets': bad offset {pair[:40]!r} (rank:us)")
+        out[int(rank)] = number
+    return out
+
+
+def ranks_tables(inputs: dict[str, Any], options: RanksOptions) -> list[str]:
+    """The workers whose tables the multi-rank timeline also reads (the chosen ranks)."""
+    try:
+        return chosen_workers({w: as_summary(v) for w, v in inputs.items()}, _rank_list(options))
+    except RankChoiceError as exc:
+        raise OptionError(str(exc)) from exc
+
+
+def ranks_timeline(inputs: dict[str, Any], _skipped: dict[str, str], options: RanksOptions,
+                   tables: Optional[dict[str, Any]] = None) -> Any:
+    """`inputs` are summaries (the server, with the chosen `tables`) or tables (`build_view`)."""
+    tables = inputs if tables is None else tables
+    summaries = {w: as_summary(v) for w, v in inputs.items()}
+    try:
+        return build_rank_timeline(summaries, tables, ranks=_rank_list(options),
+                                   start_us=options.start_us, end_us=options.end_us,
+                                   width=options.width, offsets=_offset_map(options),
+                                   host=options.host == "on")
+    except ValueError as exc:  # RankChoiceError, or an empty or inverted window
+        raise OptionError(str(exc)) from exc
 
 
 def gpu_idle(table: Any, options: GpuIdleOptions) -> Any:

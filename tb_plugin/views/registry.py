@@ -29,6 +29,7 @@ from ..payloads import (
     OperatorPiesPayload,
     OperatorsPayload,
     OverviewPayload,
+    RanksTimelinePayload,
     RooflinePayload,
     TimelineEventPayload,
     TimelinePayload,
@@ -49,6 +50,7 @@ from .option_types import (
     OperatorPieOptions,
     OperatorStackOptions,
     RangeOptions,
+    RanksOptions,
     SearchOptions,
     SnapshotOptions,
     TimelineOptions,
@@ -207,6 +209,22 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "reason}`, built from one small summary per worker. With `format=csv`, the\n"
              "communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
+    ViewSpec("ranks", "/ranks", "Distributed", build.ranks_timeline,
+             payload=RanksTimelinePayload, kind=SPAN, options=RanksOptions,
+             summarize=summary_builtins, summary_wanted=wants_summary,
+             span_tables=build.ranks_tables, cache=never, prepare=build.warm_timeline,
+             summary="All ranks on one timeline: chosen ranks' GPU streams (and host threads) "
+                     "stacked on the run clock, with the matched collectives as links.",
+             description="A window [start_us, end_us] of the run clock (a rank's trace us minus "
+             "its clock offset,\nestimated from collective ends as `/distributed` "
+             "`clocks.offsets_us`, or given by `offsets`)\ndrawn `width` pixels wide, for at "
+             "most 8 ranks (default the first 8): each rank's level of\ndetail is its "
+             "`/timeline` answer for that window shifted to its clock. Shape: see\n"
+             "`tb_plugin.analysis.dist_timeline.build_rank_timeline`. Computed per request from "
+             "the ranks'\nsummaries and the chosen ranks' timeline indexes. JSON only.",
+             errors={"400": "Bad parameter, an unknown rank, more than 8 ranks, an offset for "
+                            "a rank not shown, or an empty or inverted window.",
+                     "404": "Unknown run or span, or the run has no Distributed view."}),
     ViewSpec("gpu_idle", "/gpu_idle", "GPU Idle", build.gpu_idle,
              payload=GpuIdlePayload, options=GpuIdleOptions, rows=rows.gpu_idle_rows,
              summary="Why the GPU is idle: temporal and idle-time breakdowns, launch "

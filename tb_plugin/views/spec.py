@@ -8,7 +8,8 @@ builder reads:
 - `SPAN`: every usable worker's table of one span, `build(tables, skipped, options)`; with a
   `summarize` function, the builder gets each worker's small per-file summary instead of its
   table (`summarize(table)`, computed by the parser child and cached next to the table), so a
-  run-level view never holds all workers' tables;
+  run-level view never holds all workers' tables (with `span_tables`, also the tables of a
+  few workers chosen from the summaries and options);
 - `PAIR`: two worker spans (base and experiment), `build(base, exp, options)`;
 - `EXPORT`: a memory-timeline export, `build(table_or_none, export, options)`;
 - `SNAPSHOT`: an allocator snapshot of the run, `build(table_or_none, (snapshot, names),
@@ -69,6 +70,10 @@ class ViewSpec:
     #: (from the file's features; others get it on first request).
     summarize: Optional[Callable[[Any], Any]] = None
     summary_wanted: Callable[[dict[str, Any]], bool] = field(default=lambda _features: True)
+    #: SPAN with `summarize` only: the few workers whose tables the builder also reads, from
+    #: the summaries and the options (`span_tables(inputs, options)`); the builder is then
+    #: `build(inputs, skipped, options, tables)` (the multi-rank timeline: at most 8 tables).
+    span_tables: Optional[Callable[[dict[str, Any], Any], list[str]]] = None
 
     def summary_key(self) -> str:
         """Cache key of the per-file summary (`summarize`), per code version."""

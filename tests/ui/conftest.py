@@ -13,6 +13,7 @@ import pytest
 
 from tests.ingest.snapshots import Simulated, evil_pickles, into_trace_period
 from tests.ingest.snapshots import write as write_snapshot
+from tests.support.fsdp_trace import write_fsdp_run
 
 from .harness import (
     ARTIFACTS,
@@ -101,6 +102,7 @@ def build_views_logdir(root: Path) -> dict[str, Any]:
             shutil.copytree(src, root / name)
             runs["samples"].append(name)
     runs["snapshots"] = build_snapshot_runs(root)
+    runs["generated"] = [write_fsdp_run(root / "fsdp_generated").name]  # test_view_ranks_*
     for name in VIEWS_SHARED_RUNS:
         src = SHARED_TRACES / name
         if src.is_dir():

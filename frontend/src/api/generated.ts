@@ -1507,6 +1507,87 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ranks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * All ranks on one timeline: chosen ranks' GPU streams (and host threads) stacked on the run clock, with the matched collectives as links.
+         * @description A window [start_us, end_us] of the run clock (a rank's trace us minus its clock offset,
+         *     estimated from collective ends as `/distributed` `clocks.offsets_us`, or given by `offsets`)
+         *     drawn `width` pixels wide, for at most 8 ranks (default the first 8): each rank's level of
+         *     detail is its `/timeline` answer for that window shifted to its clock. Shape: see
+         *     `tb_plugin.analysis.dist_timeline.build_rank_timeline`. Computed per request from the ranks'
+         *     summaries and the chosen ranks' timeline indexes. JSON only.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Comma-separated ranks to stack (at most 8, e.g. `0,3`); default the first 8. */
+                    ranks?: string;
+                    /** @description Window start, on the run clock (a rank's trace us minus its offset). */
+                    start_us?: number;
+                    /** @description Window end, on the run clock; must be greater than `start_us`. */
+                    end_us?: number;
+                    /** @description Pixels across the window. */
+                    width?: number;
+                    /** @description Clock offsets overriding the estimate, `rank:us` pairs (e.g. `1:-85.5,3:12`): the rank's clock minus the run's, us; the rank's events are drawn `us` earlier. */
+                    offsets?: string;
+                    /** @description `on`: the ranks' host threads too, under their GPU streams. */
+                    host?: "off" | "on";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RanksTimelinePayload"];
+                    };
+                };
+                202: components["responses"]["Loading"];
+                /** @description Bad parameter, an unknown rank, more than 8 ranks, an offset for a rank not shown, or an empty or inverted window. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown run or span, or the run has no Distributed view. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/gpu_idle": {
         parameters: {
             query?: never;
@@ -1913,6 +1994,8 @@ export interface components {
             devices: components["schemas"]["DistributedDevice"][];
             /** @description The trace shows FSDP (FSDP record functions or FullyShardedDataParallel); advice is worded for it. */
             fsdp: boolean;
+            /** @description All-gather / reduce-scatter per module or layer with prefetch overlap (FSDP awareness). */
+            fsdp_layers: components["schemas"]["FsdpLayers"];
             /** @description Arrival skew, ranks x collectives and ranks x steps. */
             heatmap: components["schemas"]["HeatMap"];
             /** @description Caveats, the left-out workers first. */
@@ -2113,6 +2196,50 @@ export interface components {
             memory_bytes: number | null;
             /** @description Device name; null when unknown. */
             name: string | null;
+        };
+        /**
+         * FsdpLayers
+         * @description All-gather / reduce-scatter grouped by module or layer, with prefetch overlap.
+         */
+        FsdpLayers: {
+            /** @description Why there are no rows, else empty. */
+            note: string;
+            /** @description First-seen order (lowest rank, call order). */
+            rows: components["schemas"]["FsdpLayerRow"][];
+            /** @description Where modules come from: "nn.Module", "FSDP annotations", both joined by " + ", or empty when the traces have no module events. */
+            source: string;
+            /** @description (module, collective) groups. */
+            total: number;
+            /** @description More than 500 groups: the first 500 are sent. */
+            truncated: boolean;
+            /** @description All-gathers and reduce-scatters outside every module event. */
+            unattributed_calls: number;
+            /** @description Their summed duration, us. */
+            unattributed_us: number;
+        };
+        /**
+         * FsdpLayerRow
+         * @description All-gathers or reduce-scatters of one module (layer), over every rank.
+         */
+        FsdpLayerRow: {
+            /** @description Message bytes over the calls. */
+            bytes: number;
+            /** @description Calls over every rank. */
+            calls: number;
+            /** @description all_gather or reduce_scatter. */
+            collective: string;
+            /** @description time_us - overlap_us, us. */
+            exposed_us: number;
+            /** @description Innermost enclosing module: the nn.Module name of a `nn.Module: <Name>` event, or the module an FSDP record function names in parentheses (`FSDP::pre_forward (layers.0)`). */
+            module: string;
+            /** @description overlap_us / time_us (0..1): for all_gather, how much of the layer's gathering the prefetch hid. */
+            overlap_share: number;
+            /** @description Of time_us, the part overlapped by computation on the same rank (non-communication kernels; CPU ops without kernels), us. */
+            overlap_us: number;
+            /** @description Ranks with such calls in the module. */
+            ranks: number;
+            /** @description Sum of the calls' durations (device span: first kernel start to last kernel end, else host range), us. */
+            time_us: number;
         };
         /**
          * HeatMap
@@ -3493,6 +3620,258 @@ export interface components {
             total_us: number;
         };
         /**
+         * RanksTimelinePayload
+         * @description `/ranks`: one window of the run clock over the chosen ranks, level of detail applied.
+         */
+        RanksTimelinePayload: {
+            /** @description Always empty (counters are per rank). */
+            counters: components["schemas"]["CounterTrack"][];
+            /** @description Window end, run clock us. */
+            end_us: number;
+            /** @description The collective links as flows (category "collective"): per collective, an arrow from each lane's end to the next lane's end, on the lane's GPU stream running most of its communication kernels (else its first track). */
+            flows: components["schemas"]["TimelineFlows"];
+            /** @description Host threads are included. */
+            host: boolean;
+            /** @description One per shown rank, in rank order. */
+            lanes: components["schemas"]["RankLane"][];
+            /** @description Matched collectives across the shown ranks. */
+            links: components["schemas"]["CollectiveLinks"];
+            /** @description Most ranks per request (8). */
+            max_ranks: number;
+            /** @description Largest merge threshold over the ranks' answers, px. */
+            merge_px: number;
+            /** @description Event names of all lanes, indexed by `events.name`. */
+            names: string[];
+            /** @description Run clock us that relative times count from (= start_us). */
+            origin_us: number;
+            /** @description Every rank of the span (to choose from). */
+            ranks: number[];
+            /** @description Window start, run clock us (absolute). */
+            start_us: number;
+            /** @description Level-of-detail statistics summed over the lanes. */
+            stats: components["schemas"]["TimelineStats"];
+            /** @description Profiler steps of the first shown rank. */
+            steps: components["schemas"]["TimelineSteps"];
+            /** @description Last event end over the shown ranks, run clock us. */
+            trace_end_us: number;
+            /** @description First event over the shown ranks, run clock us. */
+            trace_start_us: number;
+            /** @description GPU streams (and host threads with host=on), lane by lane. */
+            tracks: components["schemas"]["RankTrack"][];
+            /** @description Microseconds per pixel. */
+            us_per_px: number;
+            /**
+             * @description Always "ranks".
+             * @enum {unknown}
+             */
+            view: "ranks";
+            /** @description Width in pixels the window was laid out for. */
+            width: number;
+        };
+        /**
+         * CounterTrack
+         * @description One counter series (GPU utilization, SM efficiency, memory), sampled per pixel bin.
+         */
+        CounterTrack: {
+            /** @description Device label, e.g. "GPU 0", "CPU". */
+            device: string;
+            /**
+             * @description What is measured.
+             * @enum {unknown}
+             */
+            kind: "gpu_utilization" | "memory_allocated" | "memory_reserved" | "sm_efficiency";
+            /** @description Display name, e.g. "GPU 0 Utilization". */
+            name: string;
+            /** @description Sample times, us since origin_us. */
+            t: number[];
+            /**
+             * @description Unit of `v`.
+             * @enum {unknown}
+             */
+            unit: "bytes" | "fraction";
+            /** @description Values: fractions 0..1 (4 decimals) or whole bytes. */
+            v: number[];
+        };
+        /**
+         * TimelineFlows
+         * @description Flow arrows (start -> finish) with an end in the window (parallel arrays).
+         */
+        TimelineFlows: {
+            /** @description More than `limit`: an even sample is sent. */
+            capped: boolean;
+            /** @description Index into `cats`. */
+            cat: number[];
+            /** @description Flow categories (e.g. "ac2g", "fwdbwd"), indexed by `cat`. */
+            cats: string[];
+            /** @description Flows that only pass over the window (counted, not sent). */
+            crossing: number;
+            /** @description Depth of the start event (0 when not placed). */
+            from_depth: number[];
+            /** @description Event id of the start, -1 when not placed. */
+            from_id: number[];
+            /** @description Track id of the start. */
+            from_track: number[];
+            /** @description Start time, us since origin_us. */
+            from_ts: number[];
+            /** @description Most flows sent. */
+            limit: number;
+            /** @description Depth of the end event (0 when not placed). */
+            to_depth: number[];
+            /** @description Event id of the end, -1 when not placed. */
+            to_id: number[];
+            /** @description Track id of the end. */
+            to_track: number[];
+            /** @description End time, us since origin_us. */
+            to_ts: number[];
+            /** @description Flows with an end in the window. */
+            total: number;
+        };
+        /** RankLane */
+        RankLane: {
+            /** @description Offset estimated from collective ends (median over shared collectives of the rank's end minus the collective's median end), us; as `/distributed` `clocks.offsets_us`. */
+            estimated_offset_us: number;
+            /** @description Offset used: the rank's clock minus the run's, us; its events are drawn this much earlier. */
+            offset_us: number;
+            /** @description `offset_us` was given by the `offsets` option. */
+            overridden: boolean;
+            /** @description Rank (`distributedInfo`, else the worker's index). */
+            rank: number;
+            /** @description Track ids of the lane. */
+            tracks: number[];
+            /** @description Worker. */
+            worker: string;
+        };
+        /**
+         * CollectiveLinks
+         * @description Matched collectives seen on at least two shown ranks and overlapping the window; per
+         *         collective (`id`, `name`) and per (collective, lane) item the rank's span: kernel span,
+         *         else host range (parallel arrays).
+         */
+        CollectiveLinks: {
+            /** @description More than `limit`: an even sample is sent. */
+            capped: boolean;
+            /** @description Collective id, as in `/distributed` `collectives.rows[].id`. */
+            id: number[];
+            /** @description Index into `id` / `name`. */
+            item_collective: number[];
+            /** @description Rank's end, us since origin_us (run clock). */
+            item_end: number[];
+            /** @description Index into `lanes`. */
+            item_lane: number[];
+            /** @description Rank's arrival (kernel start, else host start), us since origin_us (run clock). */
+            item_start: number[];
+            /** @description Most collectives sent (1000). */
+            limit: number;
+            /** @description Op name, e.g. "nccl:all_reduce". */
+            name: string[];
+            /** @description Collectives in the window. */
+            total: number;
+        };
+        /** TimelineStats */
+        TimelineStats: {
+            /** @description Merged blocks. */
+            blocks: number;
+            /** @description Events in the window. */
+            events: number;
+            /** @description Events inside blocks. */
+            hidden: number;
+            /** @description Events drawn individually. */
+            shown: number;
+        };
+        /**
+         * TimelineSteps
+         * @description Profiler steps overlapping the window (parallel arrays).
+         */
+        TimelineSteps: {
+            /** @description More than 4000: an even sample is sent. */
+            capped: boolean;
+            /** @description Step end, us since origin_us. */
+            end: number[];
+            /** @description Step names. */
+            name: string[];
+            /** @description Step start, us since origin_us. */
+            start: number[];
+            /** @description Steps overlapping the window. */
+            total: number;
+        };
+        /**
+         * RankTrack
+         * @description A GPU stream (or host thread) of one rank; `process` is prefixed "rank R · ", so each
+         *         rank is one group of tracks (a lane). `id`s are renumbered across lanes; event `id`s are the
+         *         rank's own (for `/timeline/event` of that worker).
+         */
+        RankTrack: {
+            /** @description Number of nesting levels of the whole track. */
+            depth: number;
+            /** @description Events on the track over the whole trace. */
+            event_count: number;
+            /** @description Track index (used by flows, events and search results). */
+            id: number;
+            /**
+             * @description Track group.
+             * @enum {unknown}
+             */
+            kind: "cpu" | "gpu" | "other";
+            /** @description Index into `lanes`. */
+            lane: number;
+            /** @description The trace's pid, as a string. */
+            pid: string;
+            /** @description Process label to display. */
+            process: string;
+            /** @description Rank of the lane (`distributedInfo`, else the worker's index). */
+            rank: number;
+            /** @description Only the levels with something in the window. */
+            rows: components["schemas"]["TrackRow"][];
+            /** @description Thread (or stream) label to display. */
+            thread: string;
+            /** @description The trace's tid, as a string. */
+            tid: string;
+            /** @description Worker of the lane. */
+            worker: string;
+        };
+        /**
+         * TrackRow
+         * @description One visible nesting level of a track.
+         */
+        TrackRow: {
+            /** @description Merged blocks. */
+            blocks: components["schemas"]["RowBlocks"];
+            /** @description Nesting depth within the track (0: top level). */
+            depth: number;
+            /** @description Events drawn individually. */
+            events: components["schemas"]["RowEvents"];
+        };
+        /**
+         * RowBlocks
+         * @description Runs of events too small to draw one by one, merged into blocks (parallel arrays).
+         */
+        RowBlocks: {
+            /** @description Events merged into the block. */
+            count: number[];
+            /** @description Block end, us since origin_us. */
+            end: number[];
+            /** @description Only with `critical_step`: indices of the blocks that hold critical-path events. */
+            path?: number[];
+            /** @description Block start, us since origin_us. */
+            start: number[];
+        };
+        /**
+         * RowEvents
+         * @description Events drawn one by one, as parallel arrays.
+         */
+        RowEvents: {
+            /** @description Duration, us. */
+            dur: number[];
+            /** @description Event id (for `/timeline/event?id=`). */
+            id: number[];
+            /** @description Index into the payload's `names`. */
+            name: number[];
+            /** @description Only with `critical_step`: indices (into these lists) of the events on the step's critical path. */
+            path?: number[];
+            /** @description Start, us since origin_us. */
+            start: number[];
+        };
+        /**
          * TimelineEventPayload
          * @description `/timeline/event`: everything known about one event.
          */
@@ -3714,30 +4093,6 @@ export interface components {
             width: number;
         };
         /**
-         * CounterTrack
-         * @description One counter series (GPU utilization, SM efficiency, memory), sampled per pixel bin.
-         */
-        CounterTrack: {
-            /** @description Device label, e.g. "GPU 0", "CPU". */
-            device: string;
-            /**
-             * @description What is measured.
-             * @enum {unknown}
-             */
-            kind: "gpu_utilization" | "memory_allocated" | "memory_reserved" | "sm_efficiency";
-            /** @description Display name, e.g. "GPU 0 Utilization". */
-            name: string;
-            /** @description Sample times, us since origin_us. */
-            t: number[];
-            /**
-             * @description Unit of `v`.
-             * @enum {unknown}
-             */
-            unit: "bytes" | "fraction";
-            /** @description Values: fractions 0..1 (4 decimals) or whole bytes. */
-            v: number[];
-        };
-        /**
          * TimelineCritical
          * @description The critical path of one step (`critical_step`), as in the GPU Idle view.
          */
@@ -3786,67 +4141,6 @@ export interface components {
             total: number;
         };
         /**
-         * TimelineFlows
-         * @description Flow arrows (start -> finish) with an end in the window (parallel arrays).
-         */
-        TimelineFlows: {
-            /** @description More than `limit`: an even sample is sent. */
-            capped: boolean;
-            /** @description Index into `cats`. */
-            cat: number[];
-            /** @description Flow categories (e.g. "ac2g", "fwdbwd"), indexed by `cat`. */
-            cats: string[];
-            /** @description Flows that only pass over the window (counted, not sent). */
-            crossing: number;
-            /** @description Depth of the start event (0 when not placed). */
-            from_depth: number[];
-            /** @description Event id of the start, -1 when not placed. */
-            from_id: number[];
-            /** @description Track id of the start. */
-            from_track: number[];
-            /** @description Start time, us since origin_us. */
-            from_ts: number[];
-            /** @description Most flows sent. */
-            limit: number;
-            /** @description Depth of the end event (0 when not placed). */
-            to_depth: number[];
-            /** @description Event id of the end, -1 when not placed. */
-            to_id: number[];
-            /** @description Track id of the end. */
-            to_track: number[];
-            /** @description End time, us since origin_us. */
-            to_ts: number[];
-            /** @description Flows with an end in the window. */
-            total: number;
-        };
-        /** TimelineStats */
-        TimelineStats: {
-            /** @description Merged blocks. */
-            blocks: number;
-            /** @description Events in the window. */
-            events: number;
-            /** @description Events inside blocks. */
-            hidden: number;
-            /** @description Events drawn individually. */
-            shown: number;
-        };
-        /**
-         * TimelineSteps
-         * @description Profiler steps overlapping the window (parallel arrays).
-         */
-        TimelineSteps: {
-            /** @description More than 4000: an even sample is sent. */
-            capped: boolean;
-            /** @description Step end, us since origin_us. */
-            end: number[];
-            /** @description Step names. */
-            name: string[];
-            /** @description Step start, us since origin_us. */
-            start: number[];
-            /** @description Steps overlapping the window. */
-            total: number;
-        };
-        /**
          * Track
          * @description One (process, thread) lane of the trace, in display order.
          */
@@ -3872,48 +4166,6 @@ export interface components {
             thread: string;
             /** @description The trace's tid, as a string. */
             tid: string;
-        };
-        /**
-         * TrackRow
-         * @description One visible nesting level of a track.
-         */
-        TrackRow: {
-            /** @description Merged blocks. */
-            blocks: components["schemas"]["RowBlocks"];
-            /** @description Nesting depth within the track (0: top level). */
-            depth: number;
-            /** @description Events drawn individually. */
-            events: components["schemas"]["RowEvents"];
-        };
-        /**
-         * RowBlocks
-         * @description Runs of events too small to draw one by one, merged into blocks (parallel arrays).
-         */
-        RowBlocks: {
-            /** @description Events merged into the block. */
-            count: number[];
-            /** @description Block end, us since origin_us. */
-            end: number[];
-            /** @description Only with `critical_step`: indices of the blocks that hold critical-path events. */
-            path?: number[];
-            /** @description Block start, us since origin_us. */
-            start: number[];
-        };
-        /**
-         * RowEvents
-         * @description Events drawn one by one, as parallel arrays.
-         */
-        RowEvents: {
-            /** @description Duration, us. */
-            dur: number[];
-            /** @description Event id (for `/timeline/event?id=`). */
-            id: number[];
-            /** @description Index into the payload's `names`. */
-            name: number[];
-            /** @description Only with `critical_step`: indices (into these lists) of the events on the step's critical path. */
-            path?: number[];
-            /** @description Start, us since origin_us. */
-            start: number[];
         };
         /**
          * TimelineRangePayload

@@ -15,6 +15,28 @@ import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDe
 import css from './distributed.css?inline'
 import { Async } from '../../components/Async'
 import { BandwidthCard, ClockNotes, CollectivesCard, CoverageBanner, HeatMapCard, StragglersCard } from './CrossRank'
+import { RanksTimeline } from '../ranks/RanksTimeline'
+import { FsdpLayersCard } from './FsdpLayers'
+
+/** All ranks on one timeline: opened on request (it reads the chosen ranks' trace indexes). */
+function RanksCard({ data, run, span, theme }: { data: DistributedPayload; run: string; span: string; theme: Theme }) {
+  const [open, setOpen] = useState(false)
+  const choices = data.devices.map((d, i) => ({ rank: d.rank ?? i, worker: d.worker })).sort((a, b) => a.rank - b.rank)
+  return (
+    <Card
+      title="All ranks on one timeline"
+      subtitle="GPU streams of chosen ranks on one clock (offsets estimated from collective ends), matched collectives linked across ranks"
+      testId="dist-ranks"
+      actions={
+        <button type="button" className="button compact" onClick={() => setOpen(!open)} data-testid="dist-ranks-toggle">
+          {open ? 'Hide' : 'Show the timeline'}
+        </button>
+      }
+    >
+      {open ? <RanksTimeline run={run} span={span} choices={choices} theme={theme} /> : null}
+    </Card>
+  )
+}
 
 interface Props {
   selection: Selection
@@ -26,7 +48,7 @@ export function DistributedView({ selection, theme }: Props) {
   const state = useAsync('distributed', `${selection.run}\u0000${selection.span}`, (signal) => fetchDistributed(selection.run, selection.span, signal))
   return (
     <Async state={state} what="the distributed view" label="Loading all workers">
-      {(data) => <DistributedContent data={data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} />}
+      {(data) => <DistributedContent data={data} theme={theme} csvUrl={distributedCsvUrl(selection.run, selection.span)} run={selection.run} span={selection.span} />}
     </Async>
   )
 }
@@ -44,7 +66,7 @@ const WAIT_SERIES = [
   { key: 'unmatched', label: 'Unmatched', color: '#9e9e9e', hint: 'Collectives seen on this rank only (ranks missing): neither transfer nor wait' },
 ] as const
 
-function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload; theme: Theme; csvUrl: string }) {
+function DistributedContent({ data, theme, csvUrl, run, span }: { data: DistributedPayload; theme: Theme; csvUrl: string; run: string; span: string }) {
   const nodes = new Set(data.devices.map((d) => d.node)).size
   const backends = [...new Set(data.devices.map((d) => d.backend).filter(Boolean))].join(', ')
   const anyComm = data.workers.some((w) => (data.comm_ops[w]?.rows.length ?? 0) > 0)
@@ -98,12 +120,14 @@ function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload;
         />
       </div>
       <ClockNotes data={data} />
+      {anyComm && <RanksCard data={data} run={run} span={span} theme={theme} />}
       {anyComm && (
         <>
           <StragglersCard data={data} />
           <HeatMapCard data={data} theme={theme} />
           <CollectivesCard data={data} fileName="collectives.csv" />
           <BandwidthCard rows={data.bandwidth} />
+          <FsdpLayersCard data={data} />
         </>
       )}
       <CommOpsCard data={data} csvUrl={csvUrl} />

@@ -10,13 +10,13 @@
 
 import type { Selection } from '../../api'
 import type { Theme } from '../../theme'
-import { traceApi } from './api'
+import { traceApi, type RawTimeline } from './api'
 import { DebugProbe, debugEnabled } from './debug'
 import { counterMaxima, type Frame } from './frame'
 import { hitTest, refOf, type EventRef, type Frames, type Hit } from './hit'
 import { Input, type InputHost } from './input'
 import { GUTTER_W, HEADER_H, computeLayout, rowScrollTop, type Layout } from './layout'
-import { LodLoader } from './lod-loader'
+import { LodLoader, type FetchJson, type TimelineWindow } from './lod-loader'
 import { Painter, type Scene } from './painter'
 import { fmtLoaded } from './timefmt'
 import { Tooltip, describe } from './tooltip'
@@ -36,6 +36,12 @@ export interface EngineCallbacks {
   onRange: (range: { start: number; end: number; tracks: number[] } | null) => void
   /** The user rearranged the track list on the canvas (collapsed a group, revealed a track). */
   onTrackList: (list: TrackList) => void
+}
+
+/** Where the engine's windows come from: a URL per window, fetched by `fetchJson`. */
+export interface TimelineSource {
+  url: (window: TimelineWindow) => string
+  fetchJson?: FetchJson<RawTimeline>
 }
 
 export interface EngineElements {
@@ -78,7 +84,9 @@ export class TraceEngine implements InputHost {
   private readonly els: EngineElements
   private readonly cb: EngineCallbacks
 
-  constructor(els: EngineElements, sel: Selection, theme: Theme, cb: EngineCallbacks, critical: string | null = null) {
+  /** `critical`: the step whose critical path is highlighted; `source` replaces the `/timeline`
+   * window requests (the multi-rank timeline's `/ranks`). */
+  constructor(els: EngineElements, sel: Selection, theme: Theme, cb: EngineCallbacks, critical: string | null = null, source?: TimelineSource) {
     this.els = els
     this.cb = cb
     this.critical = critical || null
@@ -87,7 +95,7 @@ export class TraceEngine implements InputHost {
     this.painter = new Painter(ctx, theme)
     this.tooltip = new Tooltip(els.tooltip)
     this.probe = debugEnabled() ? new DebugProbe(els.root) : null
-    this.loader = new LodLoader(traceApi.timeline, (win) => traceApi.timelineUrl(sel, win, this.critical), {
+    this.loader = new LodLoader(source?.fetchJson ?? traceApi.timeline, source?.url ?? ((win) => traceApi.timelineUrl(sel, win, this.critical)), {
       onPending: (progress) => this.cb.onFirstFrame({ status: 'pending', progress }),
       onFirst: (frame) => this.firstFrame(frame),
       onFirstError: (error) => {

@@ -1,0 +1,155 @@
+"""All ranks on one timeline (`analysis.dist_timeline`): the clock-offset shift and the lane
+merge, on a generated two-rank trace whose numbers are derived by hand below, and on the real
+DDP and DLRM traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_plugin.analysis.dist_summary import rank_summary
+from tb_plugin.analysis.dist_timeline import (
+    MAX_RANKS,
+    RankChoiceError,
+    build_rank_timeline,
+    shift_window,
+)
+from tb_plugin.load import load_trace
+from tests.analysis.helpers import make_table
+from tests.support import SHARED_TRACES, needs_shared
+
+ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+GEMM = "void gemm_kernel<float>()"
+
+
+def _op(name: str, ts: float, dur: float, ext: int) -> dict[str, Any]:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 23803, "tid": 1, "ts": ts,
+            "dur": dur, "args": {"External id": ext, "Input Dims": [[1024]],
+                                 "Input type": ["float"]}}
+
+
+def _kernel(name: str, ts: float, dur: float, ext: int, stream: int) -> dict[str, Any]:
+    return {"ph": "X", "cat": "Kernel", "name": name, "pid": 0, "tid": f"stream {stream}",
+            "ts": ts, "dur": dur, "args": {"device": 0, "stream": stream, "correlation": ext,
+                                           "external id": ext}}
+
+
+def _rank(tmp_path: Path, rank: int, clock: float, host: float, gemm: float, comm: tuple
+          ) -> Any:
+    """One rank: a GEMM on stream 7, an all_reduce whose kernel runs on stream 16; every time
+    plus `clock` (the rank's clock minus the run's)."""
+    events = [_op("aten::mm", clock + gemm - 5, 4, 1),
+              _kernel(GEMM, clock + gemm, 50, 1, 7),
+              _op("nccl:all_reduce", clock + host, 50, 2),
+              _kernel(ALL_REDUCE, clock + comm[0], comm[1], 2, 16)]
+    return make_table(events, tmp_path, distributedInfo={"backend": "nccl", "rank": rank,
+                                                         "world_size": 2})
+
+
+@pytest.fixture()
+def two_ranks(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    # rank 0 on the run clock + 0: all_reduce kernel 100..200, GEMM 10..60, host from 5.
+    # rank 1 on its clock 1000 later, arriving later: kernel 1150..1200, GEMM 1020..1070.
+    tables = {"w0": _rank(tmp_path, 0, 0.0, 0, 10, (100, 100)),
+              "w1": _rank(tmp_path, 1, 1000.0, 80, 20, (150, 50))}
+    return {w: rank_summary(t) for w, t in tables.items()}, tables
+
+
+def _track(payload: dict[str, Any], rank: int, stream: int) -> dict[str, Any]:
+    return next(t for t in payload["tracks"]
+                if t["rank"] == rank and t["thread"] == f"stream {stream}")
+
+
+def _events(payload: dict[str, Any], track: dict[str, Any]) -> list[tuple[str, float, float]]:
+    ev = track["rows"][0]["events"]
+    return [(payload["names"][n], s, d) for n, s, d in zip(ev["name"], ev["start"], ev["dur"])]
+
+
+def test_shift_window() -> None:
+    assert shift_window(500.0, 700.0, -500.0) == (0.0, 200.0)
+    assert shift_window(500.0, 700.0, 500.0) == (1000.0, 1200.0)
+
+
+def test_offsets_from_collective_ends_and_merged_lanes(two_ranks) -> None:
+    summaries, tables = two_ranks
+    payload = build_rank_timeline(summaries, tables, width=200)
+    # Collective ends: rank 0 at 200, rank 1 at 1200 (own clocks); median end 700, so offsets
+    # 200 - 700 = -500 and 1200 - 700 = +500: rank 0 drawn at t + 500, rank 1 at t - 500.
+    assert [(lane["rank"], lane["offset_us"], lane["overridden"]) for lane in payload["lanes"]
+            ] == [(0, -500.0, False), (1, 500.0, False)]
+    # Run-clock extent: rank 0 0..200 -> 500..700; rank 1 1015..1200 -> 515..700.
+    assert (payload["start_us"], payload["end_us"]) == (500.0, 700.0)
+    assert payload["origin_us"] == 500.0
+    # GPU tracks only (in the single-file timeline's order), lane by lane, ids renumbered 0..3;
+    # each lane is one process group.
+    assert [(t["id"], t["lane"], t["thread"]) for t in payload["tracks"]] == [
+        (0, 0, "stream 16"), (1, 0, "stream 7"), (2, 1, "stream 16"), (3, 1, "stream 7")]
+    assert all(t["process"].startswith(f"rank {t['rank']} · ") for t in payload["tracks"])
+    assert [lane["tracks"] for lane in payload["lanes"]] == [[0, 1], [2, 3]]
+    # Times relative to 500 on the run clock; lane 1's names resolve through the shifted index.
+    assert _events(payload, _track(payload, 0, 7)) == [(GEMM, 10, 50)]
+    assert _events(payload, _track(payload, 0, 16)) == [(ALL_REDUCE, 100, 100)]
+    assert _events(payload, _track(payload, 1, 7)) == [(GEMM, 20, 50)]
+    assert _events(payload, _track(payload, 1, 16)) == [(ALL_REDUCE, 150, 50)]
+    # The all_reduce as a link: rank 0 100..200, rank 1 150..200; one arrow end to end.
+    links = payload["links"]
+    assert (links["total"], links["name"]) == (1, ["nccl:all_reduce"])
+    assert list(zip(links["item_lane"], links["item_start"], links["item_end"])) == [
+        (0, 100.0, 200.0), (1, 150.0, 200.0)]
+    flows = payload["flows"]
+    assert (flows["cats"], flows["from_track"], flows["to_track"]) == (["collective"], [0], [2])
+    assert (flows["from_ts"], flows["to_ts"]) == ([200.0], [200.0])
+
+
+def test_offset_override_moves_a_lane(two_ranks) -> None:
+    summaries, tables = two_ranks
+    payload = build_rank_timeline(summaries, tables, start_us=500, end_us=900, width=400,
+                                  offsets={1: 400.0})
+    assert [(lane["offset_us"], lane["estimated_offset_us"], lane["overridden"])
+            for lane in payload["lanes"]] == [(-500.0, -500.0, False), (400.0, 500.0, True)]
+    # rank 1 drawn at t - 400: its all_reduce kernel 1150..1200 -> 750..800 -> 250 after 500.
+    assert _events(payload, _track(payload, 1, 16)) == [(ALL_REDUCE, 250, 50)]
+    assert _events(payload, _track(payload, 0, 16)) == [(ALL_REDUCE, 100, 100)]
+    assert list(zip(payload["links"]["item_start"], payload["links"]["item_end"])) == [
+        (100.0, 200.0), (250.0, 300.0)]
+
+
+def test_host_threads_and_rank_choice(two_ranks) -> None:
+    summaries, tables = two_ranks
+    payload = build_rank_timeline(summaries, tables, ranks=[1], host=True, width=100)
+    assert sorted((t["rank"], t["kind"]) for t in payload["tracks"]) == [
+        (1, "cpu"), (1, "gpu"), (1, "gpu")]
+    assert payload["links"]["total"] == 0  # a collective needs two shown ranks
+    both = build_rank_timeline(summaries, tables, host=True, width=100)
+    tracks, flows = both["tracks"], both["flows"]
+    assert [t["kind"] for t in tracks if t["lane"] == 0][0] == "cpu"  # host threads come first
+    # the link lands on each lane's communication stream, not on its first track
+    assert [(tracks[flows["from_track"][0]]["rank"], tracks[flows["from_track"][0]]["thread"]),
+            (tracks[flows["to_track"][0]]["rank"], tracks[flows["to_track"][0]]["thread"])] == [
+        (0, "stream 16"), (1, "stream 16")]
+    with pytest.raises(RankChoiceError, match="no rank 5"):
+        build_rank_timeline(summaries, tables, ranks=[5])
+    with pytest.raises(RankChoiceError, match=f"at most {MAX_RANKS}"):
+        build_rank_timeline(summaries, tables, ranks=list(range(MAX_RANKS + 1)))
+    with pytest.raises(RankChoiceError, match="not shown"):
+        build_rank_timeline(summaries, tables, ranks=[0], offsets={1: 3.0})
+
+
+def _real(folder: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    tables = {p.name.split(".")[0]: load_trace(str(p))
+              for p in sorted((SHARED_TRACES / folder).glob("*.pt.trace.json*"))}
+    return {w: rank_summary(t) for w, t in tables.items()}, tables
+
+
+@needs_shared
+@pytest.mark.parametrize("folder, ranks", [("ddp_2ranks_sampled", 2),
+                                           ("param_dlrm_8ranks_nccl", 8)])
+def test_real_runs_stack_every_rank_with_links(folder: str, ranks: int) -> None:
+    summaries, tables = _real(folder)
+    payload = build_rank_timeline(summaries, tables, width=1000)
+    assert [lane["rank"] for lane in payload["lanes"]] == list(range(ranks))
+    assert {t["lane"] for t in payload["tracks"]} == set(range(ranks))
+    assert payload["links"]["total"] > 0
+    assert payload["flows"]["total"] == payload["links"]["total"] * (ranks - 1)
