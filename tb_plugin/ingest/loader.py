@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..storage import FileRef, iter_decompressed
 from .parallel import SplitJob
-from .parse import ProgressCallback, TraceParse
+from .parse import Limits, ParseLimit, ProgressCallback, TraceParse
 from .scanner import TraceFormatError
 from .schema import LoadState, TraceTable
 
@@ -19,13 +19,15 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
                 ) -> TraceTable:
     """Parse one file; never raises. `min_split_bytes` overrides the size from which a file is
     split across two processes (tests use tiny values)."""
-    parse = TraceParse()
+    parse = TraceParse(limits=Limits.for_file(ref.size))
     job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes)
     try:
         with ref.open() as handle:
             chunks = iter_decompressed(handle, on_truncated_gzip=parse.truncated_gzip)
             if job is None or not job.parse_first_half(parse, chunks, progress):
                 parse.consume(chunks, progress)
+    except ParseLimit as exc:
+        parse.stop(exc)
     except TraceFormatError as exc:
         parse.warn(LoadState.ERROR, f"not a readable trace: {exc}")
     except OSError as exc:

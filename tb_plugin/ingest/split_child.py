@@ -78,7 +78,7 @@ def _parse_second_half(conn: Any, plan: SplitPlan) -> TraceParse:
     return parse
 
 
-def _stream_from_middle(handle: Any, plan: SplitPlan, on_truncated_gzip: Callable[[str], None]
+def _stream_from_middle(handle: Any, plan: SplitPlan, on_truncated_gzip: Callable[..., None]
                         ) -> tuple[int, int, Iterator[bytes]]:
     """(depth of the events array, start, the uncompressed stream from offset start on): start
     is `plan.mid`, or the end of the header if that is further (small files, big headers)."""

@@ -29,12 +29,12 @@ from werkzeug import wrappers
 
 from ..output.rows import csv_bytes
 from ..output.tabular import csv_filename
-from ..storage import FileRef
+from ..storage import FileRef, NotRegularFile, open_to_serve
 from ..views.options import read_options
 from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SPAN, TABLE, ViewSpec
 from ..views.tabs import views_of_file
 from .api import CSV, JSON, Query, encode_json, gzip_response, gzipped, json_response
-from .errors import BadRequest, NotFound
+from .errors import BadRequest, Forbidden, NotFound
 from .filestate import FileState
 from .provider import TraceProvider
 
@@ -230,9 +230,15 @@ def trace_download(store: TraceProvider, request: wrappers.Request) -> wrappers.
 def _open(state: FileState) -> tuple[Any, int]:
     ref: FileRef = state.ref
     try:
-        handle = ref.open()
+        handle = open_to_serve(ref)
     except FileNotFoundError as exc:
         raise NotFound("the trace file is gone (removed since the last scan)") from exc
+    except PermissionError as exc:  # unreadable, or outside the logdir (OutsideLogdir)
+        raise Forbidden(f"the trace file cannot be served: {exc}") from exc
+    except NotRegularFile as exc:
+        raise Forbidden(f"the trace file cannot be served: {exc}") from exc
+    except OSError as exc:
+        raise NotFound(f"the trace file cannot be read: {exc}") from exc
     return handle, _size(handle, ref)
 
 
