@@ -9,6 +9,7 @@ recomputed, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -16,8 +17,9 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -38,6 +40,32 @@ log = logging.getLogger(__name__)
 
 _FORMAT = 1
 _EXPORT_ARRAYS = ("ts_ns", "action", "bytes", "category")
+
+
+class _Status(msgspec.Struct):
+    """A manifest's parse status, validated on read (a wrong type is a corrupt entry)."""
+
+    state: Literal["ok", "partial", "truncated", "error"]
+    messages: list[str]
+    skipped_events: int
+    bytes_read: int
+
+
+class _TableManifest(msgspec.Struct):
+    format: int
+    parser_version: int
+    identity: str
+    categories: dict[str, list[str]]
+    metadata: dict[str, Any]
+    status: _Status
+
+
+class _ExportManifest(msgspec.Struct):
+    format: int
+    export_version: int
+    identity: str
+    skipped: int
+    messages: list[str]
 
 
 def default_cache_dir() -> Path:
@@ -115,39 +143,96 @@ class TraceCache:
 
     # -- analysed payloads ---------------------------------------------------------------------
 
-    def get_payload(self, ref: FileRef, key: str) -> Optional[Any]:
+    def get_payload(self, ref: FileRef, key: str, schema: Any = None, pinned: bool = False
+                    ) -> Optional[Any]:
         """The payload stored under `key` for this file version, or None when there is none
-        (caching off, never computed, unreadable); never computes one."""
+        (caching off, never computed, unreadable, or not of type `schema`: then it is
+        deleted); never computes one."""
         if not self.enabled:
             return None
-        path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
-        try:
-            stored = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key \
-            else None
+        return self._read_payload(self._payload_path(ref, key, pinned), key, schema)
 
-    def payload(self, ref: FileRef, key: str, compute: Callable[[], Any]) -> Any:
-        """A JSON-serialisable analysis result for this file, computed once across restarts."""
+    def payload(self, ref: FileRef, key: str, compute: Callable[[], Any], schema: Any = None,
+                pinned: bool = False) -> Any:
+        """A JSON-serialisable analysis result for this file, computed once across restarts.
+
+        With `schema` (a TypedDict or Struct type), what is read back is validated against it
+        (msgspec): a tampered or foreign value is deleted and recomputed, never served. The
+        payloads of one file are bounded by $TORCH_PROF_PAYLOAD_CACHE_MB: the least recently
+        used are deleted when a new one takes the folder over (`pinned` ones never are: the
+        file's summary)."""
         if not self.enabled:
             return compute()
-        path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
-        try:
-            stored = json.loads(path.read_text())
-            if stored.get("key") == key:
-                return stored["value"]
-        except (OSError, ValueError, KeyError, AttributeError):
-            pass
+        path = self._payload_path(ref, key, pinned)
+        stored = self._read_payload(path, key, schema)
+        if stored is not None:
+            return stored
         value = compute()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"key": key, "value": value}))
             os.replace(tmp, path)
+            _evict_payloads(path.parent, settings().payload_cache, keep=path)
         except (OSError, TypeError, ValueError) as exc:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
+
+    def _payload_path(self, ref: FileRef, key: str, pinned: bool = False) -> Path:
+        name = hashlib.sha1(key.encode()).hexdigest() + ".json"
+        return self._entry(ref) / "payloads" / (_PINNED + name if pinned else name)
+
+    @staticmethod
+    def _read_payload(path: Path, key: str, schema: Any) -> Optional[Any]:
+        try:
+            stored = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError) as exc:
+            return _discard(path, f"unreadable ({exc})")
+        if not isinstance(stored, dict) or stored.get("key") != key or "value" not in stored:
+            return _discard(path, "not an entry of this key")
+        value = stored["value"]
+        if schema is not None:
+            try:
+                msgspec.convert(value, schema)
+            except msgspec.ValidationError as exc:
+                return _discard(path, f"not a valid payload ({exc})")
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used: evicted last
+        return value
+
+
+def _discard(path: Path, why: str) -> None:
+    log.warning("discarding cached payload %s: %s; it is recomputed", path, why)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return None
+
+
+_PINNED = "pinned-"  # payload files never evicted
+
+
+def _evict_payloads(folder: Path, budget: int, keep: Path) -> None:
+    """Delete the least recently used payload files of `folder` until it fits in `budget`
+    bytes (`keep`, the one just written, stays whatever its size)."""
+    entries = []
+    total = 0
+    with os.scandir(folder) as listing:
+        for entry in listing:
+            if entry.name.endswith(".json") and not entry.name.startswith(_PINNED):
+                stat = entry.stat()
+                entries.append((stat.st_mtime_ns, entry.path, stat.st_size))
+                total += stat.st_size
+    if total <= budget:
+        return
+    for _, path, size in sorted(entries):
+        if total <= budget:
+            break
+        if path != str(keep):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                total -= size
 
 
 def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
@@ -176,6 +261,7 @@ def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
 
 def _read_table(folder: Path, ref: FileRef) -> TraceTable:
     manifest = json.loads((folder / "manifest.json").read_text())
+    msgspec.convert(manifest, _TableManifest)  # raises on any field of the wrong type
     if manifest.get("identity") != ref.identity() or manifest.get("parser_version") != (
         PARSER_VERSION
     ):
@@ -213,6 +299,7 @@ def _write_export(folder: Path, ref: FileRef, raw: RawTimeline) -> None:
 
 def _read_export(folder: Path, ref: FileRef) -> RawTimeline:
     manifest = json.loads((folder / "manifest.json").read_text())
+    msgspec.convert(manifest, _ExportManifest)  # raises on any field of the wrong type
     if manifest.get("identity") != ref.identity() or manifest.get("export_version") != (
         EXPORT_VERSION
     ):

@@ -201,10 +201,10 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stoppe
         status.warn(LoadState.PARTIAL, f"{status.skipped_events} malformed events were skipped")
     if builder.negative_durations:
         status.warn(LoadState.PARTIAL, f"{builder.negative_durations} events had a negative "
-                    "duration; they were read as zero-length")
+                    "duration (or one beyond 1e17 us); they were read as zero-length")
     if builder.missing_timestamps:
         status.warn(LoadState.PARTIAL, f"{builder.missing_timestamps} events had no numeric 'ts' "
-                    "and were skipped")
+                    "(or one beyond 1e17 us) and were skipped")
     if builder.event_rows == 0 and status.state == LoadState.OK:
         status.warn(LoadState.OK, "the trace has no events")
 

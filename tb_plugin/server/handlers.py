@@ -105,7 +105,7 @@ def _table(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> w
 
     def payload() -> Any:
         if cache == DISK:
-            return store.payload(file, key, compute)
+            return store.payload(file, key, compute, spec.payload)
         return compute(store.table(file))
 
     memo = None if cache not in (DISK, MEMORY) else (file.identity, key)
@@ -179,7 +179,8 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
     key = spec.payload_key(options, export=export.identity())
 
     def payload() -> Any:
-        return store.payload(state, key, lambda table: spec.build(table, export, options))
+        return store.payload(state, key, lambda table: spec.build(table, export, options),
+                             spec.payload)
 
     return send_payload(request, store, spec, payload, fmt=fmt, memo=(state.identity, key),
                         name=(run, worker, span, "memory-timeline"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
-from ..analysis.features import FEATURES_VERSION, summarize
+from ..analysis.features import FEATURES_VERSION, FileSummary, summarize
 from ..cache import TraceCache
 from ..load import load_trace
 from ..storage import FileRef
@@ -47,14 +47,20 @@ def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
                        processes=processes)
     summary = summarize(table)
     if summary["state"] != "error":  # error tables are not cached: a retry re-reads the file
-        cache.payload(ref, SUMMARY_KEY, lambda: summary)
+        store_summary(cache, ref, summary)
     return summary
+
+
+def store_summary(cache: TraceCache, ref: FileRef, summary: FileSummary) -> None:
+    """Keep the summary next to the table (pinned: payload eviction never removes it)."""
+    cache.payload(ref, SUMMARY_KEY, lambda: summary, FileSummary, pinned=True)
 
 
 def peek_summary(cache: TraceCache, ref: FileRef) -> Optional[dict[str, Any]]:
     """The summary a child stored for this exact file version, if any (no parsing)."""
-    summary = cache.get_payload(ref, SUMMARY_KEY)
-    return summary if isinstance(summary, dict) and "state" in summary else None
+    # validated against FileSummary; a stored summary of the wrong shape is deleted
+    summary = cache.get_payload(ref, SUMMARY_KEY, FileSummary, pinned=True)
+    return summary if isinstance(summary, dict) else None
 
 
 class _CountingReader:

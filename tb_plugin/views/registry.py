@@ -35,6 +35,7 @@ from ..analysis.timeline import (
 )
 from ..analysis.timeline_counters import timeline_extras
 from ..ingest.memory_export import RawTimeline
+from ..ingest.schema import MAX_TIME_US
 from ..load import load_memory_export
 from ..output import rows
 from ..payloads import (
@@ -63,9 +64,11 @@ MAX_EVENT_ID = 2**62
 
 TopN = Optional[Annotated[int, Meta(ge=1, le=MAX_TOP_N, description=(
     "Number of slices (1 to 1000000); absent means all."))]]
-StartUs = Optional[Annotated[float, Meta(description=(
+#: Request times are bounded like the parser's (`MAX_TIME_US`): `1e308` answers 400, not 500.
+TimeUs = Meta(ge=-MAX_TIME_US, le=MAX_TIME_US)
+StartUs = Optional[Annotated[float, TimeUs, Meta(description=(
     "Range start, in trace microseconds (the `ts` clock of the trace)."))]]
-EndUs = Optional[Annotated[float, Meta(description=(
+EndUs = Optional[Annotated[float, TimeUs, Meta(description=(
     "Range end, in trace microseconds; must be greater than `start_us`."))]]
 OperatorGroup = Literal["operator", "operator_input_shape"]
 
@@ -112,7 +115,7 @@ class SearchOptions(msgspec.Struct, forbid_unknown_fields=True):
                      ] = msgspec.field(name="q")
     limit: Annotated[int, Meta(ge=1, le=MAX_SEARCH_LIMIT, description=(
         "Matches returned; `total` counts all of them."))] = SEARCH_LIMIT
-    start_us: Optional[Annotated[float, Meta(description=(
+    start_us: Optional[Annotated[float, TimeUs, Meta(description=(
         "Only matches starting at or after this trace time (to page on)."))]] = None
 
 
