@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..children import die_with_parent
 from ..heap import release_free_memory
 from ..storage import CHUNK_SIZE, iter_decompressed
 from .decode import try_decode_batch
@@ -51,6 +52,7 @@ def wire_dtype(table: str, column: str) -> str:
 
 def child_main(conn: Any, plan: SplitPlan) -> None:
     """Entry point of the child process: never raises, reports to the parent instead."""
+    die_with_parent()  # no helper left growing when the CLI or the parser is killed
     try:
         parse = _parse_second_half(conn, plan)
         if conn.recv() == "send":  # the parent accepted our boundary

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Optional
 
 from ..analysis.features import FEATURES_VERSION, FileSummary, summarize
 from ..cache import TraceCache
+from ..children import die_with_parent
 from ..load import load_trace
 from ..storage import FileRef
 
@@ -33,6 +34,7 @@ _progress_queue: Any = None
 def init_child(progress_queue: Any) -> None:
     """The pool's initializer: keep the progress queue, and run a little below the server."""
     global _progress_queue
+    die_with_parent()  # no parser left running when TensorBoard is killed
     _progress_queue = progress_queue
     with contextlib.suppress(AttributeError, OSError):
         os.nice(CHILD_NICENESS)

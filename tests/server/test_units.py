@@ -282,8 +282,12 @@ def test_pool_admission_is_bounded_by_slots_and_memory() -> None:
     assert not admits(huge, running, 2, budget)  # over the memory budget
     full = [*running, LoadJob("c", small, estimate_memory(small))]
     assert not admits(LoadJob("d", small, estimate_memory(small)), full, 2, budget)  # slots
+    # issue 19: a split parse (a file dispatched alone, maybe a hostile one that runs to its
+    # deadline) holds only its own slot: a healthy file starts beside it
     split = [LoadJob("a", small, estimate_memory(small), processes=2)]
-    assert not admits(LoadJob("d", small, estimate_memory(small)), split, 2, budget)
+    assert admits(LoadJob("d", small, estimate_memory(small)), split, 2, budget)
+    split_and_one = [*split, LoadJob("b", small, estimate_memory(small))]
+    assert not admits(LoadJob("d", small, estimate_memory(small)), split_and_one, 2, budget)
     crashed = [LoadJob("a", small, estimate_memory(small), solo=True)]
     assert not admits(LoadJob("d", small, estimate_memory(small)), crashed, 4, budget)
 
