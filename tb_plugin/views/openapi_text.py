@@ -99,7 +99,8 @@ PATHS: dict[str, Any] = {
                     "content": {
                         "application/json": {"schema": {"$ref": "#/components/schemas/RunListing"}}
                     },
-                }
+                },
+                "400": {"$ref": "#/components/responses/Error"},
             },
         }
     },
@@ -135,6 +136,7 @@ PATHS: dict[str, Any] = {
                         "application/json": {"schema": {"$ref": "#/components/schemas/ViewSpecs"}}
                     },
                 },
+                "400": {"$ref": "#/components/responses/Error"},
             },
         }
     },
