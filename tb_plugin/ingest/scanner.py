@@ -127,7 +127,7 @@ class EventStreamScanner:
         if self._mode == "events":
             yield from self._cut_fast()
             if len(self._buf) > self.max_token:  # checked at every chunk: never overshoots
-                raise TokenTooLarge(f"one event is longer than {self.max_token >> 20} MB")
+                self._hold_one_token()
         self._drain_trailer()
 
     def close(self) -> Iterator[tuple[bytes, Any]]:
@@ -264,7 +264,8 @@ class EventStreamScanner:
 
 
     def _hold_one_token(self) -> None:
-        """Keep buffering the event in progress, within the limit; separators are dropped."""
+        """Keep buffering the event in progress, within the limit; separators before it are
+        dropped (the buffer always starts between two events of the array)."""
         del self._buf[: _LEADING_SEPARATORS.match(self._buf).end()]
         if len(self._buf) > self.max_token:
             raise TokenTooLarge(f"one event is longer than {self.max_token >> 20} MB")
