@@ -22,6 +22,8 @@ E2E_FILES = frozenset({
     "tests/server/test_http.py",
     "tests/server/test_views_wiring.py",
     "tests/test_recorder.py",
+    "tests/test_hostile_cli.py",
+    "tests/server/test_hostile_http.py",
 })
 
 
