@@ -84,7 +84,7 @@ def spans_of(board: Board) -> list[dict[str, str]]:
             if span["state"] in ("ok", "partial", "truncated")]
 
 
-def soak(logdir: Path, minutes: float, threads: int) -> None:
+def soak(logdir: Path, minutes: float, threads: int, mix: str = "all") -> None:
     with tempfile.TemporaryDirectory() as work:
         board = Board(logdir, Path(work))
         try:
@@ -100,11 +100,14 @@ def soak(logdir: Path, minutes: float, threads: int) -> None:
                 while not stop.is_set():
                     n = next(counter)
                     at = spans[n % len(spans)]
-                    route, extra = [
+                    choices = [
                         ("/operators/pies", {"top_n": n}), ("/kernels/pies", {"top_n": n}),
                         ("/timeline", {"start_us": n, "end_us": n + 1000 + n % 977}),
                         ("/timeline/search", {"q": f"a{n % 5000}"}),
-                    ][n % 4]
+                    ]
+                    if mix == "uncached":  # routes whose bodies no LRU keeps
+                        choices = choices[2:]
+                    route, extra = choices[n % len(choices)]
                     query = urllib.parse.urlencode({**at, **extra})
                     fetch(f"{board.base}{route}?{query}")
                     sent[0] += 1
@@ -228,13 +231,15 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--mix", choices=("all", "uncached"), default="all",
+                        help="uncached: only timeline windows and searches (no body LRU)")
     args = parser.parse_args()
     if args.mode == "huge":
         huge()
     elif args.mode == "rescan":
         rescan(args.files)
     elif args.mode == "soak":
-        soak(args.logdir.resolve(), args.minutes, args.threads)
+        soak(args.logdir.resolve(), args.minutes, args.threads, args.mix)
     else:
         cold(args.logdir.resolve(), args.requests)
 

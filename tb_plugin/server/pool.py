@@ -317,6 +317,7 @@ class LoadPool:
             executor = self._executor if idle else None
             if idle:
                 self._executor = None
+                self._seen_processes.clear()
         if executor is not None:
             executor.shutdown(wait=True)  # idle: the children exit at once
 
