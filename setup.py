@@ -26,6 +26,7 @@ setup(
         "msgspec>=0.18",
         "isal>=1.0",
         "platformdirs>=3",
+        "rich>=12",  # `torch-prof report --format table` (README: Dependencies, and why)
         "typing_extensions>=4.0",  # NotRequired for tb_plugin.payloads on Python < 3.11
     ],
     extras_require={

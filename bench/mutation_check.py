@@ -74,9 +74,10 @@ MUTATIONS = (
     Mutation(
         name="distributed.transfer",
         what="the per-step data-transfer time scaled by 1.5 (Distributed view, wait chart)",
-        pattern=r'^(\s*wait\[name\] = \{"transfer": real)(, "synchronizing": total - real\})$',
+        pattern=r'^(\s*return \{name: \{"transfer": real\[i\])(, "synchronizing": both\[i\] - '
+                r'real\[i\],)$',
         replacement=r"\1 * 1.5\2",
-        tests=("tests/analysis/test_distributed.py",),
+        tests=("tests/analysis/test_distributed.py", "tests/analysis/test_dist_run.py"),
     ),
 )
 

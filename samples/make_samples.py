@@ -13,6 +13,9 @@ Runs (each a folder under samples/, one trace per worker per span):
   the gloo backend over 127.0.0.1, DistributedSampler, DataLoader with 1 worker each, small
   DDP buckets so two all_reduce calls per step overlap the backward pass; no memory timeline
   (so readers also see a run without ``.raw.json.gz`` files).
+* ``compiled_cpu``: a small MLP under ``torch.compile`` (Inductor, CPU), its C++ kernels
+  recorded as ops (``config.cpp.enable_kernel_profile``) with stacks and ``with_flops``, so
+  every kernel shows its compiled region and the generated source file; one span of 2 steps.
 
 Model, data and sampling order are seeded; timings, pids, host name and file timestamps are
 of course not reproducible. Takes about 10 s on an idle 2-core machine, ~30 s when the cores
@@ -47,7 +50,7 @@ from tb_plugin.recorder import MEMORY_SUFFIX, TRACE_SUFFIX, Recorder  # noqa: E4
 SEED = 1234
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 2, "repeat": 2}
 STEPS = 8  # = repeat * (wait + warmup + active): the loop ends right after span 2
-RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo")
+RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo", "compiled_cpu")
 
 
 class SyntheticImages(Dataset):
@@ -146,6 +149,24 @@ def run_ddp(out: Path, world_size: int = 2) -> None:
     mp.spawn(ddp_worker, args=(world_size, _free_port(), str(out)), nprocs=world_size)
 
 
+def run_compiled(out: Path) -> None:
+    """torch.compile on CPU: Inductor's C++ kernels recorded as ops (one span, 2 steps)."""
+    import torch._inductor.config as inductor_config  # noqa: PLC0415 (only this run needs it)
+
+    inductor_config.cpp.enable_kernel_profile = True  # RECORD_FUNCTION around each kernel
+    torch.manual_seed(SEED)
+    model = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 10))
+    compiled = torch.compile(model)
+    x = torch.randn(32, 64)
+    for _ in range(2):  # compile and warm up outside the profiled steps
+        compiled(x).sum().backward()
+    with Recorder(out, run="compiled_cpu", wait=0, warmup=1, active=2, repeat=1,
+                  with_flops=True) as rec:
+        for _ in range(3):
+            compiled(x).sum().backward()
+            rec.step()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -215,14 +236,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=SAMPLES, help="log dir (default: samples/)")
     parser.add_argument("--summary", action="store_true", help="only summarize existing files")
+    parser.add_argument("--only", choices=RUNS, help="regenerate this run only")
     args = parser.parse_args(argv)
     if not args.summary:
         started = time.perf_counter()
-        for run in RUNS:
+        makers = {"cnn_bs32": lambda: run_single(32, args.out),
+                  "cnn_bs64": lambda: run_single(64, args.out),
+                  "ddp_gloo": lambda: run_ddp(args.out),
+                  "compiled_cpu": lambda: run_compiled(args.out)}
+        for run in [args.only] if args.only else RUNS:
             clean(args.out / run)
-        run_single(32, args.out)
-        run_single(64, args.out)
-        run_ddp(args.out)
+            makers[run]()
         print(f"recorded in {time.perf_counter() - started:.1f} s")
     summarize(args.out)
 

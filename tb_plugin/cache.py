@@ -1,5 +1,5 @@
-"""On-disk cache of parsed tables, parsed memory-timeline exports and analysed payloads, keyed by
-file identity + parser (or export reader) version.
+"""On-disk cache of parsed tables, parsed memory-timeline exports, the columns of allocator
+snapshots and analysed payloads, keyed by file identity + parser (or reader) version.
 
 Reopening a run must not re-parse a 1 GB trace. Entries are plain numpy arrays (`.npz`, loaded
 with allow_pickle=False) plus JSON, written to a temporary folder and renamed into place, so a
@@ -30,6 +30,13 @@ from .ingest.schema import (
     ParseStatus,
     TraceMetadata,
     TraceTable,
+)
+from .ingest.snapshot import (
+    BLOCK_COLUMNS,
+    ENTRY_COLUMNS,
+    SEGMENT_COLUMNS,
+    SNAPSHOT_VERSION,
+    Snapshot,
 )
 from .settings import CACHE_DIR_ENV, settings
 from .storage import FileRef
@@ -68,6 +75,15 @@ class _ExportManifest(msgspec.Struct):
     messages: list[str]
 
 
+class _SnapshotManifest(msgspec.Struct):
+    format: int
+    snapshot_version: int
+    identity: str
+    skipped: int
+    messages: list[str]
+    stacks: list[list[tuple[str, int, str]]]
+
+
 def default_cache_dir() -> Path:
     """$TORCH_PROF_CACHE_DIR, else the user cache dir."""
     configured = settings().cache_dir
@@ -89,9 +105,10 @@ class TraceCache:
         return self.root is not None
 
     def _entry(self, ref: FileRef, kind: str = "") -> Path:
-        """The entry folder of `ref`'s parsed table (kind ""), or of its parsed export."""
+        """The entry folder of `ref`'s parsed table (kind ""), parsed export or snapshot."""
         assert self.root is not None
-        version = f"export{EXPORT_VERSION}" if kind == "export" else str(PARSER_VERSION)
+        version = {"export": f"export{EXPORT_VERSION}",
+                   "snapshot": f"snapshot{SNAPSHOT_VERSION}"}.get(kind, str(PARSER_VERSION))
         key = hashlib.sha256(f"{version}|{_FORMAT}|{ref.identity()}".encode()).hexdigest()
         return self.root / key[:2] / key
 
@@ -110,6 +127,14 @@ class TraceCache:
 
     def save_export(self, ref: FileRef, raw: RawTimeline) -> None:
         self._save(ref, "export", lambda folder: _write_export(folder, ref, raw))
+
+    # -- columns of allocator snapshots (never the pickle itself) -------------------------------
+
+    def load_snapshot(self, ref: FileRef) -> Optional[Snapshot]:
+        return self._load(ref, "snapshot", _read_snapshot)
+
+    def save_snapshot(self, ref: FileRef, snap: Snapshot) -> None:
+        self._save(ref, "snapshot", lambda folder: _write_snapshot(folder, ref, snap))
 
     def _load(self, ref: FileRef, kind: str, read: Callable[[Path, FileRef], Any]) -> Any:
         if not self.enabled:
@@ -308,6 +333,54 @@ def _read_export(folder: Path, ref: FileRef) -> RawTimeline:
         records = {name: arrays[name].astype(np.int64, copy=False) for name in _EXPORT_ARRAYS}
     return RawTimeline(**records, skipped=int(manifest["skipped"]),
                        messages=list(manifest["messages"]))
+
+
+_SNAPSHOT_PARTS = (("entries", ENTRY_COLUMNS), ("segments", SEGMENT_COLUMNS),
+                   ("blocks", BLOCK_COLUMNS))
+
+
+def _write_snapshot(folder: Path, ref: FileRef, snap: Snapshot) -> None:
+    np.savez(folder / "snapshot.npz", **{f"{part}.{name}": getattr(snap, part)[name]
+                                         for part, names in _SNAPSHOT_PARTS for name in names})
+    manifest = {"format": _FORMAT, "snapshot_version": SNAPSHOT_VERSION,
+                "identity": ref.identity(), "skipped": snap.skipped,
+                "messages": snap.messages, "stacks": snap.stacks}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _read_snapshot(folder: Path, ref: FileRef) -> Snapshot:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    msgspec.convert(manifest, _SnapshotManifest)  # raises on any field of the wrong type
+    if manifest.get("identity") != ref.identity() or manifest.get("snapshot_version") != (
+        SNAPSHOT_VERSION
+    ):
+        raise ValueError("entry belongs to another file or snapshot reader version")
+    with np.load(folder / "snapshot.npz", allow_pickle=False) as arrays:
+        parts = {part: {name: arrays[f"{part}.{name}"] for name in names}
+                 for part, names in _SNAPSHOT_PARTS}
+    _check_snapshot_columns(parts, len(manifest["stacks"]))
+    stacks = [[(str(f), int(line), str(n)) for f, line, n in stack]
+              for stack in manifest["stacks"]]
+    return Snapshot(**parts, stacks=stacks, skipped=int(manifest["skipped"]),
+                    messages=list(manifest["messages"]))
+
+
+def _check_snapshot_columns(parts: dict[str, dict[str, np.ndarray]], stacks: int) -> None:
+    """The columns as `ingest.snapshot` makes them: 1-D, int64 (float64 times), one length per
+    part, and every index (stack, segment) inside what it indexes; raises ValueError if not."""
+    for part, columns in parts.items():
+        lengths = {values.shape for values in columns.values()}
+        if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+            raise ValueError(f"snapshot {part} columns of different shapes")
+        for name, values in columns.items():
+            wanted = np.float64 if name == "time_us" else np.int64
+            if values.dtype != wanted:
+                raise ValueError(f"snapshot column {part}.{name} is {values.dtype}")
+    segments = len(parts["segments"]["address"])
+    for values, bound in ((parts["entries"]["stack"], stacks), (parts["blocks"]["stack"], stacks),
+                          (parts["blocks"]["segment"], segments)):
+        if values.size and (values.min() < -1 or values.max() >= bound):
+            raise ValueError("snapshot index out of range")
 
 
 _default: Optional[TraceCache] = None

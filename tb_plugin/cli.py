@@ -1,76 +1,118 @@
-"""Command line: `python -m tb_plugin summary LOGDIR` and `python -m tb_plugin report LOGDIR ...`.
+"""Command line: `torch-prof summary LOGDIR` and `torch-prof report LOGDIR ...`.
 
 `report` prints exactly the payloads the server returns (the same view specs of
 `tb_plugin.views.registry`, read from the same options, and the same CSV tables), so every view
-can be checked (and scripted) without a browser:
-
-    report LOGDIR --run R [--worker W] [--span S] --view overview|operators|kernels [--group-by G]
-    report ... --view timeline [--start-us A --end-us B --width W]
-    report ... --view timeline_search --query Q [--limit N --start-us A]
-    report ... --view timeline_event --event-id ID
-    report ... --view memory [--device D --start-us A --end-us B]
-    report ... --view memory_timeline          (the export paired with the span)
-    report ... --view modules
-    report ... --view operator_pies|kernel_pies [--top-n N] | operator_stack --name OP
-    report LOGDIR --run R --view distributed [--span S]    (all workers of span S)
-    report ... --view diff --exp-run R2 [--exp-worker W2 --exp-span S2] [--path P]
-
-`--worker`/`--span` (and `--exp-worker`/`--exp-span`) default to the first worker and span of the
-run. Usage errors (unknown names, options a view does not take, a bad window) exit with 2, with
-the message the server answers with 400 or 404.
+can be checked (and scripted) without a browser. The help text the user sees is `_DESCRIPTION`
+and `_EPILOG` below. Usage errors (unknown names, options a view does not take, a bad window, a
+missing logdir) exit with 2, with the message the server answers with 400 or 404; a trace that
+cannot be read exits with 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Optional, TextIO
 
-from .analysis.report import build_distributed_view
 from .cache import TraceCache, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import TraceTable
 from .load import load_trace
 from .output.encoding import pretty_json
 from .output.rows import csv_bytes
+from .output.terminal import table_text
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
-from .views.errors import NotInTrace, OptionError
+from .storage import filesystem
+from .views.errors import NotInTrace, OptionError, Unreadable
 from .views.options import OptionField, option_fields, read_options
 from .views.registry import SPECS
-from .views.spec import EXPORT, PAIR, SPAN, ViewSpec
+from .views.spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec
+from .views.tabs import VIEWS
+
+_DESCRIPTION = """\
+Read PyTorch profiler traces without a browser: list what a logdir holds, or print one view
+of one trace (the same numbers the TensorBoard tab shows)."""
+
+_EPILOG = """\
+examples:
+  {prog} summary ./logs
+      every run, worker and span under ./logs with its state and event count
+
+  {prog} report ./logs --run resnet --view operator
+      the Operator table of the run's first worker and span, as a table on a terminal
+
+  {prog} report ./logs --run resnet --worker host_1 --span 2 --view kernel --format csv
+      the Kernel table of one worker span as CSV (--format json: the server's JSON)
+
+  {prog} report ./logs --run resnet --view timeline_search --query conv
+      Trace events whose name contains "conv"
+
+  {prog} report ./logs --run resnet --view diff --exp-run resnet_amp
+      the Diff of two runs (their first worker and span each)
+
+--view takes a data view name ({views}) or a tab name ({tabs}).
+--worker and --span default to the run's first worker and its first span.
+"""
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(_program_name()).parse_args(argv)
     cache = _cache(args)
     if args.command == "summary":
         return _summary(args, cache)
     return _report(args, cache)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tb_plugin", description=__doc__)
+def _program_name() -> str:
+    """`torch-prof` when run as the console script, `python -m tb_plugin` for the module."""
+    name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "torch-prof")
+    return "python -m tb_plugin" if name in ("__main__.py", "-m", "-c", "") else name
+
+
+def view_aliases() -> dict[str, str]:
+    """Tab names (as the UI shows them, any case) -> the first data view of that tab."""
+    aliases: dict[str, str] = {}
+    for spec in SPECS.values():
+        aliases.setdefault(spec.view.lower(), spec.name)
+    return {tab: name for tab, name in aliases.items() if tab not in SPECS}
+
+
+def _parser(prog: str = "torch-prof") -> argparse.ArgumentParser:
+    tabs = ", ".join(view.name.lower() for view in VIEWS.values()
+                     if view.name.lower() in view_aliases())
+    parser = argparse.ArgumentParser(
+        prog=prog, description=_DESCRIPTION, epilog=_EPILOG.format(
+            prog=prog, views=", ".join(SPECS), tabs=tabs),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache-dir", help=f"parsed-trace cache (default {default_cache_dir()})")
     parser.add_argument("--no-cache", action="store_true", help="always parse from scratch")
     commands = parser.add_subparsers(dest="command", required=True)
     summary = commands.add_parser("summary", help="runs, workers, spans, event counts, status")
     summary.add_argument("logdir", help="local folder or fsspec URL (s3://, gs://, ...)")
     summary.add_argument("--json", action="store_true", help="machine-readable output")
-    report = commands.add_parser("report", help="print one view's payload")
-    report.add_argument("logdir")
-    report.add_argument("--run", required=True)
+    report = commands.add_parser(
+        "report", help="print one view of one trace", epilog=parser.epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("logdir", help="local folder or fsspec URL (s3://, gs://, ...)")
+    report.add_argument("--run", required=True, help="the run (a folder name, as `summary` "
+                        "lists it)")
     report.add_argument("--worker", help="default: the first worker of the run")
     report.add_argument("--span", help="default: the first span of the worker")
-    report.add_argument("--view", required=True, help=", ".join(SPECS))
+    report.add_argument("--view", required=True, help=f"a data view ({', '.join(SPECS)}) or "
+                        f"a tab name ({tabs})")
     for flag, takers in _option_flags().items():
         report.add_argument(flag, dest=takers[0][1].attr, help=_flag_help(takers))
     for side in ("run", "worker", "span"):
         report.add_argument(f"--exp-{side}", help=f"diff: the {side} to compare with" + (
             " (required)" if side == "run" else f" (default: its first {side})"))
-    report.add_argument("--format", choices=("json", "csv"), default="json")
+    report.add_argument("--format", choices=("table", "json", "csv"), default=None,
+                        help="table (default on a terminal): readable; json (default when "
+                        "piped): the server's payload; csv: the view's table as the server's "
+                        "CSV export")
     return parser
 
 
@@ -106,6 +148,10 @@ def _cache(args: argparse.Namespace) -> TraceCache:
 
 
 def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
+    missing = _missing_logdir(args.logdir)
+    if missing:
+        sys.stderr.write(f"error: {missing}\n")
+        return 2
     runs = discover_runs(args.logdir)
     rows = [_summarise_run(run, cache, show_progress=not args.json) for run in runs]
     if args.json:
@@ -132,6 +178,7 @@ def _summarise_run(run: RunInfo, cache: TraceCache, show_progress: bool) -> dict
         "path": run.path,
         "workers": workers,
         "memory_timelines": [ref.url for ref in run.memory_timelines],
+        "memory_snapshots": [ref.url for ref in run.memory_snapshots],
     }
 
 
@@ -165,6 +212,8 @@ def _print_summary(logdir: str, runs: list[dict[str, Any]], out: TextIO) -> None
                     out.write(f"      ! {message}\n")
         for timeline in run["memory_timelines"]:
             out.write(f"  memory timeline: {timeline}\n")
+        for snapshot in run["memory_snapshots"]:
+            out.write(f"  allocator snapshot: {snapshot}\n")
 
 
 class _Progress:
@@ -191,6 +240,19 @@ class _Progress:
             sys.stderr.write("\r" + " " * 79 + "\r")
 
 
+def _missing_logdir(logdir: str) -> Optional[str]:
+    """Why the logdir cannot be read (it does not exist, or is not a folder), else None."""
+    try:
+        fs, root = filesystem(logdir)
+        if not fs.exists(root):
+            return f"{logdir} does not exist"
+        if not fs.isdir(root):
+            return f"{logdir} is not a folder (give the folder that holds the runs)"
+    except (OSError, ValueError, ImportError) as exc:
+        return f"cannot read {logdir}: {exc}"
+    return None
+
+
 # -- report --------------------------------------------------------------------------------
 
 
@@ -203,12 +265,19 @@ class LoadError(Exception):
 
 
 def _report(args: argparse.Namespace, cache: TraceCache) -> int:
+    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     try:
         spec = _spec(args.view)
         options = _options(args, spec)
+        missing = _missing_logdir(args.logdir)
+        if missing:
+            raise UsageError(missing)
         payload = _build_report(discover_runs(args.logdir), args, spec, options, cache)
-        text = _csv(spec, payload) if args.format == "csv" else pretty_json(payload)
-    except LoadError as exc:
+        if fmt == "table" and spec.rows is not None:
+            table_text(spec.rows, payload, sys.stdout, title=f"{args.run}: {spec.name}")
+            return 0
+        text = _csv(spec, payload) if fmt == "csv" else pretty_json(payload)
+    except (LoadError, Unreadable) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     except (UsageError, OptionError, NotInTrace) as exc:
@@ -219,9 +288,10 @@ def _report(args: argparse.Namespace, cache: TraceCache) -> int:
 
 
 def _spec(name: str) -> ViewSpec:
-    spec = SPECS.get(name)
+    spec = SPECS.get(name) or SPECS.get(view_aliases().get(name.lower(), ""))
     if spec is None:
-        raise UsageError(f"unknown view {name!r}; known views: {', '.join(SPECS)}")
+        raise UsageError(f"unknown view {name!r}; tab names: {', '.join(view_aliases())}; "
+                         f"known views: {', '.join(SPECS)}")
     return spec
 
 
@@ -233,10 +303,13 @@ def _options(args: argparse.Namespace, spec: ViewSpec) -> Any:
         taken |= {"exp_run", "exp_worker", "exp_span"}
     every = [takers[0][1].attr for takers in _option_flags().values()]
     every += ["exp_run", "exp_worker", "exp_span"]
+    if spec.kind == SPAN:  # it covers every worker of the span
+        every.append("worker")
     extra = [name for name in every if getattr(args, name) is not None and name not in taken]
     if extra:
         flags = ", ".join("--" + name.replace("_", "-") for name in extra)
-        raise UsageError(f"{flags} not taken by --view {spec.name}")
+        why = " (it covers every worker of the span)" if extra == ["worker"] else ""
+        raise UsageError(f"{flags} not taken by --view {spec.name}{why}")
     if spec.kind == PAIR and args.exp_run is None:
         raise UsageError(f"--view {spec.name} needs --exp-run (the run to compare with)")
     for field in fields.values():
@@ -257,7 +330,9 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
                   cache: TraceCache) -> Any:
     run = _find_run(runs, args.run)
     if spec.kind == SPAN:
-        return _distributed(run, args.span, cache)
+        return _distributed(run, args.span, cache, spec, options)
+    if spec.kind == SNAPSHOT:
+        return _build_snapshot(run, args, spec, options, cache)
     if spec.kind == EXPORT and not run.workers:
         return spec.build(None, _only_export(run), options)
     span = _select_span(run, args.worker, args.span)
@@ -271,23 +346,57 @@ def _build_report(runs: list[RunInfo], args: argparse.Namespace, spec: ViewSpec,
     return spec.build(table, options)
 
 
-def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache) -> dict[str, Any]:
-    """All workers of one span (default: the first worker's first span), like the server."""
+def _build_snapshot(run: RunInfo, args: argparse.Namespace, spec: ViewSpec, options: Any,
+                    cache: TraceCache) -> Any:
+    """The run's snapshot (`--snapshot`, else the one named after the span's trace, else the
+    one of its period, else the first readable one), on the span's clock when the run has
+    traces."""
+    snapshots = run.memory_snapshots
+    if not snapshots:
+        raise UsageError(f"run {run.name} has no allocator snapshot (*.pickle, *snapshot*.pkl)")
+    span = _select_span(run, args.worker, args.span) if run.workers else None
+    if options.snapshot is not None:
+        ref = next((r for r in snapshots if r.name == options.snapshot), None)
+        if ref is None:
+            raise UsageError(f"no snapshot {options.snapshot!r}; snapshots: "
+                             f"{', '.join(r.name for r in snapshots)}")
+        candidates = [ref]
+    else:  # named after the span's trace, else the one of its period
+        paired = span.memory_snapshot if span is not None else None
+        candidates = [paired] if paired is not None else snapshots
+    table = _load(span, cache) if span is not None else None
+    return spec.build(table, (candidates, [r.name for r in snapshots]), options)
+
+
+def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,
+                 spec: ViewSpec, options: Any) -> dict[str, Any]:
+    """All workers of one span (default: the first worker's first span), like the server: one
+    file at a time, keeping only its summary (cached next to its table)."""
     if not run.workers:
         raise UsageError(f"run {run.name} has no trace files")
     span_name = span_name or next(iter(run.workers.values()))[0].span
     spans = ((worker, run.span_file(worker, span_name)) for worker in run.workers)
-    files = ((worker, None if span is None else load_trace(span.ref, cache=cache))
+    files = ((worker, None if span is None else _summarised(span, cache, spec))
              for worker, span in spans)
-    found = span_workers(span_name, files, lambda table: (table.status.state,
-                                                          table.status.messages))
+    found = span_workers(span_name, files, lambda loaded: (loaded[0], loaded[1]))
     try:
         tables, skipped = found.require(run.name, span_name)
     except NoWorkerHasSpan as exc:
         raise UsageError(str(exc)) from None
     except NoWorkerReadable as exc:
         raise LoadError(f"{exc.message}: {exc.skipped}") from None
-    return build_distributed_view(tables, skipped)
+    return spec.build({w: loaded[2] for w, loaded in tables.items()}, skipped, options)
+
+
+def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str, list[str], Any]:
+    """(state, messages, the spec's per-file summary or the table) of one span file."""
+    table = load_trace(span.ref, cache=cache)
+    status = table.status
+    if status.state == "error" or spec.summarize is None:
+        return status.state, status.messages, table
+    summary = cache.payload(span.ref, spec.summary_key(), lambda: spec.summarize(table),
+                            spec.summary_type)
+    return status.state, status.messages, summary
 
 
 def _load(span: SpanFile, cache: TraceCache) -> TraceTable:
@@ -319,6 +428,10 @@ def _find_run(runs: list[RunInfo], name: str) -> RunInfo:
 
 
 def _select_span(run: RunInfo, worker: Optional[str], span_name: Optional[str]) -> SpanFile:
+    if not run.workers:
+        exports = " (only a memory-timeline export: use --view memory_timeline)" if (
+            run.memory_timelines) else ""
+        raise UsageError(f"run {run.name} has no trace files{exports}")
     worker = worker or next(iter(run.workers), None)
     if worker not in run.workers:
         raise UsageError(f"no worker {worker!r} in {run.name}; workers: "

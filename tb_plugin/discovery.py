@@ -4,7 +4,12 @@ A run is any folder under the logdir (recursively, the logdir itself included) t
 files. Trace files are `<worker>[.<span>].pt.trace.json[.gz]` as torch's
 `tensorboard_trace_handler` names them, or any other `*.json[.gz]` whose first bytes show a
 Chrome trace. `*.raw.json.gz` memory-timeline exports belong to their run as memory data, and
-each span carries the export written next to its trace (`matching_timeline`).
+each span carries the export written next to its trace (`matching_timeline`). Allocator
+snapshots (`*.pickle`, `*snapshot*.pkl`, as `torch.cuda.memory._dump_snapshot` writes them)
+belong to their run too; a span carries the one named after its trace
+(`<worker>.<ts>*.pickle`), else the run's only snapshot (`matching_snapshot`); of several,
+the Memory view shows the one whose period overlaps the trace. Nothing is
+read here: a snapshot is only unpickled (restricted to plain data) when a view asks for it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ MEMORY_TIMELINE_NAME = re.compile(r"^(?P<worker>.+?)(?:\.(?P<span>\d+))?\.raw\.j
 _TRACE_SUFFIX = re.compile(r"\.pt\.trace\.json(?:\.gz)?$")
 _RAW_SUFFIX = re.compile(r"\.raw\.json(?:\.gz)?$")
 _PAIRED_EXPORT = re.compile(r"\.\d+\.raw\.json(?:\.gz)?$")  # named after a trace (+ its ts)
+SNAPSHOT_NAME = re.compile(r"(?:\.pickle(?:\.gz)?|^.*snapshot.*\.pkl(?:\.gz)?)$", re.I)
 OTHER_JSON_NAME = re.compile(r"^(?P<worker>.+)\.json(?:\.gz)?$")
 DEFAULT_SPAN = "default"
 _SNIFF_BYTES = 64 << 10
@@ -51,6 +57,8 @@ class SpanFile:
     ref: FileRef
     #: The memory-timeline export of this span (`matching_timeline`), if the run has one.
     memory_timeline: FileRef | None = None
+    #: The allocator snapshot of this span (`matching_snapshot`), if the run has one.
+    memory_snapshot: FileRef | None = None
 
 
 @dataclass
@@ -59,6 +67,7 @@ class RunInfo:
     path: str
     workers: dict[str, list[SpanFile]] = field(default_factory=dict)  # spans in numeric order
     memory_timelines: list[FileRef] = field(default_factory=list)
+    memory_snapshots: list[FileRef] = field(default_factory=list)  # sorted by name
 
     def span_file(self, worker: str, span: str) -> SpanFile | None:
         return next((s for s in self.workers.get(worker, []) if s.span == span), None)
@@ -130,6 +139,7 @@ def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str,
                      real_root: str = "") -> RunInfo | None:
     traces: dict[str, list[tuple[int | None, FileRef]]] = {}
     timelines: list[FileRef] = []
+    snapshots: list[FileRef] = []
     for name in sorted(files):
         info = files[name]
         if info.get("type") not in (None, "file"):
@@ -140,17 +150,33 @@ def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str,
             if _servable(path, real_root):
                 timelines.append(file_ref(fs, path, info, real_root))
             continue
+        if SNAPSHOT_NAME.search(base):
+            if _servable(path, real_root, "allocator snapshot"):
+                snapshots.append(file_ref(fs, path, info, real_root))
+            continue
         worker, timestamp = _classify(fs, path, base, info)
         if worker is not None:
             traces.setdefault(worker, []).append((timestamp, file_ref(fs, path, info, real_root)))
-    if not traces and not timelines:
+    if not traces and not timelines and not snapshots:
         return None
-    run = RunInfo(name=_run_name(root, folder), path=folder, memory_timelines=timelines)
+    run = RunInfo(name=_run_name(root, folder), path=folder, memory_timelines=timelines,
+                  memory_snapshots=snapshots)
     for worker, entries in sorted(traces.items()):
         run.workers[worker] = _spans(entries)
         for span in run.workers[worker]:
             span.memory_timeline = matching_timeline(span.ref.name, timelines)
+            span.memory_snapshot = matching_snapshot(span.ref.name, snapshots)
     return run
+
+
+def matching_snapshot(trace_name: str, snapshots: list[FileRef]) -> FileRef | None:
+    """The snapshot named after a trace (`<worker>[.<ts>]` then anything, for
+    `<worker>[.<ts>].pt.trace.json[.gz]`), else the run's only snapshot."""
+    stem = _TRACE_SUFFIX.sub("", trace_name)
+    for ref in snapshots:
+        if ref.name.startswith(stem + "."):
+            return ref
+    return snapshots[0] if len(snapshots) == 1 else None
 
 
 def matching_timeline(trace_name: str, timelines: list[FileRef]) -> FileRef | None:
@@ -164,14 +190,15 @@ def matching_timeline(trace_name: str, timelines: list[FileRef]) -> FileRef | No
     return timelines[0] if lone else None
 
 
-def _servable(path: str, real_root: str) -> bool:
-    """A memory export is served as data: only from inside the logdir's real path, unless
-    $TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1 (traces found through links are still analysed)."""
+def _servable(path: str, real_root: str, kind: str = "memory export") -> bool:
+    """A memory export or allocator snapshot is served as data: only from inside the logdir's
+    real path, unless $TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1 (traces found through links are still
+    analysed)."""
     if not real_root or settings().serve_outside_logdir:
         return True
     if inside(os.path.realpath(path), real_root):
         return True
-    _report_once(path, f"skipping the memory export {path}: its real path is outside the "
+    _report_once(path, f"skipping the {kind} {path}: its real path is outside the "
                  f"logdir (set {SERVE_OUTSIDE_ENV}=1 to allow it)")
     return False
 

@@ -1,4 +1,5 @@
-"""Cache or parse: a trace file's `TraceTable` and a memory export's records, from the on-disk
+"""Cache or parse: a trace file's `TraceTable`, a memory export's records and an allocator
+snapshot's columns, from the on-disk
 cache when it holds a valid entry, else parsed (and stored).
 
 This step sits above both ingest (which parses and never knows the cache) and the cache (which
@@ -15,6 +16,8 @@ from .ingest.loader import parse_trace
 from .ingest.memory_export import RawTimeline, read_raw_timeline
 from .ingest.parse import ProgressCallback
 from .ingest.schema import LoadState, TraceTable
+from .ingest.snapshot import Snapshot, read_snapshot
+from .settings import settings
 from .storage import FileRef, open_ref
 
 
@@ -28,8 +31,9 @@ def load_trace(
 ) -> TraceTable:
     """Parse one trace file (path or URL), from the on-disk cache when it is valid.
 
-    `processes`: 1 parses in this process only; 2 lets a big local file be parsed in two
-    halves by two processes; None follows $TORCH_PROF_PARSE_PROCESSES (see ingest/parallel.py).
+    `processes`: 1 parses in this process only; N lets a big local file be parsed in N parts
+    by N processes; None follows $TORCH_PROF_PARSE_PROCESSES, else the usable cores (see
+    ingest/parallel.py).
     A table whose parse failed (state ERROR) is not stored.
     """
     ref = _ref(source)
@@ -58,6 +62,23 @@ def load_memory_export(source: Union[str, os.PathLike, FileRef], *, use_cache: b
     raw = read_raw_timeline(ref)
     store.save_export(ref, raw)
     return raw
+
+
+def load_snapshot(source: Union[str, os.PathLike, FileRef], *, use_cache: bool = True,
+                  cache: Optional[TraceCache] = None) -> Snapshot:
+    """The columns of an allocator snapshot (path or URL), read once per file identity with
+    the restricted unpickler; `SnapshotError` (never cached) when it is refused."""
+    ref = _ref(source)
+    limit = settings().snapshot_max_bytes
+    if not use_cache:
+        return read_snapshot(ref, limit)
+    store = cache or default_cache()
+    cached = store.load_snapshot(ref)
+    if cached is not None:
+        return cached
+    snap = read_snapshot(ref, limit)
+    store.save_snapshot(ref, snap)
+    return snap
 
 
 def _ref(source: Union[str, os.PathLike, FileRef]) -> FileRef:

@@ -33,9 +33,12 @@ MAX_TOKEN_ENV = "TORCH_PROF_MAX_TOKEN_MB"
 PARSE_DEADLINE_ENV = "TORCH_PROF_PARSE_DEADLINE_S"
 PAYLOAD_CACHE_ENV = "TORCH_PROF_PAYLOAD_CACHE_MB"
 SERVE_OUTSIDE_ENV = "TORCH_PROF_SERVE_OUTSIDE_LOGDIR"
+SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
 
 #: Inflated bytes a gzip file may reach before the ratio limit applies (small files are free).
 INFLATE_FLOOR = 256 << 20
+#: Default size limit of an allocator snapshot, MB (unpickled, about five times that in memory).
+DEFAULT_SNAPSHOT_MAX_MB = 1024
 
 #: Values of $TORCH_PROF_CACHE_DIR that turn the cache off.
 CACHE_OFF_VALUES = frozenset({"off", "none", "0", "false"})
@@ -48,8 +51,8 @@ class Settings:
     cache_dir: Optional[Path] = None
     #: $TORCH_PROF_CACHE_DIR is one of CACHE_OFF_VALUES: parse from scratch every time.
     cache_off: bool = False
-    #: Processes one big local file is parsed with (1 = never split).
-    parse_processes: int = 2
+    #: Processes one big local file is parsed with (1 = never split); None = the usable cores.
+    parse_processes: Optional[int] = None
     #: Parser processes of the server's load pool; None = from cores and memory.
     load_workers: Optional[int] = None
     #: Memory budget of the load pool in bytes; None = half of the available memory.
@@ -70,6 +73,8 @@ class Settings:
     payload_cache: int = 64 << 20
     #: Serve files (downloads, memory exports) whose real path is outside the logdir.
     serve_outside_logdir: bool = False
+    #: Allocator snapshots (pickles) bigger than this, bytes, are refused (bounded memory).
+    snapshot_max_bytes: int = DEFAULT_SNAPSHOT_MAX_MB << 20
 
 
 def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
@@ -81,7 +86,7 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         cache_dir=Path(cache).expanduser() if cache and cache.lower() not in CACHE_OFF_VALUES
         else None,
         cache_off=cache.lower() in CACHE_OFF_VALUES,
-        parse_processes=_positive_int(env, PARSE_PROCESSES_ENV) or 2,
+        parse_processes=_positive_int(env, PARSE_PROCESSES_ENV),
         load_workers=_positive_int(env, LOAD_WORKERS_ENV),
         load_memory=_megabytes(megabytes[LOAD_MEMORY_ENV]),
         table_memory=_megabytes(megabytes[TABLE_MEMORY_ENV]),
@@ -92,6 +97,8 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         parse_deadline_s=_positive_int(env, PARSE_DEADLINE_ENV) or 1800,
         payload_cache=_megabytes(_positive_int(env, PAYLOAD_CACHE_ENV)) or 64 << 20,
         serve_outside_logdir=env.get(SERVE_OUTSIDE_ENV, "").strip() == "1",
+        snapshot_max_bytes=(_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB)
+        << 20,
     )
 
 

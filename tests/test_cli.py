@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tb_plugin.ingest import LoadState
 from tests.ingest.logdirs import write_logdir
+from tests.ingest.snapshots import evil_pickles, hand_snapshot
+from tests.ingest.snapshots import write as write_snapshot
 from tests.support import SHARED_TRACES, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,3 +54,21 @@ def test_cli_summary_on_shared_traces(tmp_path: Path) -> None:
             for span in worker["spans"]:
                 assert span["state"] == LoadState.OK and span["events"] > 0
     assert runs["memory_timeline_raw"]["memory_timelines"]
+
+
+def test_cli_reports_a_snapshot_and_refuses_a_malicious_one(tmp_path: Path) -> None:
+    run = tmp_path / "logs" / "oom"
+    run.mkdir(parents=True)
+    write_snapshot(run / "dump_snapshot.pickle", hand_snapshot())
+    (run / "evil.pickle").write_bytes(evil_pickles(tmp_path / "pwned")["os.system"])
+    result = _cli("report", str(tmp_path / "logs"), "--run", "oom", "--view", "memory_snapshot",
+                  "--snapshot", "dump_snapshot.pickle", cache_dir=tmp_path / "c")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["peak"]["bytes"] == (9 << 20) + (512 << 10) and payload["clock"] == "snapshot"
+    refused = _cli("report", str(tmp_path / "logs"), "--run", "oom", "--view",
+                   "memory_snapshot", "--snapshot", "evil.pickle", cache_dir=tmp_path / "c")
+    assert refused.returncode == 1 and "evil.pickle: refused" in refused.stderr
+    assert not (tmp_path / "pwned").exists()
+    summary = _cli("summary", str(tmp_path / "logs"), cache_dir=tmp_path / "c")
+    assert "allocator snapshot:" in summary.stdout

@@ -298,5 +298,5 @@ def test_readme_example_runs(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(README.parent)  # the example opens "samples" relative to the checkout
     exec(compile(code.group(1), str(README), "exec"), {})
     out = capsys.readouterr().out
-    assert "['cnn_bs32', 'cnn_bs64', 'ddp_gloo']" in out
+    assert "['cnn_bs32', 'cnn_bs64', 'compiled_cpu', 'ddp_gloo']" in out
     assert "gloo:all_reduce" in out and "aten::convolution_backward" in out

@@ -145,25 +145,23 @@ def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cwd = tmp_path_factory.mktemp("ddp")
     result, _ = run_child(
         """
-        import socket
         import torch.distributed as dist
         import torch.multiprocessing as mp
         from torch.nn.parallel import DistributedDataParallel
 
-        def worker(rank, port):
-            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        def worker(rank, store):
+            # A file rendezvous, not a TCP port picked in advance: no port can be taken by
+            # another process between choosing it and binding it (that race made this flaky).
             torch.set_num_threads(1)
-            dist.init_process_group("gloo", rank=rank, world_size=2)
+            dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
+                                    world_size=2)
             model = DistributedDataParallel(nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 2)))
             with Recorder("logs", run="ddp", wait=0, warmup=1, active=1, repeat=1) as rec:
                 train(rec, 3, model)
             dist.destroy_process_group()
 
         if __name__ == "__main__":
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-            mp.spawn(worker, args=(port,), nprocs=2)
+            mp.spawn(worker, args=(os.path.abspath("rendezvous"),), nprocs=2)
             report(done=True)
         """,
         cwd,

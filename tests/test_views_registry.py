@@ -15,8 +15,9 @@ from tensorboard.plugins import base_plugin
 from tb_plugin.server.plugin import CATCH_ALL, TorchProfPlugin
 from tb_plugin.views import openapi
 from tb_plugin.views.errors import OptionError
+from tb_plugin.views.option_types import OperatorStackOptions, SearchOptions, TimelineOptions
 from tb_plugin.views.options import option_fields, read_options
-from tb_plugin.views.registry import SPECS, OperatorStackOptions, SearchOptions, TimelineOptions
+from tb_plugin.views.registry import SPECS
 from tb_plugin.views.tabs import VIEWS, view_specs
 from tb_plugin.views.yaml_out import dump
 
@@ -47,7 +48,8 @@ def test_viewspecs_answer() -> None:
         {"name": "Memory", "order": 5, "run_level": False},
         {"name": "Distributed", "order": 6, "run_level": True},
         {"name": "Module", "order": 7, "run_level": False},
-        {"name": "Diff", "order": 8, "run_level": True}]}
+        {"name": "Diff", "order": 8, "run_level": True},
+        {"name": "GPU Idle", "order": 9, "run_level": False}]}
 
 
 def test_committed_openapi_is_the_generated_one() -> None:

@@ -19,6 +19,13 @@ export function App() {
   const { run, runName, view, views, worker, workers, span, spans } = sel
   const navigate = useCallback((v: string) => update({ view: v }), [update])
 
+  // Installation problems found at the plugin's start-up (the old torch-tb-profiler installed).
+  const notices = (runsData?.notices ?? []).map((text) => (
+    <Banner key={text} kind="warning" title="The old PyTorch profiler plugin is also installed" testId="migration-banner">
+      {text}
+    </Banner>
+  ))
+
   if (!runsData) {
     return (
       <Frame>
@@ -31,6 +38,7 @@ export function App() {
     return (
       <Frame>
         <main className="main solo">
+          {notices}
           {runsError && <ErrorBanner error={runsError} what="the list of runs" />}
           {runsData.loading ? <Loading label="Scanning the log directory" /> : <NoRuns logdir={runsData.logdir} />}
         </main>
@@ -61,7 +69,7 @@ export function App() {
               <ProgressBar value={run.progress} label={`Loading ${run.name}`} />
             </div>
           )}
-          {isPerWorker(view, specs) && (
+          {isPerWorker(view, specs) && run?.workers.length !== 0 && (
             <Field label="Worker">
               {(id) => (
                 <Select
@@ -85,11 +93,12 @@ export function App() {
           {view === 'Diff' && <DiffExperimentSelectors runs={runs} state={state} update={update} />}
           <LoadingRuns runs={runs} />
           {run && <WorkerStatusList run={run} selectedWorker={worker} selectedSpan={span} onSelect={(w, s) => update({ worker: w, span: s })} />}
-          <SidebarFooter logdir={runsData.logdir} />
+          <SidebarFooter logdir={runsData.logdir} state={state} />
         </div>
       </aside>
 
       <main className="main">
+        {notices}
         {runsError && <ErrorBanner error={runsError} what="the list of runs" />}
         <nav className="tabs" role="tablist" aria-label="Views">
           {views.map((v) => (

@@ -88,6 +88,12 @@ export function signedUs(value: number | null | undefined): string {
   return rounded > 0 ? `+${intFmt.format(rounded)}` : intFmt.format(rounded)
 }
 
+/** A signed duration with a unit per magnitude: "+12.35 ms", "-850 us", "0 us". */
+export function signedDuration(value: number | null | undefined): string {
+  if (missing(value)) return '–'
+  return value > 0 ? `+${duration(value)}` : duration(value)
+}
+
 /** Relative change in percent: "+12.34 %", "-5.00 %"; '–' when the base is zero. */
 export function deltaPct(base: number | null | undefined, exp: number | null | undefined): string {
   if (missing(base) || missing(exp) || base === 0) return '–'

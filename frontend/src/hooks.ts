@@ -21,7 +21,7 @@ export function parseTopN(text: string): number | null {
 }
 
 /** Donuts stay readable: "all" shows the top 20, and no chart gets more than 50 slices. */
-export const MAX_CHART_SLICES = 50
+const MAX_CHART_SLICES = 50
 
 export function chartSlices(topN: number | null): number {
   return topN === null ? 20 : Math.min(topN, MAX_CHART_SLICES)

@@ -24,11 +24,26 @@ function currentTheme(): Theme {
   return window.matchMedia?.('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'
 }
 
+/** The theme's CSS variables, set before React re-renders: a canvas repainted by a child's
+ * effect (the Trace view) reads the new colours, not the old ones. */
+function applyTheme(theme: Theme): void {
+  document.documentElement.dataset.theme = theme
+  document.documentElement.style.colorScheme = theme
+}
+
 export function useTheme(): Theme {
-  const [theme, setTheme] = useState<Theme>(currentTheme)
+  const [theme, setTheme] = useState<Theme>(() => {
+    const initial = currentTheme()
+    applyTheme(initial)
+    return initial
+  })
 
   useEffect(() => {
-    const update = () => setTheme(currentTheme())
+    const update = () => {
+      const next = currentTheme()
+      applyTheme(next)
+      setTheme(next)
+    }
     const media = window.matchMedia?.('(prefers-color-scheme: dark)')
     media?.addEventListener('change', update)
     let observer: MutationObserver | null = null
@@ -43,10 +58,7 @@ export function useTheme(): Theme {
     }
   }, [])
 
-  useEffect(() => {
-    document.documentElement.dataset.theme = theme
-    document.documentElement.style.colorScheme = theme
-  }, [theme])
+  useEffect(() => applyTheme(theme), [theme])
 
   return theme
 }

@@ -22,7 +22,7 @@ describe('parseState', () => {
 describe('formatState', () => {
   it('omits defaults, so the default state is an empty hash', () => {
     expect(formatState(DEFAULT_STATE)).toBe('')
-    expect(formatState({ ...DEFAULT_STATE, opTopN: '10' })).toBe('')
+    expect(formatState({ ...DEFAULT_STATE, opTopN: '' })).toBe('')
   })
 
   it('writes the changed fields in a fixed order, URL-encoded', () => {
@@ -32,6 +32,7 @@ describe('formatState', () => {
   it('round-trips a state where every field differs from its default', () => {
     const s: UiState = {
       run: 'r', view: 'Diff', worker: 'w', span: '2', memDevice: 'GPU1', expRun: 'r2', expWorker: 'w2', expSpan: '3', diffPath: 'a/b',
+      diffBasis: 'total', diffTime: 'host', diffTable: 'kernels',
       opGroup: 'operator_input_shape', opSearch: 'conv', opTopN: '25', opSort: 'host_total_us:desc',
       kGroup: 'kernel_op_launch', kSearch: 'gemm', kOpSearch: 'mm', kTopN: 'all', kSort: 'calls:asc',
     }

@@ -58,9 +58,43 @@ function writeHash(state: UiState): void {
   }
 }
 
+/** The outer query parameter that carries the plugin's state in a shared TensorBoard link. */
+export const OUTER_PARAM = 'torch_prof'
+
+/**
+ * A link to this view that opens in TensorBoard (not the bare plugin frame): TensorBoard's own
+ * URL (the parent document, same origin) with our state as `?torch_prof=<state>` and our tab
+ * (`#torch_prof`); the frame's own URL when there is no reachable parent.
+ */
+export function shareableUrl(state: UiState): string {
+  try {
+    const outer = window.parent !== window ? window.parent.location : null
+    if (outer && outer.origin === window.location.origin) {
+      const url = new URL(outer.href)
+      url.searchParams.set(OUTER_PARAM, formatState(state).replace(/^#/, ''))
+      url.hash = OUTER_PARAM
+      return url.toString()
+    }
+  } catch {
+    // a cross-origin parent: fall through
+  }
+  return window.location.href
+}
+
+/** The state a shared link carries (TensorBoard's URL, `?torch_prof=`), when the frame has none. */
+function initialHash(): string {
+  if (window.location.hash) return window.location.hash
+  try {
+    const outer = window.parent !== window ? new URL(window.parent.location.href) : null
+    return outer?.searchParams.get(OUTER_PARAM) ?? ''
+  } catch {
+    return ''
+  }
+}
+
 /** [state, update] where update merges a patch and mirrors the result into the URL. */
 export function useUrlState(): [UiState, (patch: Partial<UiState>) => void] {
-  const [state, setState] = useState<UiState>(() => parseState(window.location.hash))
+  const [state, setState] = useState<UiState>(() => parseState(initialHash()))
 
   useEffect(() => {
     writeHash(state)

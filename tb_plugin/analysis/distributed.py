@@ -35,7 +35,7 @@ from .events import comm_kernel_mask, comm_op_mask, kind_mask, launched_device_e
 from .gpu_metrics import event_devices
 from .launch import device_properties
 from .memo import memoised
-from .steps import Steps, compute_steps
+from .steps import compute_steps
 
 NODE_PROCESS = re.compile(r"^(.*)_(\d+)")
 #: record_param_comms entries that are not transfers.
@@ -50,7 +50,10 @@ PARAM_COMMS_NAME = "record_param_comms"
 class CommOps:
     """One worker's communication ops (one row per call) and their ranges."""
 
-    ops: pd.DataFrame  # op, name, start, end, bytes, thread; in start order
+    #: op, name, start, end, bytes, thread, collective (record_param_comms "Collective name"),
+    #: group ("Process Group Name"), group_size, dtype, out_nelems, dev_start/dev_end (first
+    #: kernel start, last kernel end; NaN without kernels); in start order.
+    ops: pd.DataFrame
     ranges: pd.DataFrame  # op, start, end; host range and kernels, by (op, start, -end)
     messages: list[str] = field(default_factory=list)
 
@@ -71,21 +74,49 @@ def _comm_ops(table: TraceTable) -> CommOps:
     calls["tier"] = _tiers(events, rows)
     calls["bytes"] = comm_bytes(table, rows, messages)
     calls["collective"] = _collectives(table, rows)
+    for column, values in _call_args(table, rows).items():
+        calls[column] = values
     ops = _summarise_calls(calls)
     if (ops["has_backend"]).any():  # the others enqueue work a backend event shows elsewhere
         ops = ops[ops["has_backend"]]
     ops = ops.sort_values(["start", "op"], kind="stable").reset_index(drop=True)
     kernel_ranges = _kernel_ranges(table, calls[calls["op"].isin(ops["op"])], ops, messages)
+    device = kernel_ranges.groupby("op").agg(dev_start=("start", "min"), dev_end=("end", "max"))
+    ops = ops.join(device, on="op")
     ranges = pd.concat([ops[["op", "start", "end"]], kernel_ranges], ignore_index=True)
     ranges = ranges.sort_values(["op", "start", "end"], ascending=[True, True, False],
                                 kind="stable").reset_index(drop=True)
-    return CommOps(ops[["op", "name", "start", "end", "bytes", "thread"]], ranges, messages)
+    return CommOps(ops[OP_COLUMNS].reset_index(drop=True), ranges, messages)
+
+
+OP_COLUMNS = ["op", "name", "start", "end", "bytes", "thread", "collective", "group",
+              "group_size", "dtype", "out_nelems", "dev_start", "dev_end"]
+_TEXT_ARGS = {"group": "process_group", "dtype": "dtype"}
+_NUMBER_ARGS = {"group_size": "group_size", "out_nelems": "out_msg_nelems"}
 
 
 def _empty_ops() -> pd.DataFrame:
-    return pd.DataFrame({"op": np.empty(0, np.int64), "name": np.empty(0, object),
-                         "start": np.empty(0), "end": np.empty(0), "bytes": np.empty(0),
-                         "thread": np.empty(0, np.int64)})
+    text = {"name", "collective", "group", "dtype"}
+    return pd.DataFrame({c: np.empty(0, object) if c in text else
+                         np.empty(0, np.int64) if c in ("op", "thread") else np.empty(0)
+                         for c in OP_COLUMNS})
+
+
+def _call_args(table: TraceTable, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """record_param_comms arguments of each comm event: process group, group size, dtype and
+    output element count (None / NaN where absent)."""
+    args = table.op_args.drop_duplicates("event").set_index("event")
+    out: dict[str, np.ndarray] = {}
+    for name, column in _TEXT_ARGS.items():
+        if column in args and len(args):
+            values = args[column].astype(object).reindex(rows)
+            out[name] = values.where(values.notna(), None).to_numpy(dtype=object)
+        else:
+            out[name] = np.full(len(rows), None, dtype=object)
+    for name, column in _NUMBER_ARGS.items():
+        out[name] = (args[column].reindex(rows).to_numpy(dtype=np.float64)
+                     if column in args and len(args) else np.full(len(rows), np.nan))
+    return out
 
 
 def _empty_ranges() -> pd.DataFrame:
@@ -145,6 +176,7 @@ def _summarise_calls(calls: pd.DataFrame) -> pd.DataFrame:
     sizes = ranked.dropna(subset=["bytes"]).groupby("op")["bytes"].first()
     span = calls.groupby("op").agg(start=("start", "min"), end=("end", "max"),
                                    thread=("thread", "first"))
+    extra = calls.groupby("op")[["collective", *_TEXT_ARGS, *_NUMBER_ARGS]].first()
     name = np.array(first["name"], dtype=object)  # a writable copy
     is_param = first["tier"].to_numpy() == PARAM_COMMS
     name[is_param] = [f"{PARAM_COMMS_NAME}:{c}" if isinstance(c, str) and c else PARAM_COMMS_NAME
@@ -154,6 +186,7 @@ def _summarise_calls(calls: pd.DataFrame) -> pd.DataFrame:
         "end": span["end"].to_numpy(), "thread": span["thread"].to_numpy(),
         "bytes": sizes.reindex(span.index).fillna(0.0).to_numpy(),
         "has_backend": (calls.groupby("op")["tier"].min() == BACKEND).to_numpy(),
+        **{c: extra[c].reindex(span.index).to_numpy() for c in extra.columns},
     })
 
 
@@ -220,101 +253,6 @@ def _ops_by_launch(table: TraceTable, ops: pd.DataFrame, kernels: np.ndarray) ->
     return result
 
 
-# --- across workers --------------------------------------------------------------------------
-
-def _matched_ranges(per_worker: dict[str, CommOps], messages: list[str]) -> pd.DataFrame:
-    """All workers' op ranges with `real_start`: end − the shortest duration of that range
-    (same op name, same occurrence, same range index) over the workers that have it."""
-    frames = []
-    for worker, ops in per_worker.items():
-        if len(ops.ops) == 0:
-            continue
-        seq = ops.ops.groupby("name", sort=False).cumcount()
-        info = pd.DataFrame({"op": ops.ops["op"], "name": ops.ops["name"], "seq": seq})
-        ranges = ops.ranges.merge(info, on="op", how="left")
-        ranges["j"] = ranges.groupby("op", sort=False).cumcount()
-        ranges["worker"] = worker
-        frames.append(ranges)
-    if not frames:
-        return pd.DataFrame(columns=["worker", "op", "name", "seq", "j", "start", "end",
-                                     "real_start"])
-    ranges = pd.concat(frames, ignore_index=True)
-    duration = ranges["end"] - ranges["start"]
-    shortest = duration.groupby([ranges["name"], ranges["seq"], ranges["j"]]).transform("min")
-    ranges["real_start"] = ranges["end"] - shortest
-    _report_mismatches(per_worker, ranges, messages)
-    return ranges
-
-
-def _report_mismatches(per_worker: dict[str, CommOps], ranges: pd.DataFrame,
-                       messages: list[str]) -> None:
-    workers = list(per_worker)
-    counts = pd.DataFrame({w: ops.ops["name"].value_counts() for w, ops in per_worker.items()}
-                          ).reindex(columns=workers).fillna(0).astype(int)
-    for name, row in counts.iterrows():  # one line per op name that differs
-        if row.nunique() > 1:
-            detail = ", ".join(f"{w}: {n}" for w, n in row.items())
-            messages.append(f"{name}: call counts differ between workers ({detail}); calls were "
-                            f"matched in order, the first {row.min()} on every worker.")
-    per_call = ranges.groupby(["name", "seq", "worker"]).size().groupby(["name", "seq"]).nunique()
-    uneven = int((per_call > 1).sum())
-    if uneven:
-        messages.append(f"{uneven} matched call(s) have different kernel counts on different "
-                        "workers; ranges were matched in order and extra ones count as transfer.")
-
-
-def _merged_length(starts: np.ndarray, ends: np.ndarray) -> float:
-    return rg.total_length(rg.merge(starts, ends))
-
-
-def _step_of(starts: np.ndarray, ends: np.ndarray, steps: Steps) -> np.ndarray:
-    """Index of the step holding each op's start (the step containing it in the reference's
-    terms, plus ops spilling over a step end), else -1."""
-    k = np.searchsorted(steps.starts, starts, side="right") - 1
-    inside = (k >= 0) & (starts < steps.ends[np.maximum(k, 0)])
-    return np.where(inside, k, -1)
-
-
-def _wait_and_ops(worker: str, ops: CommOps, ranges: pd.DataFrame, steps: Steps,
-                  messages: list[str]) -> tuple[dict[str, dict[str, float]], list[dict]]:
-    """Per step: transfer and synchronizing us; per op name: the comm-op table row."""
-    mine = ranges[ranges["worker"] == worker]
-    step_of_op = pd.Series(_step_of(ops.ops["start"].to_numpy(), ops.ops["end"].to_numpy(),
-                                    steps), index=ops.ops["op"].to_numpy())
-    step = step_of_op.reindex(mine["op"]).to_numpy() if len(mine) else np.empty(0, np.int64)
-    outside = int((step_of_op < 0).sum())
-    if outside and len(steps):
-        messages.append(f"{worker}: {outside} communication op(s) start outside every step and "
-                        "count only in the op table.")
-    order = np.argsort(step, kind="stable")  # ranges grouped by step, one slice per step
-    bounds = np.searchsorted(step[order], np.arange(len(steps) + 1))
-    start, end, real_start = (mine[c].to_numpy()[order] for c in ("start", "end", "real_start"))
-    wait = {}
-    for i, name in enumerate(steps.names):
-        lo, hi = bounds[i], bounds[i + 1]
-        total = _merged_length(start[lo:hi], end[lo:hi])
-        real = _merged_length(real_start[lo:hi], end[lo:hi])
-        wait[name] = {"transfer": real, "synchronizing": total - real}
-    return wait, _op_rows(ops, mine)
-
-
-def _op_rows(ops: CommOps, mine: pd.DataFrame) -> list[dict[str, Any]]:
-    rows = []
-    for name, group in ops.ops.groupby("name", sort=False):  # first-seen order
-        sel = mine[mine["name"] == name]
-        calls = len(group)
-        latency = _merged_length(sel["start"].to_numpy(), sel["end"].to_numpy())
-        transfer = _merged_length(sel["real_start"].to_numpy(), sel["end"].to_numpy())
-        size = float(group["bytes"].sum())
-        rows.append({
-            "name": str(name), "calls": calls, "total_bytes": int(size),
-            "avg_bytes": int(round(size / calls)), "total_latency_us": _round(latency),
-            "avg_latency_us": _round(latency / calls), "total_transfer_us": _round(transfer),
-            "avg_transfer_us": _round(transfer / calls),
-        })
-    return rows
-
-
 def overlap_costs(table: TraceTable) -> dict[str, dict[str, float]]:
     """Per step: computation-only, overlapping, communication-only and other us (spec 3.12).
     Computation is kernel time, or CPU-op time when the trace has no kernels."""
@@ -340,22 +278,7 @@ def worker_node_pid(worker: str, index: int) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else (worker, str(index))
 
 
-def device_table(tables: dict[str, TraceTable]) -> list[dict[str, Any]]:
-    rows, index = [], 0
-    for worker in sorted(tables):
-        table = tables[worker]
-        node, pid = worker_node_pid(worker, index)
-        index += 0 if NODE_PROCESS.match(worker) else 1
-        info = table.metadata.distributed_info or {}
-        rows.append({
-            "worker": worker, "node": node, "pid": pid,
-            "backend": info.get("backend"), "rank": info.get("rank"),
-            "world_size": info.get("world_size"), "gpus": _gpus(table),
-        })
-    return rows
-
-
-def _gpus(table: TraceTable) -> list[dict[str, Any]]:
+def gpus(table: TraceTable) -> list[dict[str, Any]]:
     rows = np.flatnonzero(kind_mask(table.events, DEVICE_KINDS))
     ids = event_devices(table, rows)
     out = []
@@ -370,70 +293,3 @@ def _gpus(table: TraceTable) -> list[dict[str, Any]]:
             else None,
         })
     return out
-
-
-# --- payload ---------------------------------------------------------------------------------
-
-def build_distributed(tables: dict[str, TraceTable]) -> dict[str, Any]:
-    """The distributed view of one span: `tables` maps each worker to its trace.
-
-    {"workers": [sorted], "steps": [names],
-     "devices": [{worker, node, pid, backend, rank, world_size,
-                  gpus: [{id, name, memory_bytes, compute_capability}]}],
-     "overlap": {"all" | step: {worker: {computation, overlap, communication, other}}},
-     "wait": {"all" | step: {worker: {transfer, synchronizing}}},
-     "comm_ops": {worker: {"rows": [{name, calls, total_bytes, avg_bytes, total_latency_us,
-                                     avg_latency_us, total_transfer_us, avg_transfer_us}]}},
-     "messages": [str]}
-    Overlap values are exclusive (computation only, both, communication only, other); "all" is
-    the mean over the worker's steps. Times are us (3 decimals).
-    """
-    workers = sorted(tables)
-    messages: list[str] = []
-    per_worker = {w: comm_ops(tables[w]) for w in workers}
-    for worker in workers:
-        messages.extend(f"{worker}: {m}" for m in per_worker[worker].messages)
-        if len(per_worker[worker].ops) == 0:
-            messages.append(f"{worker}: no communication ops found.")
-    ranges = _matched_ranges(per_worker, messages)
-    steps = {w: compute_steps(tables[w]) for w in workers}
-    overlap, wait, ops_tables = {}, {}, {}
-    for worker in workers:  # one pass per worker
-        overlap[worker] = overlap_costs(tables[worker])
-        wait[worker], rows = _wait_and_ops(worker, per_worker[worker], ranges, steps[worker],
-                                           messages)
-        ops_tables[worker] = {"rows": rows}
-    step_names = _step_order(steps)
-    return {
-        "workers": workers,
-        "devices": device_table(tables),
-        "steps": step_names,
-        "overlap": _by_step(overlap, step_names, ("computation", "overlap", "communication",
-                                                  "other")),
-        "wait": _by_step(wait, step_names, ("transfer", "synchronizing")),
-        "comm_ops": ops_tables,
-        "messages": messages,
-    }
-
-
-def _step_order(steps: dict[str, Steps]) -> list[str]:
-    names = {n for s in steps.values() for n in s.names}
-    return sorted(names, key=lambda n: (0, int(n), n) if n.isdigit() else (1, 0, n))
-
-
-def _by_step(per_worker: dict[str, dict[str, dict[str, float]]], step_names: list[str],
-             keys: tuple[str, ...]) -> dict[str, dict[str, dict[str, float]]]:
-    """{"all": {worker: mean over its steps}, step: {worker: values}} with rounded us."""
-    out: dict[str, dict[str, dict[str, float]]] = {"all": {}}
-    for worker, by_step in per_worker.items():
-        if by_step:
-            out["all"][worker] = {k: _round(float(np.mean([v[k] for v in by_step.values()])))
-                                  for k in keys}
-    for name in step_names:
-        out[name] = {w: {k: _round(v[name][k]) for k in keys}
-                     for w, v in per_worker.items() if name in v}
-    return out
-
-
-def _round(value: float) -> float:
-    return round(float(value), 3)

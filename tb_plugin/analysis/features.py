@@ -15,7 +15,10 @@ from ..ingest.schema import Kind, TraceTable
 from .breakdown import comm_op_mask
 
 #: Bumped when `features()` changes, so summaries cached on disk are recomputed.
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3
+#: At most this many distinct operator names are kept per file (the Diff view's default
+#: experiment compares runs by them; sorted, so a cut is the same for every file).
+MAX_OPERATOR_NAMES = 2000
 
 Features = dict[str, Any]
 
@@ -62,7 +65,15 @@ def features(table: TraceTable) -> Features:
         "flows": int(len(table.flows)),
         "distributed": table.metadata.distributed_info is not None,
         "framework": table.metadata.framework,
+        "operator_names": _operator_names(table, kinds),
     }
+
+
+def _operator_names(table: TraceTable, kinds: np.ndarray) -> list[str]:
+    """Distinct cpu_op names, sorted, at most MAX_OPERATOR_NAMES."""
+    codes = np.unique(table.events["name"].cat.codes.to_numpy()[kinds == Kind.CPU_OP])
+    names = table.events["name"].cat.categories.to_numpy(dtype=object)[codes[codes >= 0]]
+    return sorted(str(n) for n in names)[:MAX_OPERATOR_NAMES]
 
 
 def _analysis_counts(table: TraceTable) -> Features:
@@ -86,4 +97,6 @@ def summarize(table: TraceTable) -> FileSummary:
         "messages": list(status.messages),
         "events": int(table.event_count),
         "features": features(table),
+        # it may still be being written (`ParseStatus.cut_off`): the server waits for it
+        "cut_off": bool(status.cut_off),
     }

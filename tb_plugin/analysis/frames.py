@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..ingest.schema import TraceTable
 from .breakdown import CATEGORIES, compute_breakdown
-from .distributed import build_distributed
+from .dist_run import build_distributed
 from .memory import UnknownDeviceError, operator_stats
 from .memory_records import devices_of, event_rows, memory_records
 from .modules import build_modules
@@ -113,4 +113,4 @@ def collective_frame(tables: dict[str, TraceTable]) -> pd.DataFrame:
 
 
 _COLLECTIVE_COLUMNS = ["worker", "name", "calls", "total_bytes", "avg_bytes", "total_latency_us",
-                       "avg_latency_us", "total_transfer_us", "avg_transfer_us"]
+                       "avg_latency_us", "total_transfer_us", "avg_transfer_us", "unmatched_calls"]

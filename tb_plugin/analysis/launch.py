@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from .correlation import launches, lookup
+from .events import category_flags
 
 #: Resident blocks per SM by compute capability (CUDA occupancy tables); 32 when unknown.
 _MAX_BLOCKS_PER_SM = {(3, 0): 16, (3, 5): 16, (3, 7): 16, (7, 5): 16, (8, 6): 16, (8, 7): 16,
@@ -91,6 +93,9 @@ def fill_launch_estimates(table: TraceTable, frame: pd.DataFrame, grid: pd.Serie
     if not missing.any():
         return
     blocks, threads = dims_product(grid), dims_product(block)
+    in_items = launched_in_work_items(table, frame["event"].to_numpy())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blocks = np.where(in_items, np.ceil(blocks / threads), blocks)
     for device in np.unique(devices[missing]):
         sel = missing & (devices == device)
         bpsm, occ = estimate_launch(device_properties(table, int(device)), blocks[sel],
@@ -98,6 +103,23 @@ def fill_launch_estimates(table: TraceTable, frame: pd.DataFrame, grid: pd.Serie
         for column, estimate in (("blocks_per_sm", bpsm), ("occupancy", occ)):
             current = frame.loc[sel, column].to_numpy(dtype=np.float64)
             frame.loc[sel, column] = np.where(np.isfinite(current), current, estimate)
+
+
+#: Launch APIs whose `grid` is in work-items (threads), not in blocks: HIP's extended module
+#: launch (rocBLAS/Tensile, hipBLASLt, CK) takes the global work size, as OpenCL does.
+WORK_ITEM_LAUNCHES = frozenset(("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"))
+
+
+def launched_in_work_items(table: TraceTable, rows: np.ndarray) -> np.ndarray:
+    """Per device event row: its launch (same correlation) gives the grid in work-items."""
+    links = launches(table)
+    if not len(rows) or not len(links.device_rows):
+        return np.zeros(len(rows), dtype=bool)
+    events = table.events
+    flags = category_flags(events["name"], lambda n: n in WORK_ITEM_LAUNCHES,
+                           links.launch_rows)
+    launch = lookup(pd.Series(links.device_launch, index=links.device_rows), rows)
+    return (launch >= 0) & flags[np.maximum(launch, 0)]
 
 
 def _positive(value: Any) -> Optional[float]:

@@ -1,5 +1,5 @@
 """Memory view (spec 1.6, 3.11): per-device curves, alloc/free pairs, per-operator statistics,
-peaks against device capacity and leak flags, from the `[memory]` instants of one trace.
+peaks against device capacity and growth (leak) flags, from the `[memory]` instants of one trace.
 
 Records and their attribution are in `memory_records`, curves in `memory_curves`, peaks and leaks
 in `memory_leaks`. Deliberate difference from the reference: operator `calls` counts every
@@ -116,13 +116,13 @@ def build_memory(table: TraceTable, device: Optional[str] = None,
     {"devices": [names], "default_device", "time_origin_us", "range_us": [start, end],
      "curves": {dev: {"t_us", "allocated", "reserved", "approximate"}},
      "peaks": {dev: {"bytes", "t_us", "reserved_bytes", "capacity_bytes",
-                     "fraction_of_capacity", "approximate"}},
+                     "fraction_of_capacity", "approximate", "end_bytes"}},
      "events": {"rows": [{device, op, bytes, alloc_t_us, free_t_us, duration_us}], "total",
                 "truncated"},
      "operators": {"rows": [{device, name, calls, self_increase_bytes, self_alloc_bytes,
                              self_alloc_count, increase_bytes, alloc_bytes, alloc_count}]},
      "leaks": [{device, kind: "growth", steps, allocated_at_step_end, growth_bytes,
-                per_step_bytes, approximate} | {device, kind: "unfreed", count, bytes, top_ops}],
+                per_step_bytes, noise_bytes, approximate, top_ops}] (see `memory_leaks`),
      "messages": [str]}
     """
     records = memory_records(table)
@@ -137,7 +137,7 @@ def build_memory(table: TraceTable, device: Optional[str] = None,
         "time_origin_us": _time_origin(table),
         "range_us": [start_us, end_us],
         "curves": {d: curve_json(records, d, start_us, end_us, max_points) for d in shown},
-        "peaks": peaks(table, shown),
+        "peaks": peaks(table, shown, end_us),
         "events": {"rows": events, "total": event_count, "truncated": len(events) < event_count},
         "operators": {"rows": operator_rows(table, device, start_us, end_us)},
         "leaks": leaks(table, shown),

@@ -2,7 +2,9 @@
 step-plot form and down-sampled so that peaks survive.
 
 Records without `Total Allocated` (PyTorch < 1.10) still draw a curve, rebuilt from the running
-sum of `Bytes` and marked approximate.
+sum of `Bytes` and marked approximate. The CPU allocator keeps no reserved pool (the profiler
+still writes a `Total Reserved` there, which means nothing), so CPU curves have no reserved
+series: it is null, as for traces without totals.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+
+from .memory_records import CPU_TYPE
 
 #: Curves are down-sampled to at most this many points per device by default.
 DEFAULT_MAX_POINTS = 2000
@@ -23,14 +27,17 @@ def device_curve(records: pd.DataFrame, device: str) -> tuple[np.ndarray, np.nda
 
     Uses `Total Allocated`/`Total Reserved` where written; without them (PyTorch < 1.10) the
     allocated curve is the running sum of `Bytes`, lifted so it never goes below zero (memory
-    allocated before profiling is unknown), and reserved is NaN.
+    allocated before profiling is unknown), and reserved is NaN. Reserved is NaN on the CPU
+    too (no reserved pool).
     """
     mine = records[(records["device"] == device).to_numpy()]
     total = mine["total_allocated"].to_numpy()
     has_total = np.isfinite(total)
     if has_total.any():
-        return (mine["ts"].to_numpy()[has_total], total[has_total],
-                mine["total_reserved"].to_numpy()[has_total], False)
+        reserved = mine["total_reserved"].to_numpy()[has_total]
+        if (mine["device_type"].to_numpy() == CPU_TYPE).all():
+            reserved = np.full(len(reserved), np.nan)
+        return mine["ts"].to_numpy()[has_total], total[has_total], reserved, False
     running = np.cumsum(mine["bytes"].to_numpy())
     running = running - min(0.0, float(running.min(initial=0.0)))
     return mine["ts"].to_numpy(), running, np.full(len(running), np.nan), True

@@ -159,11 +159,18 @@ def devices_of(records: pd.DataFrame) -> list[str]:
     return [d for d in records["device"].cat.categories if d in present]
 
 
+#: Accelerators in the order the Memory view prefers to show them first.
+ACCELERATORS = ("GPU", "HIP", "XPU", "MPS", "MTIA", "HPU", "PrivateUse1", "MAIA", "XLA")
+
+
 def default_device(devices: list[str]) -> Optional[str]:
-    """The first GPU, else CPU, else the first device (spec 1.6, generalised)."""
-    gpus = [d for d in devices if d.startswith("GPU")]
-    if gpus:
-        return gpus[0]
+    """The first accelerator (CUDA GPU, then HIP, XPU, MPS, MTIA, HPU, PrivateUse1, ...), else
+    CPU, else the first device (spec 1.6, generalised to every device type)."""
+    for kind in ACCELERATORS:
+        found = [d for d in devices if d.startswith(kind) and d[len(kind):][:1].isdigit()
+                 or d.startswith(kind + ":")]
+        if found:
+            return found[0]
     return "CPU" if "CPU" in devices else (devices[0] if devices else None)
 
 

@@ -4,7 +4,8 @@ The export is read (and cached) by ingest (`ingest/memory_export.py`, which docu
 format); this module only analyses the parsed records:
 - ts -1 marks memory that existed before profiling; like torch's `_coalesce_timeline` it is
   placed at the earliest real timestamp;
-- the stacked series, the peak and the leak flags are computed over int64 arrays.
+- the stacked series, the peak and the growth flag are computed over int64 arrays; the flag
+  needs the trace's profiler steps (`memory_leaks` has the rule).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..ingest.memory_export import CATEGORIES, CREATE, DESTROY, PREEXISTING, RawTimeline
+from ..ingest.memory_export import CATEGORIES, RawTimeline
 from ..ingest.schema import TraceTable
 from ..payloads import MemoryTimelinePayload
 from .memory_curves import downsample
@@ -22,10 +23,6 @@ from .memory_leaks import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, growth_leak
 from .steps import compute_steps
 
 DEFAULT_MAX_POINTS = 2000
-#: Categories that legitimately outlive a step: weights, optimizer state and gradients.
-EXPECTED_TO_STAY = ("PARAMETER", "OPTIMIZER_STATE", "GRADIENT")
-#: Without step boundaries, growth is checked over this many equal slices of the timeline.
-DEFAULT_WINDOWS = 4
 
 
 # --- the stacked timeline ------------------------------------------------------------------
@@ -68,8 +65,8 @@ def build_memory_timeline(raw: RawTimeline,
     most `max_points` points keeping the first, the last and each bin's min and max total.
 
     Times are (ts_ns - base_time_ns) / 1000: with the trace's `baseTimeNanoseconds` they are on
-    the trace clock, and `step_ends_us` (trace step ends) drive the step-over-step growth check;
-    without steps the timeline is cut into equal windows.
+    the trace clock, and `step_ends_us` (trace host step ends) drive the step-over-step growth
+    check; without steps there is none.
     """
     base = int(base_time_ns or 0)
     data = _sort(raw, base)
@@ -95,7 +92,7 @@ def build_memory_timeline_for(table: TraceTable, raw: RawTimeline,
                               max_points: int = DEFAULT_MAX_POINTS) -> MemoryTimelinePayload:
     """The timeline of the span a trace belongs to, on that trace's clock and steps."""
     steps = compute_steps(table)
-    ends = steps.ends if steps.from_markers and len(steps) else None
+    ends = steps.host_ends if steps.from_markers and len(steps) else None
     return build_memory_timeline(raw, ends, steps.names if ends is not None else None,
                                  max_points, table.metadata.base_time_ns or 0)
 
@@ -114,43 +111,16 @@ def timeline_leaks(raw: RawTimeline, step_ends_us: Optional[np.ndarray] = None,
                    step_names: Optional[list[str]] = None, min_steps: int = LEAK_MIN_STEPS,
                    threshold: float = LEAK_GROWTH_BYTES, base_time_ns: int = 0
                    ) -> list[dict[str, Any]]:
-    """Growth of the total at each step end (or window end), and memory created while profiling
-    and never destroyed, per category (parameters and optimizer state are expected to stay)."""
-    if len(raw) == 0:
+    """Growth of the total at each profiler step end, by the rule of `memory_leaks`; nothing
+    without the trace's steps. What is alive when the export ends is not flagged: weights,
+    optimizer state and the last step's tensors legitimately are."""
+    if len(raw) == 0 or step_ends_us is None:
         return []
     data = _sort(raw, base_time_ns)
-    t_us = data.t_us[data.ends]
-    basis = "steps"
-    if step_ends_us is None:
-        basis = "windows"
-        step_ends_us = np.linspace(t_us[0], t_us[-1], DEFAULT_WINDOWS + 1)[1:]
-        step_names = [f"window {i + 1}" for i in range(DEFAULT_WINDOWS)]
     names = list(step_names) if step_names else [str(i) for i in range(len(step_ends_us))]
-    flag = growth_leak(t_us, data.total.astype(np.float64), names,
+    flag = growth_leak(data.t_us[data.ends], data.total.astype(np.float64), names,
                        np.asarray(step_ends_us, dtype=np.float64), min_steps, threshold)
-    out = [{**flag, "basis": basis}] if flag else []
-    unfreed = _unfreed(raw)
-    return out + ([unfreed] if unfreed else [])
-
-
-def _unfreed(raw: RawTimeline) -> Optional[dict[str, Any]]:
-    """Bytes alive at the end minus bytes alive before profiling, per category: what was created
-    while profiling and never destroyed. Categories are compared as a whole because a tensor may
-    change category between its creation and its destruction (INCREMENT_VERSION)."""
-    n = len(CATEGORIES)
-    size = raw.bytes.astype(np.float64)
-    alive = np.bincount(raw.category, weights=size, minlength=n)
-    pre = raw.action == PREEXISTING
-    before = np.bincount(raw.category[pre], weights=size[pre], minlength=n)
-    grown = alive - before
-    rows = [{"category": CATEGORIES[i], "bytes": int(grown[i])}
-            for i in np.argsort(-grown, kind="stable")
-            if grown[i] > 0 and CATEGORIES[i] not in EXPECTED_TO_STAY]
-    if not rows:
-        return None
-    alive_count = int((raw.action == CREATE).sum() - (raw.action == DESTROY).sum())
-    return {"kind": "unfreed", "count": alive_count, "bytes": sum(r["bytes"] for r in rows),
-            "by_category": rows}
+    return [{**flag, "basis": "steps"}] if flag else []
 
 
 def _floats(values: np.ndarray) -> list[float]:

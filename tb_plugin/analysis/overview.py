@@ -13,12 +13,15 @@ import numpy as np
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from ..payloads import OverviewPayload
 from .breakdown import CATEGORIES, Breakdown, compute_breakdown
+from .diagnosis import add_diagnosis
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
+from .hardware import compute_capability, device_vendor
 from .launch import device_properties
 from .memo import memoised
 from .optree import build_op_tree
 from .recommendations import Facts, recommend
+from .roofline import device_info, mfu_pct
 from .tensor_cores import event_tc_flags
 
 
@@ -117,15 +120,19 @@ def _pct(value: Optional[float], scale: float = 100.0) -> Optional[float]:
 def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str, Any]:
     props = device_properties(table, m.device)
     memory = props.get("totalGlobalMem")
-    major, minor = props.get("computeMajor"), props.get("computeMinor")
+    info = device_info(table, m.device)
     tc_by_device = tc["tc_ratio_by_device"]
     tc_ratio = tc_by_device.get(m.device, tc_by_device.get(str(m.device)))
     return {
         "id": m.device,
         "name": props.get("name"),
         "memory_gb": round(memory / 1024**3, 2) if isinstance(memory, (int, float)) else None,
-        "compute_capability": f"{major}.{minor}" if major is not None and minor is not None
-        else None,
+        "compute_capability": compute_capability(props, device_vendor(
+            props, table.metadata.extra)),
+        "vendor": info["vendor"],
+        "architecture": info["architecture"],
+        "peaks_model": info["peaks_model"],
+        "mfu_pct": mfu_pct(table) if info["peaks_model"] else None,
         "utilization_pct": _pct(m.utilization),
         "sm_efficiency_pct": _pct(m.sm_efficiency),
         "achieved_occupancy_pct": _pct(m.achieved_occupancy, 1.0),  # already a percentage
@@ -170,7 +177,7 @@ def collect_facts(table: TraceTable, breakdown: Breakdown, metrics: dict[int, Gp
         r"nccl\w*Kernel"))
     props = {int(p.get("id", i)): p for i, p in enumerate(table.metadata.device_properties)
              if isinstance(p.get("id", i), int)}
-    return Facts(
+    facts = Facts(
         average=breakdown.average,
         gpu_utilization={d: m.utilization for d, m in metrics.items()},
         used_devices=used_devices(table),
@@ -184,6 +191,7 @@ def collect_facts(table: TraceTable, breakdown: Breakdown, metrics: dict[int, Gp
         kernel_tc_ratio=tc["kernel_tc_ratio"],
         tc_eligible_ops_kernel_ratio=tc["tc_eligible_ops_kernel_ratio"],
     )
+    return add_diagnosis(facts, table, breakdown)
 
 
 def _gpu_memory_peaks(table: TraceTable) -> dict[int, float]:

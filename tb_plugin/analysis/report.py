@@ -7,19 +7,18 @@ of the usable workers plus why the others were left out. Every view's builder is
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
-from ..ingest.schema import TraceTable
 from ..payloads import DistributedPayload
-from .distributed import build_distributed
+from .dist_run import SummaryInput, build_distributed
 
 
-def build_distributed_view(tables: dict[str, TraceTable],
+def build_distributed_view(inputs: dict[str, SummaryInput],
                            skipped: Optional[dict[str, str]] = None) -> DistributedPayload:
-    """The distributed view of one span over the usable workers in `tables`; `skipped` maps
-    the workers left out (broken, or without that span) to why, reported in `messages` and
-    `skipped`."""
-    payload = build_distributed(tables)
+    """The distributed view of one span over the usable workers in `inputs` (each a table or
+    its rank summary); `skipped` maps the workers left out (broken, or without that span) to
+    why, reported in `messages` and `skipped`."""
+    payload: Any = build_distributed(inputs)
     skipped = dict(sorted((skipped or {}).items()))
     payload["messages"] = [f"{w}: left out: {why}" for w, why in skipped.items()] + list(
         payload.get("messages") or [])

@@ -2,7 +2,14 @@
 
 Kernel names are matched with one regex per distinct name (the `name` categorical's categories),
 never per event. The reference's PyProf-era substring list is kept verbatim and extended with the
-names that Volta..Hopper libraries use today.
+names that Volta..Blackwell libraries and AMD's ROCm libraries use today.
+
+Vendors and generations covered (`MODERN_KERNEL_PATTERNS`, each with an example):
+NVIDIA Volta/Turing/Ampere (HMMA/IMMA shape tags, CUTLASS tensorop, cuDNN xmma), Hopper
+(`sm90_xmma_*`, `wgmma`/`gmma`, `cutlass3x_sm90_*`, cuBLAS `nvjet_*`), Blackwell (`sm100_*`/
+`tcgen05`/UMMA, `cutlass3x_sm100_*`, nvjet); AMD MFMA (rocBLAS/Tensile and hipBLASLt
+`Cijk_*_MI16x16x1_*` tags, Composable Kernel `*xdl*`/`xdlops`, `mfma`, RDNA3 `wmma`). MIOpen's
+elementwise `SubTensorOp*` kernels contain "TensorOp" but run no matrix instruction: excluded.
 """
 
 from __future__ import annotations
@@ -30,8 +37,14 @@ MODERN_KERNEL_PATTERNS: tuple[tuple[str, Optional[str], str], ...] = (
      "cuBLAS/cuDNN MMA shape tags: volta_h884gemm, turing_fp16_s1688gemm, ampere_bf16_s16816gemm,"
      " ampere_tf32_s1688gemm"),
     (r"[hiw]mma|gmma", None, "HMMA/IMMA/WMMA and Hopper warpgroup MMA (wgmma, hgmma)"),
-    (r"tensorop", None, "CUTLASS tensor-op kernels: cutlass_80_tensorop_*, OpClassTensorOp, "
-     "cutlass3x_sm90_tensorop_*"),
+    (r"(?<!sub)tensorop", None, "CUTLASS tensor-op kernels: cutlass_80_tensorop_*, "
+     "OpClassTensorOp, cutlass3x_sm90_tensorop_* (never MIOpen's elementwise SubTensorOp*)"),
+    (r"^Cijk_\w*_MI\d+x\d+x\d+", None, "AMD rocBLAS/Tensile and hipBLASLt MFMA GEMMs: "
+     "Cijk_Alik_Bljk_SB_..._MI16x16x1_..."),
+    (r"xdlops|_xdl_|gemm_xdl|xdl_cshuffle|mfma", None, "AMD Composable Kernel XDL (MFMA) "
+     "kernels: DeviceGemmXdl*, kernel_gemm_xdl_cshuffle_v3, *_mfma_*"),
+    (r"sm1[02]0_|tcgen05|(?<![a-z])umma", r"simt", "Blackwell tcgen05/UMMA kernels: "
+     "sm100_xmma_*, cutlass3x_sm100_*"),
     (r"cutlass.*(?:gemm|conv)", r"simt", "other CUTLASS GEMM/conv kernels, except SIMT ones"),
     (r"xmma\w*(?:gemm|conv|fprop|dgrad|wgrad)", None, "cuDNN/cuBLAS xmma kernels: "
      "sm80_xmma_fprop_implicit_gemm_*, sm90_xmma_gemm_*"),
@@ -39,8 +52,9 @@ MODERN_KERNEL_PATTERNS: tuple[tuple[str, Optional[str], str], ...] = (
      r"sgemm|simt|gemv|maxwell|pascal|kepler", "reduced-precision GEMMs (not Maxwell/Pascal fp16 "
      "sgemm, which has no tensor cores)"),
     (r"nvjet", None, "cuBLAS 12.x Hopper/Blackwell nvjet GEMMs"),
-    (r"flash_fwd|flash_bwd|flash_attn|fmha|native_sdpa", None, "flash / memory-efficient "
-     "attention: FlashAttention, xformers fmha_cutlass*, cuDNN SDPA"),
+    (r"flash_fwd|flash_bwd|flash_attn|fmha|native_sdpa|^attn_(?:fwd|bwd)", None,
+     "flash / memory-efficient attention: FlashAttention, xformers fmha_cutlass*, cuDNN SDPA, "
+     "AOTriton attn_fwd/attn_bwd (ROCm)"),
 )
 
 _REFERENCE_RE = re.compile("|".join(re.escape(p) for p in REFERENCE_KERNEL_PATTERNS))

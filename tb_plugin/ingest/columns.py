@@ -67,10 +67,14 @@ class ColumnBuilder:
             "block": Interner(normalize=json_repr),
             "input_dims": Interner(normalize=json_repr),
             "input_types": Interner(normalize=json_repr),
+            "concrete_inputs": Interner(normalize=json_repr),
             "call_stack": Interner(),
             "collective": Interner(),
             "dtype": Interner(),
             "process_group": Interner(),
+            "kernel_file": Interner(),
+            "kernel_hash": Interner(),
+            "kernel_backend": Interner(),
             "binding": Interner(),
         }
         self.chunks: dict[str, dict[str, list[np.ndarray]]] = {
@@ -82,6 +86,7 @@ class ColumnBuilder:
         self.missing_timestamps = 0
         self._kind_by_cat_code: list[int] = []
         self._group_by_ph_code: list[int] = []
+        self._scalars_by_name_code: list[bool] = []
 
     def add(self, events: list[Event]) -> None:
         if not events:
@@ -223,7 +228,7 @@ class ColumnBuilder:
         })
         self.event_rows += len(events)
         self._add_device_args(args, kind, base)
-        self._add_op_args(args, kind, base)
+        self._add_op_args(args, kind, base, name)
         self._add_python_args(args, kind, base)
 
     def _kinds(self, cat_codes: np.ndarray) -> np.ndarray:
@@ -252,15 +257,19 @@ class ColumnBuilder:
             "bandwidth_gbps": self._floats(sub, "bandwidth"),
         })
 
-    def _add_op_args(self, args: list[Args], kind: np.ndarray, base: int) -> None:
+    def _add_op_args(self, args: list[Args], kind: np.ndarray, base: int,
+                     name: np.ndarray) -> None:
         rows = np.flatnonzero((kind == Kind.CPU_OP) | (kind == Kind.USER_ANNOTATION))
         if not rows.size:
             return
         sub = _pick(args, rows)
+        kernel_file = self._codes(sub, "kernel_file", "kernel_file")
         self._append("op_args", {
             "event": rows + base,
             "input_dims": self._input_dims(sub),
             "input_types": self._codes(sub, "input_types", "input_types", bytes),
+            "concrete_inputs": self._sparse_codes(
+                sub, self._wants_scalars(name[rows]), "concrete_inputs", bytes),
             "call_stack": self._codes(sub, "call_stack", "call_stack"),
             "sequence_number": self._floats(sub, "sequence_number"),
             "fwd_thread_id": self._floats(sub, "fwd_thread_id"),
@@ -270,7 +279,37 @@ class ColumnBuilder:
             "group_size": self._floats(sub, "group_size"),
             "dtype": self._codes(sub, "dtype", "dtype"),
             "process_group": self._codes(sub, "process_group", "process_group"),
+            "flops": self._floats(sub, "flops"),
+            "kernel_file": kernel_file,
+            **self._kernel_args(sub, kernel_file >= 0),
         })
+
+    def _sparse_codes(self, args: list[Args], where: np.ndarray, field: str,
+                      convert: Optional[Callable[[Any], Any]] = None) -> np.ndarray:
+        """Interner codes of one argument read only at the `where` rows (-1 elsewhere)."""
+        out = np.full(len(args), -1, dtype=np.int32)
+        if where.any():
+            out[where] = self._codes(_pick(args, np.flatnonzero(where)), field, field, convert)
+        return out
+
+    def _kernel_args(self, args: list[Args], inductor: np.ndarray) -> dict[str, np.ndarray]:
+        """The Inductor kernel arguments, read only on the ops that carry a `kernel_file`."""
+        out = {key: self._sparse_codes(args, inductor, key)
+               for key in ("kernel_hash", "kernel_backend")}
+        for key in ("kernel_flop", "kernel_num_gb"):
+            values = np.full(len(args), np.nan)
+            if inductor.any():
+                values[inductor] = self._floats(_pick(args, np.flatnonzero(inductor)), key)
+            out[key] = values
+        return out
+
+    def _wants_scalars(self, name_codes: np.ndarray) -> np.ndarray:
+        """Per op row: its `Concrete Inputs` are kept (convolutions: stride, padding, dilation,
+        transposed, groups), tested once per distinct name."""
+        names = self.interners["name"].categories
+        for value in names[len(self._scalars_by_name_code):]:
+            self._scalars_by_name_code.append("conv" in value)
+        return np.asarray(self._scalars_by_name_code, dtype=bool)[name_codes]
 
     def _input_dims(self, args: list[Args]) -> np.ndarray:
         """"Input Dims" (PyTorch 1.x/2.x), else "Input dims" (some 1.x builds)."""
@@ -289,7 +328,7 @@ class ColumnBuilder:
             "python_module_id": self._floats(sub, "python_module_id"),
         })
 
-    # -- a trace parsed in two parts by two processes (see parallel.py) ------------------------
+    # -- a trace parsed in parts by several processes (see parallel.py) -----------------------
 
     def pop_column(self, table: str, column: str) -> np.ndarray:
         """One column concatenated, its chunks released (to ship it to another process)."""

@@ -45,6 +45,7 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
     input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     sequence_number: Any = msgspec.field(default=_NAN, name="Sequence number")
     fwd_thread_id: Any = msgspec.field(default=_NAN, name="Fwd thread id")
@@ -54,6 +55,12 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     group_size: Any = msgspec.field(default=_NAN, name="Group size")
     dtype: Any = None
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
+    flops: Any = _NAN  # recorded with `with_flops=True`
+    kernel_file: Any = None  # Inductor-generated kernels (Triton, C++): the source file
+    kernel_hash: Any = None
+    kernel_backend: Any = None
+    kernel_flop: Any = _NAN  # Inductor's own estimate, when it wrote one
+    kernel_num_gb: Any = _NAN
     python_id: Any = msgspec.field(default=_NAN, name="Python id")
     python_parent_id: Any = msgspec.field(default=_NAN, name="Python parent id")
     python_module_id: Any = msgspec.field(default=_NAN, name="Python module id")

@@ -18,19 +18,24 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
                 processes: Optional[int] = None, min_split_bytes: Optional[int] = None
                 ) -> TraceTable:
     """Parse one file; never raises. `min_split_bytes` overrides the size from which a file is
-    split across two processes (tests use tiny values)."""
+    split across processes (tests use tiny values). The limits (`Limits.for_file`) apply to
+    the whole file, whichever process parses which part."""
     parse = TraceParse(limits=Limits.for_file(ref.size))
-    job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes)
+    job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes,
+                         limits=parse.limits)
     try:
         with ref.open() as handle:
             chunks = iter_decompressed(handle, on_truncated_gzip=parse.truncated_gzip)
-            if job is None or not job.parse_first_half(parse, chunks, progress):
+            if job is None:
                 parse.consume(chunks, progress)
+            else:
+                job.run(parse, chunks, progress)
     except ParseLimit as exc:
         parse.stop(exc)
     except TraceFormatError as exc:
         parse.warn(LoadState.ERROR, f"not a readable trace: {exc}")
-    except OSError as exc:
+    except OSError as exc:  # not the file's content: may pass (the file is still being made)
+        parse.status.cut_off = True
         parse.warn(LoadState.ERROR, f"cannot read the file: {exc}")
     except Exception as exc:  # a parser bug must cost one worker, never the run or the server
         log.exception("parsing %s failed", ref.url)

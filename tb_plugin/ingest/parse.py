@@ -1,6 +1,6 @@
 """One parse of a trace stream: scanner, growing columns and status -> `TraceTable`.
 
-`TraceParse` is shared by the sequential parse (loader.parse_trace) and the two-process split
+`TraceParse` is shared by the sequential parse (loader.parse_trace) and the N-process split
 parse (parallel.py), which runs one in each process and merges them.
 """
 
@@ -119,6 +119,10 @@ class TraceParse:
             self.feed(chunk)
             if progress is not None:
                 progress(self.status.bytes_read)
+        self.close()
+
+    def close(self) -> None:
+        """The stream ended: process what the scanner still holds."""
         for batch, decoded in self.scanner.close():
             self._add_batch(batch, decoded)
 
@@ -160,6 +164,7 @@ class TraceParse:
             self.warn(LoadState.PARTIAL, f"{why}: the gzip trailer (checksum or length) is "
                       "damaged; every event was read, but the file may be corrupt")
             return
+        self.status.cut_off = True
         self.warn(LoadState.TRUNCATED, f"{why}: the file was cut off (still being written, or "
                   "the job was killed); the complete events before the cut are shown")
 
@@ -188,9 +193,12 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stoppe
     if status.state == LoadState.ERROR:
         return
     if not scan.found_events:
+        status.cut_off = status.cut_off or ends_mid_token(scan.header)
         status.warn(LoadState.ERROR, _why_no_events(scan.header))
         return
     if not scan.events_closed and not stopped:
+        # an unfinished array: cut off unless its last bytes are already invalid JSON
+        status.cut_off = status.cut_off or not malformed(scan.leftover)
         status.warn(LoadState.TRUNCATED, "the trace ends in the middle of its events (the file "
                     "was cut off); the complete events before the cut are shown")
     if status.skipped_events and builder.event_rows == 0 and not builder.process_metadata:
@@ -207,6 +215,28 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stoppe
                     "(or one beyond 1e17 us) and were skipped")
     if builder.event_rows == 0 and status.state == LoadState.OK:
         status.warn(LoadState.OK, "the trace has no events")
+
+
+def ends_mid_token(document: bytes) -> bool:
+    """The bytes are empty or a valid JSON prefix that stops mid-value (a file still being
+    written), rather than JSON that goes wrong before its end (a broken file)."""
+    text = document.strip()
+    if not text:
+        return True
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        return "truncated" in str(exc)
+    return False
+
+
+def malformed(document: bytes) -> bool:
+    """The bytes go wrong as JSON before their end (not merely a prefix of a valid value)."""
+    try:
+        msgspec.json.decode(document.strip() or b"0")
+    except msgspec.DecodeError as exc:
+        return "truncated" not in str(exc)
+    return False
 
 
 def _why_no_events(document: bytes) -> str:

@@ -141,13 +141,13 @@ class EventStreamScanner:
             self.result.leftover = bytes(self._buf).strip().lstrip(b",").strip()
         self._buf.clear()
 
-    # -- splitting one file across two processes (see parallel.py) ----------------------------
+    # -- splitting one file across several processes (see parallel.py) ------------------------
 
     @classmethod
     def resume(cls, try_decode: Callable[[bytes], Any], array_depth: int,
                max_token: int = _HEADER_LIMIT << 2) -> EventStreamScanner:
         """A scanner for a stream that starts at an event inside the events array (the second
-        half of a split file); `array_depth` is the header's: 1 bare array, 2 object form."""
+        part of a split file); `array_depth` is the header's: 1 bare array, 2 object form."""
         scanner = cls(try_decode, max_token)
         scanner._mode = "events"
         scanner._array_depth = array_depth
@@ -172,6 +172,9 @@ class EventStreamScanner:
         events of the array. Either way feeding on yields the same events as an uninterrupted
         scan: an exact cut only ever falls between complete events, like any other cut.
         """
+        if self._mode == "header":  # look now, whatever the doubling schedule says
+            self._retry_at = 0
+            self._find_events_array()
         if self._mode == "events":
             yield from self._cut_exact()
 

@@ -15,7 +15,9 @@ from typing import Any, Callable
 import pandas as pd
 
 #: Bumped whenever the parser's output changes; part of every cache key.
-PARSER_VERSION = 2  # 2: categories in order of first appearance, batch-independent
+PARSER_VERSION = 3  # 2: categories in order of first appearance, batch-independent
+# 3: op_args gained concrete_inputs, flops and the Inductor kernel columns
+#    (kernel_file, kernel_hash, kernel_backend, kernel_flop, kernel_num_gb)
 
 
 #: Largest |ts| (and duration) read, in microseconds (about 3,170 years): the clock of any real
@@ -93,6 +95,9 @@ class ParseStatus:
     messages: list[str] = field(default_factory=list)
     skipped_events: int = 0
     bytes_read: int = 0
+    #: The file stops inside a JSON value (empty, or a valid prefix cut off mid-token): it may
+    #: still be being written. False for a file that ends in invalid JSON: that is final.
+    cut_off: bool = False
 
     def warn(self, state: str, message: str) -> None:
         """Record a problem; the worst state wins (error > truncated > partial > ok)."""
@@ -111,6 +116,7 @@ class ParseStatus:
             "messages": list(self.messages),
             "skipped_events": self.skipped_events,
             "bytes_read": self.bytes_read,
+            "cut_off": self.cut_off,
         }
 
 
@@ -147,6 +153,7 @@ OP_ARG_COLUMNS: dict[str, str] = {  # cpu_op / user annotations
     "event": "int64",
     "input_dims": "category",  # Python str() of the dims list, as the reference shows it
     "input_types": "category",
+    "concrete_inputs": "category",  # scalar arguments as recorded; kept for convolutions only
     "call_stack": "category",
     "sequence_number": "float64",
     "fwd_thread_id": "float64",
@@ -156,6 +163,12 @@ OP_ARG_COLUMNS: dict[str, str] = {  # cpu_op / user annotations
     "group_size": "float64",
     "dtype": "category",
     "process_group": "category",
+    "flops": "float64",  # `flops` arg (with_flops=True), FLOPs of one call
+    "kernel_file": "category",  # Inductor kernel ops: generated source file
+    "kernel_hash": "category",
+    "kernel_backend": "category",  # "triton", "cpp"...
+    "kernel_flop": "float64",  # Inductor's own FLOP estimate of the kernel
+    "kernel_num_gb": "float64",  # Inductor's own estimate of the GB it moves
 }
 PYTHON_ARG_COLUMNS: dict[str, str] = {
     "event": "int64",

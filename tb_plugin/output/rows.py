@@ -53,6 +53,12 @@ def memory_timeline_rows(payload: dict[str, Any]) -> Rows:
              "total": payload["total"][i]} for i, t in enumerate(payload["t_us"])]
 
 
+def memory_snapshot_rows(payload: dict[str, Any]) -> Rows:
+    curve = payload["curve"]
+    return [{"t": t, "allocated": a, "reserved": r}
+            for t, a, r in zip(curve["t"], curve["allocated"], curve["reserved"])]
+
+
 def module_rows(payload: dict[str, Any]) -> Rows:
     """The module tree, depth first, one row per module with its key and depth."""
     out: Rows = []
@@ -73,3 +79,21 @@ def distributed_rows(payload: dict[str, Any]) -> Rows:
 
 def diff_rows(payload: dict[str, Any]) -> Rows:
     return payload["operator_deltas"]
+
+
+def gpu_idle_rows(payload: dict[str, Any]) -> Rows:
+    """The GPU Idle view's tables, one row per entry, with a `table` column."""
+    out: Rows = [{"table": "temporal", **d} for d in payload.get("temporal") or []]
+    out += [{"table": "idle", **s} for s in (payload.get("idle") or {}).get("streams") or []]
+    out += [{"table": "queue", **{k: v for k, v in q.items() if k != "series"}}
+            for q in (payload.get("queue") or {}).get("streams") or []]
+    launch = payload.get("launch") or {}
+    out.append({"table": "launch", **{k: v for k, v in launch.items()
+                                      if not isinstance(v, (list, dict))}})
+    out += [{"table": "sequences", **s, "kernels": " > ".join(s["kernels"])}
+            for s in payload.get("sequences") or []]
+    out += [{"table": "annotations", **a} for a in payload.get("annotations") or []]
+    out += [{"table": "critical_path", **{k: v for k, v in c.items() if k != "shares_us"},
+             **{f"{k}_us": v for k, v in c["shares_us"].items()}}
+            for c in (payload.get("critical_path") or {}).get("steps") or []]
+    return out

@@ -18,15 +18,23 @@ from .catalogue import (
     ViewList,
     ViewSpecs,
 )
-from .diff import DiffPayload
+from .diff import DiffDefault, DiffKernelsPayload, DiffPayload
 from .distributed import DistributedPayload
+from .efficiency import CompiledPayload, RooflinePayload
+from .gpu_idle import GpuIdlePayload
 from .kernels import KernelPiesPayload, KernelsPayload
 from .memory import MemoryPayload
+from .memory_snapshot import MemorySnapshotPayload
 from .memory_timeline import MemoryTimelinePayload
 from .modules import ModulesPayload
 from .operators import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
 from .overview import OverviewPayload
-from .timeline import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
+from .timeline import (
+    TimelineEventPayload,
+    TimelinePayload,
+    TimelineRangePayload,
+    TimelineSearchPayload,
+)
 
 #: The routes that are not views -> the type of their 200 JSON body. The view routes' types are
 #: on their specs (`tb_plugin.views.registry.SPECS[...].payload`), the one registry of views.
@@ -37,6 +45,7 @@ CATALOGUE: dict[str, type] = {
     "/workers": NameList,
     "/spans": NameList,
     "/status": SpanStatusDetail,
+    "/diff/default": DiffDefault,
 }
 
 #: The replies that are not a route's payload: 202 while loading, and every error.
@@ -44,7 +53,9 @@ REPLIES: dict[str, type] = {"loading": Loading, "error": Error}
 
 __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatusDetail",
            "ViewSpecs",
-           "DiffPayload", "DistributedPayload", "KernelPiesPayload", "KernelsPayload",
-           "MemoryPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
+           "DiffDefault", "DiffKernelsPayload", "DiffPayload", "DistributedPayload",
+           "GpuIdlePayload", "KernelPiesPayload", "KernelsPayload", "MemoryPayload",
+           "MemorySnapshotPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
-           "TimelineEventPayload", "TimelinePayload", "TimelineSearchPayload"]
+           "TimelineEventPayload", "TimelinePayload", "TimelineRangePayload",
+           "TimelineSearchPayload", "CompiledPayload", "RooflinePayload"]

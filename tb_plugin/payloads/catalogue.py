@@ -10,8 +10,9 @@ from .common import ViewName, doc
 
 SpanState = Literal["queued", "loading", "ok", "partial", "truncated", "error"]
 """partial: some events were malformed and skipped; truncated: the file is cut off (the events
-before the cut are shown). A cut-off or unreadable file modified in the last 30 s is reported
-as still being written (loading) and is read again when it changes."""
+before the cut are shown). A file modified in the last 30 s that stops mid-token, or whose
+size changed between scans, is reported as still being written (loading) and is read again
+when it changes; a file that ends in invalid JSON is reported at once."""
 
 
 class SpanStatus(TypedDict):
@@ -50,6 +51,10 @@ class RunListing(TypedDict):
     loading: Annotated[bool, doc("The first scan runs, or some file is queued or being "
                                  "parsed.")]
     logdir: Annotated[str, doc("The logdir being served.")]
+    notices: NotRequired[Annotated[list[str], doc(
+        "Installation problems found at the plugin's start-up, for a banner (e.g. the old "
+        "torch-tb-profiler still installed: two tabs). Empty when all is well; always sent by "
+        "the plugin.")]]
 
 
 class SpanStatusDetail(TypedDict):

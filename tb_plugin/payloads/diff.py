@@ -1,14 +1,15 @@
 """`/diff` (`analysis.diff.build_diff`): one node of the diff of two traces' call trees
 (baseline "left"/"base", experiment "right"/"exp"), with its children and operator deltas."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Optional
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from .common import doc
 
 NodeType = Literal["root", "operator", "profiler_step", "dataloader", "optimizer", "module",
-                   "user_annotation", "python", "pl_module", "backward", "composite", "blank"]
+                   "user_annotation", "python", "pl_module", "backward", "thread", "composite",
+                   "blank"]
 
 
 class DiffSide(TypedDict):
@@ -17,13 +18,13 @@ class DiffSide(TypedDict):
     name: Annotated[str, doc('Node name ("CallTreeRoot", "CompositeNodes", "Blank" for the '
                              "special kinds).")]
     type: Annotated[NodeType, doc("root; composite: several nodes; blank: none on this side; "
-                                  "else the node's kind.")]
+                                  "thread: a thread other than the main one (its name says "
+                                  "which, e.g. \"autograd thread\"); else the node's kind.")]
     count: Annotated[int, doc("Nodes on this side.")]
-    host_duration_us: Annotated[float, doc("Host time, us (per step at the root when "
-                                           "per_step).")]
-    device_duration_us: Annotated[float, doc("Device time, us.")]
+    host_duration_us: Annotated[float, doc("Host (CPU) time, us, on the payload's basis.")]
+    device_duration_us: Annotated[float, doc("Device (GPU) time, us, on the payload's basis.")]
     total_duration_us: Annotated[float, doc("Device time per node where it has any, else host "
-                                            "time, summed, us.")]
+                                            "time, summed, us, on the payload's basis.")]
 
 
 class DiffDelta(TypedDict):
@@ -42,7 +43,7 @@ class DiffChild(TypedDict):
     expandable: Annotated[bool, doc("The child has children of its own.")]
 
 
-_PER = "{} (per-step means at a per_step root, else counts/us)."
+_PER = "{} (per-step means on the per_step basis, else counts)."
 
 
 class OperatorDelta(TypedDict):
@@ -83,6 +84,57 @@ class DiffPayload(TypedDict):
         "Per operator name, sorted by |delta| of operator_sort, ties by name.")]
     operator_sort: Annotated[Literal["delta_device_total_us", "delta_host_total_us"], doc(
         "Device total when either side ran device work, else host total.")]
-    per_step: Annotated[bool, doc("This node's numbers are per-step means (the root only).")]
+    per_step: Annotated[bool, doc("basis == \"per_step\".")]
+    basis: Annotated[Literal["per_step", "total"], doc(
+        "What every number of the payload is (node, children, operator deltas): per_step, "
+        "each side divided by its own step count; total, over the whole span. per_step falls "
+        "back to total when a side has no ProfilerStep. The root is the sum of its children.")]
     base: Annotated[DiffTrace, doc("The baseline trace.")]
     exp: Annotated[DiffTrace, doc("The experiment trace.")]
+
+
+class KernelDelta(TypedDict):
+    """Baseline, experiment and delta of one kernel name (or operator -> kernel)."""
+
+    name: Annotated[str, doc("Kernel name.")]
+    operator: NotRequired[Annotated[str, doc(
+        "The launching operator (`N/A`: launched outside any operator); "
+        "group_by=operator_kernel only.")]]
+    base_calls: Annotated[float, doc(_PER.format("Baseline launches"))]
+    exp_calls: Annotated[float, doc(_PER.format("Experiment launches"))]
+    delta_calls: Annotated[float, doc(_PER.format("exp - base launches"))]
+    base_total_us: Annotated[float, doc("Baseline kernel time, us, on the basis.")]
+    exp_total_us: Annotated[float, doc("Experiment kernel time, us, on the basis.")]
+    delta_total_us: Annotated[float, doc("exp - base kernel time, us.")]
+    base_mean_us: Annotated[float, doc("Baseline mean duration of one launch, us (0: none).")]
+    exp_mean_us: Annotated[float, doc("Experiment mean duration of one launch, us (0: none).")]
+
+
+class DiffKernelsPayload(TypedDict):
+    """`/diff/kernels`: every GPU kernel of both traces (all threads), compared."""
+
+    group_by: Annotated[Literal["kernel", "operator_kernel"], doc(
+        "kernel: by kernel name; operator_kernel: by launching operator and kernel name.")]
+    basis: Annotated[Literal["per_step", "total"], doc("As in `/diff`.")]
+    base_steps: Annotated[int, doc("Profiler steps of the baseline.")]
+    exp_steps: Annotated[int, doc("Profiler steps of the experiment.")]
+    base_total_us: Annotated[float, doc("All baseline kernel time, us, on the basis.")]
+    exp_total_us: Annotated[float, doc("All experiment kernel time, us, on the basis.")]
+    delta_total_us: Annotated[float, doc("exp - base, us.")]
+    rows: Annotated[list[KernelDelta], doc(
+        "Sorted by |delta_total_us| descending, ties by operator then name.")]
+
+
+class DiffDefault(TypedDict):
+    """`/diff/default`: the experiment the Diff view proposes for a baseline."""
+
+    run: Annotated[Optional[str], doc("The proposed run; null when there is nothing to "
+                                      "compare with.")]
+    worker: Annotated[Optional[str], doc("Its worker.")]
+    span: Annotated[Optional[str], doc("Its span.")]
+    reason: Annotated[Literal["other_span", "other_worker", "similar_run", "none"], doc(
+        "other_span: the same worker's other span; other_worker: another worker of the same "
+        "run; similar_run: the run whose operator names overlap most; none: no candidate.")]
+    similarity: Annotated[Optional[float], doc(
+        "similar_run: shared operator names / all operator names of both (0..1).")]
+    message: Annotated[str, doc("The choice in words, for the page's subtitle.")]

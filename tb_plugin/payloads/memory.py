@@ -4,7 +4,7 @@ such as "CPU", "GPU0"; times are absolute trace us; sizes bytes."""
 
 from typing import Annotated, Literal, Optional
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from .common import doc
 
@@ -15,7 +15,8 @@ class MemoryCurve(TypedDict):
     t_us: Annotated[list[Optional[float]], doc("Times, trace us (3 decimals).")]
     allocated: Annotated[list[Optional[float]], doc("Allocated bytes at each time.")]
     reserved: Annotated[list[Optional[float]], doc("Reserved bytes at each time; null where "
-                                                   "the trace has no reserved total.")]
+                                                   "the allocator keeps no reserved pool (CPU) "
+                                                   "or the trace has no reserved total.")]
     approximate: Annotated[bool, doc("Rebuilt from allocation sizes (no totals in the trace, "
                                      "PyTorch < 1.10): starts at zero.")]
 
@@ -25,12 +26,16 @@ class MemoryPeak(TypedDict):
 
     bytes: Annotated[int, doc("Peak allocated bytes.")]
     t_us: Annotated[Optional[float], doc("When it happened, trace us.")]
-    reserved_bytes: Annotated[Optional[int], doc("Peak reserved bytes; null when unknown.")]
+    reserved_bytes: Annotated[Optional[int], doc("Peak reserved bytes; null without a reserved "
+                                                 "pool (CPU) or when unknown.")]
     capacity_bytes: Annotated[Optional[int], doc("Device memory (CUDA devices with known "
                                                  "properties); null otherwise.")]
     fraction_of_capacity: Annotated[Optional[float], doc("bytes / capacity_bytes (4 decimals); "
                                                          "null without a capacity.")]
     approximate: Annotated[bool, doc("As in the curves.")]
+    end_bytes: Annotated[int, doc("Still allocated at the end of the window (or trace), bytes: "
+                                  "everything alive then, including memory allocated before "
+                                  "profiling started; not a leak by itself.")]
 
 
 class MemoryEventRow(TypedDict):
@@ -74,29 +79,27 @@ class MemoryOperators(TypedDict):
 
 class LeakOp(TypedDict):
     name: Annotated[str, doc("Allocating operator.")]
-    count: Annotated[int, doc("Allocations never released.")]
+    count: Annotated[int, doc("Its allocations made after the first step end and still live "
+                              "at the end of the window.")]
     bytes: Annotated[int, doc("Their bytes.")]
 
 
-_GROWTH, _UNFREED = "kind growth only: ", "kind unfreed only: "
-
-
 class MemoryLeak(TypedDict):
-    """A leak hint: allocated memory that grows at every step end (kind "growth"), or
-    allocations never released before the trace ends (kind "unfreed")."""
+    """A growth flag: the allocated level at every profiler step end rose above the noise, by
+    at least 1 MiB in all, over at least 3 steps (`analysis.memory_leaks`). Memory that is only
+    alive at the end of the window is never flagged."""
 
     device: Annotated[str, doc("Device label.")]
-    kind: Annotated[Literal["growth", "unfreed"], doc("Which check fired.")]
-    steps: NotRequired[Annotated[list[str], doc(_GROWTH + "step names.")]]
-    allocated_at_step_end: NotRequired[Annotated[list[int], doc(
-        _GROWTH + "allocated bytes at each step end.")]]
-    growth_bytes: NotRequired[Annotated[int, doc(_GROWTH + "last minus first, bytes.")]]
-    per_step_bytes: NotRequired[Annotated[int, doc(_GROWTH + "mean growth per step, bytes.")]]
-    approximate: NotRequired[Annotated[bool, doc(_GROWTH + "the curve is approximate.")]]
-    count: NotRequired[Annotated[int, doc(_UNFREED + "allocations never released.")]]
-    bytes: NotRequired[Annotated[int, doc(_UNFREED + "their bytes.")]]
-    top_ops: NotRequired[Annotated[list[LeakOp], doc(_UNFREED + "the operators allocating "
-                                                     "most of it.")]]
+    kind: Annotated[Literal["growth"], doc("The check that fired.")]
+    steps: Annotated[list[str], doc("Step names.")]
+    allocated_at_step_end: Annotated[list[int], doc("Allocated bytes at each step end.")]
+    growth_bytes: Annotated[int, doc("Last minus first, bytes.")]
+    per_step_bytes: Annotated[int, doc("Mean growth per step, bytes.")]
+    noise_bytes: Annotated[int, doc("Each rise exceeded this, bytes: max(16 KiB, 0.5% of the "
+                                    "highest step-end level).")]
+    approximate: Annotated[bool, doc("The curve is approximate.")]
+    top_ops: Annotated[list[LeakOp], doc("The operators allocating what stays, most bytes "
+                                         "first.")]
 
 
 class MemoryPayload(TypedDict):
@@ -113,5 +116,5 @@ class MemoryPayload(TypedDict):
     peaks: Annotated[dict[str, MemoryPeak], doc("Per shown device with records.")]
     events: Annotated[MemoryEvents, doc("Allocation/free pairs in the range.")]
     operators: Annotated[MemoryOperators, doc("Per-operator statistics in the range.")]
-    leaks: Annotated[list[MemoryLeak], doc("Leak hints per shown device.")]
+    leaks: Annotated[list[MemoryLeak], doc("Growth flags per shown device.")]
     messages: Annotated[list[str], doc("Caveats about the records.")]

@@ -3,7 +3,7 @@
 
 from typing import Annotated, Literal, Optional
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from .common import doc
 
@@ -29,31 +29,18 @@ class MemoryTimelinePeak(TypedDict):
     t_us: Annotated[float, doc("When, us (3 decimals).")]
 
 
-class CategoryBytes(TypedDict):
-    category: Annotated[MemoryCategory, doc("Category.")]
-    bytes: Annotated[int, doc("Bytes created while profiling and never destroyed.")]
-
-
-_GROWTH, _UNFREED = "kind growth only: ", "kind unfreed only: "
-
-
 class MemoryTimelineLeak(TypedDict):
-    """A leak hint: the total grows at every step (or window) end (kind "growth"), or memory of
-    some categories was created while profiling and never destroyed (kind "unfreed")."""
+    """A growth flag: the total at every profiler step end rose above the noise, by at least
+    1 MiB in all, over at least 3 steps (the rule of `/memory`). Needs the trace's steps;
+    memory alive when the export ends is never flagged."""
 
-    kind: Annotated[Literal["growth", "unfreed"], doc("Which check fired.")]
-    steps: NotRequired[Annotated[list[str], doc(_GROWTH + 'step (or "window N") names.')]]
-    allocated_at_step_end: NotRequired[Annotated[list[int], doc(
-        _GROWTH + "total bytes at each step end.")]]
-    growth_bytes: NotRequired[Annotated[int, doc(_GROWTH + "last minus first, bytes.")]]
-    per_step_bytes: NotRequired[Annotated[int, doc(_GROWTH + "mean growth per step, bytes.")]]
-    basis: NotRequired[Annotated[Literal["steps", "windows"], doc(
-        _GROWTH + "the trace's steps, or equal windows when there are none.")]]
-    count: NotRequired[Annotated[int, doc(_UNFREED + "tensors alive at the end minus those "
-                                          "destroyed.")]]
-    bytes: NotRequired[Annotated[int, doc(_UNFREED + "bytes over the categories.")]]
-    by_category: NotRequired[Annotated[list[CategoryBytes], doc(_UNFREED + "per category, "
-                                                                "largest first.")]]
+    kind: Annotated[Literal["growth"], doc("The check that fired.")]
+    steps: Annotated[list[str], doc("Step names.")]
+    allocated_at_step_end: Annotated[list[int], doc("Total bytes at each step end.")]
+    growth_bytes: Annotated[int, doc("Last minus first, bytes.")]
+    per_step_bytes: Annotated[int, doc("Mean growth per step, bytes.")]
+    noise_bytes: Annotated[int, doc("Each rise exceeded this, bytes.")]
+    basis: Annotated[Literal["steps"], doc("The trace's profiler steps.")]
 
 
 class MemoryTimelinePayload(TypedDict):
@@ -71,4 +58,4 @@ class MemoryTimelinePayload(TypedDict):
     messages: Annotated[list[str], doc("Caveats about the export.")]
     base_time_ns: Annotated[Optional[int], doc("The trace's baseTimeNanoseconds (0 when the "
                                                "trace has none); null on the export's clock.")]
-    leaks: Annotated[list[MemoryTimelineLeak], doc("Leak hints.")]
+    leaks: Annotated[list[MemoryTimelineLeak], doc("Growth flags (with a trace's steps).")]

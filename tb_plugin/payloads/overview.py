@@ -50,7 +50,16 @@ class OverviewGpu(TypedDict):
                                        "when the trace has none.")]
     memory_gb: Annotated[Optional[float], doc("Total device memory, GiB (2 decimals); null when "
                                               "unknown.")]
-    compute_capability: Annotated[Optional[str], doc('"major.minor"; null when unknown.')]
+    compute_capability: Annotated[Optional[str], doc(
+        'CUDA "major.minor"; null when unknown and always null on AMD GPUs (see architecture).')]
+    vendor: Annotated[Optional[str], doc('"NVIDIA" or "AMD"; null when unknown.')]
+    architecture: Annotated[Optional[str], doc(
+        'Generation and target, e.g. "Hopper (sm_90)", "CDNA3 (gfx942)"; null when unknown.')]
+    peaks_model: Annotated[Optional[str], doc(
+        "The row of the hardware peaks table matched (see `/roofline`); null: unknown device.")]
+    mfu_pct: Annotated[Optional[float], doc(
+        "Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for "
+        "their dtype / step time); null when the device's peaks are unknown.")]
     utilization_pct: Annotated[Optional[float], doc("GPU utilization: share of the steps' time "
                                                     "with a kernel running, percent.")]
     sm_efficiency_pct: Annotated[Optional[float], doc("Estimated SM efficiency, percent; null "
@@ -66,20 +75,27 @@ class RecommendationLink(TypedDict):
     url: Annotated[str, doc("Documentation URL.")]
 
 
-RecommendationId = Literal["dataloader", "data_parallel", "nccl_backend", "communication",
-                           "low_gpu_utilization", "mixed_precision", "memory_limit"]
+RecommendationId = Literal[
+    "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
+    "dataloader", "communication_not_overlapped", "data_parallel", "nccl_backend",
+    "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
+"""Stable rule ids (`analysis.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
 class Recommendation(TypedDict):
     """One performance recommendation (`analysis.recommendations`), most severe first."""
 
     id: Annotated[RecommendationId, doc("The rule that fired.")]
-    severity: Annotated[Literal["high", "medium", "low"], doc("How much it matters.")]
+    severity: Annotated[Literal["high", "medium", "low"], doc(
+        "The grade: how much it matters (ties keep the rules' priority order).")]
     title: Annotated[str, doc("Short headline (plain text).")]
     text: Annotated[str, doc("Explanation with the measured value and threshold (plain text).")]
     view: Annotated[ViewName, doc("The view that shows the evidence.")]
     metric: Annotated[float, doc("The measured value (2 decimals), in `unit`.")]
     unit: Annotated[str, doc('Unit of `metric`, e.g. "%" or "GPUs".')]
+    start_us: Annotated[Optional[float], doc("Start of the time range that proves it (trace "
+                                             "us), null when the whole trace does.")]
+    end_us: Annotated[Optional[float], doc("End of that range (trace us), or null.")]
     link: Annotated[Optional[str], doc("URL of the first link, null when there is none.")]
     links: Annotated[list[RecommendationLink], doc("Further reading.")]
 

@@ -164,6 +164,14 @@ class OpArgs(TypedDict):
     group_size: NotRequired[Annotated[float, doc("Process group size" + _ABSENT)]]
     dtype: NotRequired[Annotated[str, doc("Data type" + _ABSENT)]]
     process_group: NotRequired[Annotated[str, doc("Process group" + _ABSENT)]]
+    concrete_inputs: NotRequired[Annotated[str, doc(
+        "Concrete Inputs (scalar arguments), Python str of the list" + _ABSENT)]]
+    flops: NotRequired[Annotated[float, doc("FLOPs recorded with with_flops=True" + _ABSENT)]]
+    kernel_file: NotRequired[Annotated[str, doc("Inductor kernel source file" + _ABSENT)]]
+    kernel_hash: NotRequired[Annotated[str, doc("Inductor kernel hash" + _ABSENT)]]
+    kernel_backend: NotRequired[Annotated[str, doc('Inductor backend ("triton")' + _ABSENT)]]
+    kernel_flop: NotRequired[Annotated[float, doc("Inductor's FLOP estimate" + _ABSENT)]]
+    kernel_num_gb: NotRequired[Annotated[float, doc("Inductor's GB-moved estimate" + _ABSENT)]]
 
 
 class PythonArgs(TypedDict):
@@ -255,3 +263,23 @@ class TimelineSearchPayload(TypedDict):
     names: Annotated[list[str], doc("The first 50 matching distinct names.")]
     name_count: Annotated[int, doc("Matching distinct names.")]
     matches: Annotated[list[SearchMatch], doc("The first `limit` matches in time order.")]
+
+
+class RangeRow(TypedDict):
+    """One event name inside the range."""
+
+    name: Annotated[str, doc("Event name.")]
+    count: Annotated[int, doc("Events of that name overlapping the range.")]
+    total_us: Annotated[float, doc("Their wall time inside the range, us (clipped to it).")]
+    self_us: Annotated[float, doc("total_us minus that of their direct children, us.")]
+    avg_us: Annotated[float, doc("total_us / count, us.")]
+
+
+class TimelineRangePayload(TypedDict):
+    """`/timeline/range`: the aggregate of a time range on chosen tracks (Trace view)."""
+
+    start_us: Annotated[float, doc("Range start, trace us.")]
+    end_us: Annotated[float, doc("Range end, trace us.")]
+    tracks: Annotated[list[int], doc("The track ids aggregated (of `/timeline` `tracks`).")]
+    events: Annotated[int, doc("Events overlapping the range on those tracks.")]
+    rows: Annotated[list[RangeRow], doc("Per name, by total_us descending, ties by name.")]

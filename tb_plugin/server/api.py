@@ -12,8 +12,15 @@ from tensorboard.backend import http_util
 from werkzeug import wrappers
 
 from ..output.encoding import encode_json
-from ..views.errors import NotInTrace, OptionError
-from .errors import ApiError, BadRequest, MethodNotAllowed, NotFound, StillLoading
+from ..views.errors import NotInTrace, OptionError, Unreadable
+from .errors import (
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    StillLoading,
+    Unprocessable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,9 @@ def endpoint(handler: Handler) -> Callable[..., Any]:
             return error_response(request, BadRequest(str(exc)))
         except NotInTrace as exc:
             return error_response(request, NotFound(str(exc)))
+        except Unreadable as exc:  # a refused or unreadable file: the user's to fix, logged
+            log.warning("torch-prof: %s: %s", request.path, exc)
+            return error_response(request, Unprocessable(str(exc), [str(exc)]))
         except Exception as exc:  # a real bug: log the traceback, answer briefly
             log.exception("torch-prof: %s failed", request.path)
             error = ApiError(f"internal error ({type(exc).__name__}); see the TensorBoard log")

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Protocol
 
 from ..cache import TraceCache
 from ..discovery import RunInfo
+from ..ingest.plain import PlainTable
 from ..ingest.schema import LoadState
 from ..span_workers import NoWorkerHasSpan, NoWorkerReadable, quote, span_workers
 from ..storage import FileRef
@@ -50,6 +51,7 @@ MAX_WANTED = 10_000
 
 Scanner = Callable[[str], list[RunInfo]]
 Clock = Callable[[], float]
+Adopt = Callable[[FileState, PlainTable, dict[str, Any]], None]
 
 
 class Parser(Protocol):
@@ -72,15 +74,18 @@ PoolFactory = Callable[[Path, Callable[[str], None], Callable[[str, float], None
 class Catalog:
     """Runs and file states of one logdir, kept current by a scan thread and a parser pool.
 
-    `forget(state)` is called for files that changed or vanished (their tables are stale).
+    `forget(state)` is called for files that changed or vanished (their tables are stale);
+    `adopt(state, table, summary)` for a table a parser just made, before the file is
+    reported parsed (the server keeps it and writes the cache).
     """
 
     def __init__(self, logdir: str, cache: TraceCache, *, scanner: Scanner,
                  pool_factory: PoolFactory, forget: Callable[[FileState], None],
-                 clock: Clock = time.time) -> None:
+                 adopt: Optional[Adopt] = None, clock: Clock = time.time) -> None:
         self.logdir = logdir
         self._cache = cache
         self._scanner, self._pool_factory, self._forget_table = scanner, pool_factory, forget
+        self._adopt = adopt
         self._clock = clock
         self._lock = threading.RLock()
         self._runs: dict[str, RunEntry] = {}
@@ -133,7 +138,7 @@ class Catalog:
             self._rescan.clear()
 
     def _scan_once(self) -> None:
-        self._last_scan = time.monotonic()
+        self._last_scan = started = time.monotonic()
         try:
             runs = self._scanner(self.logdir) if self.logdir else []
         except Exception:  # an unreachable logdir must not kill the scan thread
@@ -144,6 +149,9 @@ class Catalog:
                 self._apply_scan(runs)
             except Exception:
                 log.exception("torch-prof: applying the scan of %s failed", self.logdir)
+        if not self._first_scan.is_set():
+            log.debug("torch-prof timing: first_scan %.3f s (%d runs)",
+                      time.monotonic() - started, len(runs or []))
         self._first_scan.set()
 
     def _apply_scan(self, runs: list[RunInfo]) -> None:
@@ -159,10 +167,12 @@ class Catalog:
                     for span_file in spans:
                         state = self._current_or_new(span_file.ref, changed_at, fresh)
                         state.memory_timeline = span_file.memory_timeline
+                        state.memory_snapshot = bool(run.memory_snapshots)
                         files[span_file.ref.url] = state
                         entries.append((span_file.span, state))
                     workers[worker] = entries
-                index[run.name] = RunEntry(run.name, workers, list(run.memory_timelines))
+                index[run.name] = RunEntry(run.name, workers, list(run.memory_timelines),
+                                           list(run.memory_snapshots))
             gone = [f for url, f in self._files.items() if files.get(url) is not f]
             self._runs, self._files = index, files
             self._by_identity = {f.identity: f for f in files.values()}
@@ -178,6 +188,7 @@ class Catalog:
         if old is not None and old.identity == identity:
             return old
         state = FileState(ref, identity, changed_at=changed_at)
+        state.growing = old is not None and old.ref.size != ref.size
         fresh.append(state)
         return state
 
@@ -213,18 +224,24 @@ class Catalog:
     def _on_done(self, outcome: LoadOutcome) -> None:
         with self._lock:
             state = self._by_identity.get(outcome.key)
-            if state is None:  # the file changed or vanished meanwhile
-                return
+        if state is None:  # the file changed or vanished meanwhile
+            return
+        if outcome.table is not None and outcome.summary is not None and self._adopt:
+            self._adopt(state, outcome.table, outcome.summary)  # before anyone may ask for it
+        with self._lock:
             summary = outcome.summary
             if summary is not None and summary.get("state") in SPAN_STATES:
                 state.state = summary["state"]
                 state.messages = [str(m) for m in summary.get("messages") or []]
                 state.events = summary.get("events") if state.state != LoadState.ERROR else None
                 state.features = dict(summary.get("features") or {})
+                # summaries cached before `cut_off` existed: assume the old grace applies
+                state.cut_off = bool(summary.get("cut_off", True))
                 state.parsed = True
             else:
                 state.state = LoadState.ERROR
                 state.messages = [outcome.error or "the file could not be loaded"]
+                state.cut_off = False
             state.progress = 1.0
             self._wanted.discard(outcome.key)
 
@@ -257,6 +274,7 @@ class Catalog:
             reports = [(f, f.report(now)[0]) for f in run.files()]
             usable_runs = self._usable_runs(now)
         usable = [f.predicate_features() for f, state in reports if state in USABLE]
+        self.want(*(f for f, state in reports if state in PENDING))  # the selected run first
         if not usable and any(state in PENDING for _, state in reports):
             raise StillLoading(files_progress(run.files(), now), LOADING)
         return views_of_run(usable, run.facts(usable_runs))
@@ -283,7 +301,9 @@ class Catalog:
         return sorted(names)
 
     def spans(self, run_name: str, worker: str) -> list[str]:
-        return [span for span, _ in self._worker(self._run(run_name), worker)]
+        spans = self._worker(self._run(run_name), worker)
+        self.want(*(f for _, f in spans))  # the selected worker's files first
+        return [span for span, _ in spans]
 
     def status(self, run_name: str, worker: str, span: str) -> dict[str, Any]:
         state = self.file(run_name, worker, span)
@@ -348,6 +368,9 @@ class Catalog:
 
     def memory_exports(self, run_name: str) -> list[FileRef]:
         return list(self._run(run_name).memory_timelines)
+
+    def memory_snapshots(self, run_name: str) -> list[FileRef]:
+        return list(self._run(run_name).memory_snapshots)
 
     def is_current(self, state: FileState) -> bool:
         """Whether `state` is still the current version of its file."""

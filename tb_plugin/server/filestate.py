@@ -20,7 +20,9 @@ QUEUED, LOADING = "queued", "loading"  # before the parse outcome: the server's 
 PENDING = (QUEUED, LOADING)
 USABLE = (LoadState.OK, LoadState.PARTIAL, LoadState.TRUNCATED)
 SPAN_STATES = (*PENDING, *USABLE, LoadState.ERROR)
-WRITE_GRACE_S = 30.0  # a broken file modified this recently is probably still being written
+#: A cut-off file modified this recently, or one whose size changed between scans this recently,
+#: is probably still being written. A file that ends in invalid JSON is reported at once.
+WRITE_GRACE_S = 30.0
 
 
 @dataclass
@@ -37,15 +39,24 @@ class FileState:
     progress: float = 0.0
     parsed: bool = False  # the state comes from the parser (not from a crash or a bug)
     memory_timeline: Optional[FileRef] = None  # the memory-timeline export of this span
+    memory_snapshot: bool = False  # the run holds an allocator snapshot
+    #: The parse stopped inside a JSON value (`ParseStatus.cut_off`): it may be mid-write.
+    cut_off: bool = True
+    #: A scan saw this path with another size before (the file is growing).
+    growing: bool = False
 
     def predicate_features(self) -> dict[str, Any]:
-        """The parser's features plus what the scan knows (a paired memory timeline)."""
-        return {**self.features, "memory_timeline": self.memory_timeline is not None}
+        """The parser's features plus what the scan knows (a paired memory timeline, the run's
+        allocator snapshots)."""
+        return {**self.features, "memory_timeline": self.memory_timeline is not None,
+                "memory_snapshot": self.memory_snapshot}
 
     def report(self, now: float) -> tuple[str, list[str]]:
-        """(state, messages) as shown to users: a cut-off file that was just modified is
-        reported as still being written (and is re-read when it changes), not as broken."""
-        if self.parsed and self.state in (LoadState.TRUNCATED, LoadState.ERROR):
+        """(state, messages) as shown to users: a file that was just modified and either stops
+        mid-token or has been growing is reported as still being written (and is re-read when
+        it changes), not as broken; a file that ends in invalid JSON is broken at once."""
+        may_grow = self.cut_off or self.growing
+        if self.parsed and may_grow and self.state in (LoadState.TRUNCATED, LoadState.ERROR):
             modified = modified_at(self.ref) or self.changed_at
             if modified is not None and now - modified < WRITE_GRACE_S:
                 note = (f"the file was modified {max(0, int(now - modified))} s ago and is "
@@ -66,6 +77,7 @@ class RunEntry:
     name: str
     workers: dict[str, list[tuple[str, FileState]]]  # worker -> [(span, file)], spans in order
     memory_timelines: list[FileRef] = field(default_factory=list)
+    memory_snapshots: list[FileRef] = field(default_factory=list)
 
     def files(self) -> Iterator[FileState]:
         for spans in self.workers.values():
@@ -77,6 +89,7 @@ class RunEntry:
 
     def facts(self, usable_runs: int) -> RunFacts:
         return RunFacts(usable_runs=usable_runs, memory_exports=len(self.memory_timelines),
+                        memory_snapshots=len(self.memory_snapshots),
                         trace_files=sum(1 for _ in self.files()))
 
 

@@ -8,7 +8,10 @@
   loads);
 - EXPORT `/memory/timeline?run[&worker&span]`: the memory-timeline export paired with that span
   (else the run's only unpaired export), on the trace's clock; without worker and span, the
-  run's only export on its own clock (a run that holds exports but no trace).
+  run's only export on its own clock (a run that holds exports but no trace);
+- SNAPSHOT `/memory/snapshot?run[&worker&span][&snapshot=name]`: an allocator snapshot of the
+  run (default: the one named after the span's trace, else the run's first), on that span's
+  trace clock when they overlap, else on its own.
 
 Every route reads its options with the spec's Struct (`views.options.read_options`) and answers
 JSON, or CSV (`format=csv`) for specs with CSV rows. Payloads are cached per the spec's policy,
@@ -27,11 +30,12 @@ from typing import Any, Callable, Optional
 from tensorboard.backend import http_util
 from werkzeug import wrappers
 
+from ..discovery import matching_snapshot
 from ..output.rows import csv_bytes
 from ..output.tabular import csv_filename
 from ..storage import FileRef, NotRegularFile, open_to_serve
 from ..views.options import read_options
-from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SPAN, TABLE, ViewSpec
+from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SNAPSHOT, SPAN, TABLE, ViewSpec
 from ..views.tabs import views_of_file
 from .api import CSV, JSON, Query, encode_json, gzip_response, gzipped, json_response
 from .errors import BadRequest, Forbidden, NotFound
@@ -45,7 +49,8 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 def handler_of(spec: ViewSpec) -> Handler:
     """The handler that serves `spec`'s route (by its kind)."""
-    serve = {TABLE: _table, SPAN: _span, PAIR: _pair, EXPORT: _export}[spec.kind]
+    serve = {TABLE: _table, SPAN: _span, PAIR: _pair, EXPORT: _export,
+             SNAPSHOT: _snapshot}[spec.kind]
     return functools.partial(serve, spec=spec)
 
 
@@ -95,7 +100,6 @@ def _table(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> w
     file = store.usable_file(run, worker, span)
     if spec.view not in views_of_file(file.predicate_features()):
         raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no {spec.view} view")
-    store.warm(file)  # the user looks at this worker span: index its timeline meanwhile
     key, cache = spec.payload_key(options), spec.cache(options)
 
     def compute(table: Any) -> Any:
@@ -109,8 +113,13 @@ def _table(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> w
         return compute(store.table(file))
 
     memo = None if cache not in (DISK, MEMORY) else (file.identity, key)
-    return send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
-                        name=(run, worker, span, spec.route.strip("/")))
+    response = send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
+                            name=(run, worker, span, spec.route.strip("/")))
+    # The user looks at this worker span: index its timeline in the background, once this
+    # view's payload is made (on the first view of a file, sharing the interpreter with the
+    # index build made Overview + Operator 0.6-1 s slower at 200 MB).
+    store.warm(file)
+    return response
 
 
 # -- every worker of a span ---------------------------------------------------------------------
@@ -127,6 +136,11 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
     files, skipped = store.span_files(run, span)
 
     def payload() -> Any:
+        if spec.summarize is not None:  # one small summary per worker, never all the tables
+            key, summarize = spec.summary_key(), spec.summarize
+            inputs = {worker: store.payload(state, key, summarize, spec.summary_type)
+                      for worker, state in files.items()}
+            return spec.build(inputs, skipped, options)
         tables = {worker: store.table(state) for worker, state in files.items()}
         return spec.build(tables, skipped, options)
 
@@ -202,6 +216,48 @@ def _run_export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec,
     key = spec.payload_key(options, export=export.identity())
     return send_payload(request, store, spec, payload, fmt=fmt, memo=(key,),
                         name=(run, "memory-timeline"))
+
+
+# -- allocator snapshots -----------------------------------------------------------------------
+
+
+def _snapshot(store: TraceProvider, request: wrappers.Request, spec: ViewSpec
+              ) -> wrappers.Response:
+    query = Query(request)
+    run = query.text("run")
+    worker, span = query.text("worker", required=False), query.text("span", required=False)
+    options = _options(query, spec)
+    fmt = output_format(query, spec)
+    if (worker is None) != (span is None):
+        raise BadRequest("give both worker and span, or neither (the snapshot on its own clock)")
+    snapshots = store.memory_snapshots(run)
+    if not snapshots:
+        raise NotFound(f"run {run[:120]!r} has no allocator snapshot (*.pickle, "
+                       "*snapshot*.pkl)")
+    state = None if worker is None or span is None else store.usable_file(run, worker, span)
+    if options.snapshot is not None:
+        ref = next((r for r in snapshots if r.name == options.snapshot), None)
+        if ref is None:
+            raise NotFound(f"no snapshot {options.snapshot[:120]!r} in run {run[:120]!r}")
+        candidates = [ref]
+    else:  # the one named after the trace, else the one of its period (the builder decides)
+        paired = matching_snapshot(state.ref.name, snapshots) if state is not None else None
+        candidates = [paired] if paired is not None else snapshots
+    source = (candidates, [r.name for r in snapshots])
+    key = spec.payload_key(options, snapshot="|".join(r.identity() for r in candidates))
+    if state is None:
+        return send_payload(request, store, spec, lambda: spec.build(None, source, options),
+                            fmt=fmt, memo=(key,), name=(run, "memory-snapshot"))
+    file = state
+
+    def payload() -> Any:
+        if spec.cache(options) == DISK:
+            return store.payload(file, key, lambda table: spec.build(table, source, options),
+                                 spec.payload)
+        return spec.build(store.table(file), source, options)
+
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=(file.identity, key),
+                        name=(run, worker or "", span or "", "memory-snapshot"))
 
 
 # -- raw trace download -------------------------------------------------------------------------

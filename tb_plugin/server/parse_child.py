@@ -1,15 +1,20 @@
-"""What runs inside a parser process of the `LoadPool`: parse one file into the cache.
+"""What runs inside a parser process of the `LoadPool`: parse one file for the server.
 
-A child parses one file, writes the table to the `TraceCache` and returns only a small summary
-(state, messages, feature counts), which it also stores next to the table so that a restarted
-server knows the file without parsing it again (`peek_summary`). Progress goes back to the
-server through a queue handed over when the child starts. This module is imported by the
-children: keep it free of TensorBoard imports.
+A child parses one file and returns a small summary (state, messages, feature counts) and the
+table as plain arrays (`ingest.plain`): the server keeps the table in memory and writes it to
+the `TraceCache` in the background, so nothing on the way to the first view touches the disk
+(a table over `HANDOVER_MAX_BYTES` is written to the cache here and read back by the server).
+The summary is stored next to the table so that a restarted server knows the file without
+parsing it again (`peek_summary`). Progress goes back to the server through a queue handed
+over when the child starts. This module is what the children import: it needs ingest and the
+per-file summary (no TensorBoard, no views, no server).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 import queue
 import time
@@ -20,15 +25,23 @@ from typing import Any, BinaryIO, Optional
 from ..analysis.features import FEATURES_VERSION, FileSummary, summarize
 from ..cache import TraceCache
 from ..children import die_with_parent
-from ..load import load_trace
+from ..ingest import parse_trace
+from ..ingest.plain import PlainTable, to_plain
+from ..ingest.schema import LoadState
 from ..storage import FileRef
+from ..views.registry import SPECS
 
-#: Payload key of the per-file summary the children store next to the parsed table.
+#: Tables up to this size (their arrays) go to the server through the result pipe; bigger
+#: ones through the cache as before, written here (the pickled copy on each side would double
+#: the peak memory of both processes for a multi-GB trace).
+HANDOVER_MAX_BYTES = 512 << 20
+#: Payload key of the per-file summary stored next to the parsed table.
 SUMMARY_KEY = f"torch-prof-server/summary/v{FEATURES_VERSION}"
 CHILD_NICENESS = 2  # parsing yields a little to the server's request threads
 PROGRESS_EVERY_S = 0.2
 
 _progress_queue: Any = None
+log = logging.getLogger(__name__)
 
 
 def init_child(progress_queue: Any) -> None:
@@ -40,20 +53,55 @@ def init_child(progress_queue: Any) -> None:
         os.nice(CHILD_NICENESS)
 
 
-def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
-                     ) -> dict[str, Any]:
-    """Parse one file into the cache; return its summary (small, cheap to pickle)."""
-    cache = TraceCache(Path(cache_root))
+@dataclass
+class ParsedFile:
+    """What a child sends back: small, but for the table's arrays (pickled as buffers)."""
+
+    summary: dict[str, Any]
+    table: Optional[PlainTable]  # None: could not be read (never cached), or big (in the cache)
+    started_at: float  # wall clock when the child began (the server logs its timings)
+    parse_s: float  # seconds the parse took
+    summary_s: float  # ... and the per-file summary and the plain arrays
+
+
+def parse_file(key: str, ref: FileRef, cache_root: str, processes: int = 1) -> ParsedFile:
+    """Parse one file; return its summary and table (the server writes the cache), or for a
+    table over `HANDOVER_MAX_BYTES` write it and the summary to the cache here."""
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
-    table = load_trace(counted, cache=cache, progress=_ProgressReporter(key, counted),
-                       processes=processes)
+    started_at, started = time.time(), time.perf_counter()
+    table = parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
+    parsed = time.perf_counter()
     summary = summarize(table)
-    if summary["state"] != "error":  # error tables are not cached: a retry re-reads the file
+    plain = to_plain(table) if table.status.state != LoadState.ERROR else None
+    if plain is not None and sum(a.nbytes for a in plain.arrays.values()) > HANDOVER_MAX_BYTES:
+        cache = TraceCache(Path(cache_root))
+        cache.save_table(ref, table)
         store_summary(cache, ref, summary)
-    return summary
+        store_view_summaries(cache, ref, table, summary["features"])
+        plain = None
+    return ParsedFile(summary, plain, started_at, parsed - started, time.perf_counter() - parsed)
 
 
-def store_summary(cache: TraceCache, ref: FileRef, summary: FileSummary) -> None:
+def store_view_summaries(cache: TraceCache, ref: FileRef, table: Any,
+                          features: dict[str, Any]) -> None:
+    """The per-file summaries of run-level views (the Distributed view's rank summary), next to
+    the table, while the table is in memory (here for a table this child cached itself; in the
+    server's cache writer for a table handed over): the server then never reads the table for
+    them.
+    A failure here costs only the precomputation (the server computes it on first request)."""
+    for spec in SPECS.values():
+        if spec.summarize is None or not spec.summary_wanted(features):
+            continue
+        try:
+            cache.payload(ref, spec.summary_key(), functools.partial(spec.summarize, table),
+                          spec.summary_type)
+        except Exception:  # noqa: BLE001 - the request path reports it with the file's name
+            log.warning("torch-prof: %s summary of %s failed", spec.name, ref.url,
+                        exc_info=True)
+
+
+def store_summary(cache: TraceCache, ref: FileRef, summary: FileSummary | dict[str, Any]
+                  ) -> None:
     """Keep the summary next to the table (pinned: payload eviction never removes it)."""
     cache.payload(ref, SUMMARY_KEY, lambda: summary, FileSummary, pinned=True)
 

@@ -17,12 +17,15 @@ from typing import Any, Optional
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from ..views.registry import SPECS, warm_timeline
+from ..views.builders import warm_timeline
+from ..views.registry import SPECS
 from ..views.tabs import view_specs
 from . import static
 from .api import Query, endpoint, json_response
+from .diff_default import diff_default
 from .errors import NotFound
 from .handlers import Handler, handler_of, trace_download
+from .migration import startup_notices
 from .provider import TraceProvider
 from .store import RunStore
 
@@ -40,10 +43,15 @@ class TorchProfPlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext,
                  provider: Optional[TraceProvider] = None) -> None:
         """`provider`: the data behind the routes; by default a `RunStore` over the logdir,
-        made on first use (TensorBoard makes plugins it may never show)."""
+        started at once when the logdir exists (or is a URL), so that the scan and the parse of
+        the traces run while TensorBoard starts and the browser loads, else on first use."""
         self._logdir = resolve_logdir(context)
         self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
+        self._notices = startup_notices()  # the old torch-tb-profiler still installed
+        if provider is None and _exists(self._logdir):
+            log.debug("torch-prof timing: plugin_start (%s)", self._logdir)
+            self._store = self._new_store()
 
     # -- TensorBoard hooks -------------------------------------------------------------------
 
@@ -57,6 +65,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             "/spans": endpoint(_json_only(self._spans)),
             "/status": endpoint(_json_only(self._status)),
             "/viewspecs": endpoint(_json_only(self._viewspecs)),
+            "/diff/default": endpoint(_json_only(self._diff_default)),
             "/trace/download": endpoint(_json_only(functools.partial(
                 self._handle, handler=trace_download))),
         }
@@ -79,17 +88,20 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         if self._store is None:
             with self._store_lock:
                 if self._store is None:
-                    store = RunStore(self._logdir)
-                    store.add_warmer(warm_timeline)
-                    store.start()
-                    _close_at_exit(store)
-                    self._store = store
+                    self._store = self._new_store()
         return self._store
+
+    def _new_store(self) -> RunStore:
+        store = RunStore(self._logdir)
+        store.add_warmer(warm_timeline)
+        store.start()
+        _close_at_exit(store)
+        return store
 
     # -- adapters ------------------------------------------------------------------------------
 
     def _runs(self, request: wrappers.Request) -> wrappers.Response:
-        return json_response(request, self.store.listing())
+        return json_response(request, {**self.store.listing(), "notices": self._notices})
 
     def _views(self, request: wrappers.Request) -> wrappers.Response:
         return json_response(request, self.store.views(Query(request).text("run")))
@@ -106,6 +118,11 @@ class TorchProfPlugin(base_plugin.TBPlugin):
 
     def _viewspecs(self, request: wrappers.Request) -> wrappers.Response:
         return json_response(request, view_specs())
+
+    def _diff_default(self, request: wrappers.Request) -> wrappers.Response:
+        query = Query(request)
+        run, worker, span = query.text("run"), query.text("worker"), query.text("span")
+        return json_response(request, diff_default(self.store, run, worker, span))
 
     def _status(self, request: wrappers.Request) -> wrappers.Response:
         query = Query(request)
@@ -143,6 +160,10 @@ def _asset(request: wrappers.Request) -> wrappers.Response:
     if not name.startswith("assets/"):
         raise NotFound("no such asset")
     return static.serve(request, name)
+
+
+def _exists(logdir: str) -> bool:
+    return bool(logdir) and ("://" in logdir or os.path.isdir(logdir))
 
 
 def resolve_logdir(context: base_plugin.TBContext) -> str:

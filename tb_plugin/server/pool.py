@@ -1,8 +1,8 @@
 """Schedule the parsing of trace files in child processes, a few at a time (server side).
 
-A child (`parse_child.py`) parses one file and writes the table to the `TraceCache`; it sends
-back only a small summary (state, messages, feature counts), never the table: the server reads
-tables from the cache when a view needs them, which is fast and needs no big pickles. How many
+A child (`parse_child.py`) parses one file and sends back a small summary (state, messages,
+feature counts) and the table as plain arrays; the catalogue hands the table to the server's
+table memory, which writes it to the `TraceCache` in the background. How many
 files are parsed at once is bounded by the cores and by a memory budget (each file's peak is
 estimated from its size), and one file is always allowed to run, however big. Children are
 started with `spawn` by default (TensorBoard is multi-threaded, so `fork` is unsafe) and the
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..ingest.plain import PlainTable
 from ..settings import (
     INFLATE_FLOOR,
     LOAD_WORKERS_ENV,
@@ -38,7 +39,7 @@ from ..settings import (
     usable_cpus,
 )
 from ..storage import FileRef, is_local, open_file
-from .parse_child import init_child, parse_into_cache
+from .parse_child import ParsedFile, init_child, parse_file
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,8 @@ class LoadJob:
     priority: int = 0
     attempts: int = 0
     solo: bool = False  # after a crash: run alone, so a second crash names the culprit
-    processes: int = 1  # 2 when the parser may split the file across two processes
+    processes: int = 1  # > 1 when the parser may split the file across processes
+    submitted_at: float = field(default=0.0, compare=False)  # wall clock, for the timing log
     token: int = field(default=0, compare=False)
 
 
@@ -112,6 +114,7 @@ class LoadOutcome:
     key: str
     summary: Optional[dict[str, Any]] = None
     error: Optional[str] = None
+    table: Optional[PlainTable] = None  # the parsed table, when a parser just made it
 
 
 class LoadPool:
@@ -140,7 +143,8 @@ class LoadPool:
         self.workers = workers or default_workers(config, self.memory_budget)
         self.idle_shutdown_s = idle_shutdown_s
         self.start_method = start_method or config.start_method
-        self.split = config.parse_processes >= 2  # the parser may split a big file in two
+        # Processes a file parsed alone may use (the parser splits a big local file in parts).
+        self.split = max(1, min(self.workers, config.parse_processes or usable_cpus()))
         self._on_start, self._on_progress, self._on_done = on_start, on_progress, on_done
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -205,10 +209,10 @@ class LoadPool:
             self._wake.clear()
 
     def _processes_for(self, job: LoadJob) -> int:
-        """A file parsed alone may use two processes (the parser splits big local files), so
-        one huge trace still uses both cores; otherwise one process per file."""
+        """A file parsed alone may use every parser slot (the parser splits big local files in
+        parts), so one huge trace still uses all cores; otherwise one process per file."""
         alone = not self._running and len(self._queue) == 1
-        return 2 if alone and self.workers >= 2 and self.split else 1
+        return self.split if alone else 1
 
     def _dispatch(self) -> None:
         started = []
@@ -221,15 +225,17 @@ class LoadPool:
                 processes = self._processes_for(job)
                 try:
                     future = self._executor_or_new().submit(
-                        parse_into_cache, job.key, job.ref, str(self.cache_root), processes)
+                        parse_file, job.key, job.ref, str(self.cache_root), processes)
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True
                     break
                 self._queue.pop()
                 self._seen_processes.update(_processes_of(self._executor))
+                job.submitted_at = time.time()
                 if processes > 1:
-                    job.processes, job.estimate = processes, job.estimate + BASE_MEMORY
+                    job.processes = processes
+                    job.estimate += (processes - 1) * BASE_MEMORY
                 self._running[job.token] = job
                 future.add_done_callback(lambda f, j=job: self._finished(j, f))
                 started.append(job.key)
@@ -255,7 +261,15 @@ class LoadPool:
 
     def _outcome(self, job: LoadJob, future: Future) -> Optional[LoadOutcome]:
         try:
-            return LoadOutcome(job.key, summary=future.result())
+            parsed: ParsedFile = future.result()
+            log.debug("torch-prof timing: pool_start %.3f s (%s)",
+                      parsed.started_at - job.submitted_at, job.ref.url)
+            log.debug("torch-prof timing: parse %.3f s (%s, %d processes; summary %.3f s)",
+                      parsed.parse_s, job.ref.url, job.processes, parsed.summary_s)
+            log.debug("torch-prof timing: handover %.3f s (%s)",
+                      time.time() - parsed.started_at - parsed.parse_s - parsed.summary_s,
+                      job.ref.url)
+            return LoadOutcome(job.key, summary=parsed.summary, table=parsed.table)
         except CancelledError:
             return None
         except BrokenProcessPool:
@@ -325,8 +339,8 @@ class LoadPool:
 def admits(job: LoadJob, running: Iterable[LoadJob], workers: int, memory_budget: int) -> bool:
     """Whether `job` may start beside the `running` ones: one file always runs (however big);
     a job after a crash runs alone; otherwise a free process slot and the memory estimates
-    within the budget. A split parse counts as one slot here: its helper process only borrows
-    the second core while nothing else waits, so one file (a slow or hostile one) never holds
+    within the budget. A split parse counts as one slot here: its helper processes only borrow
+    the other cores while nothing else waits, so one file (a slow or hostile one) never holds
     more than its own slot and healthy files of other runs start beside it."""
     running = list(running)
     if not running:

@@ -43,6 +43,10 @@ class TraceProvider(Protocol):
     def memory_exports(self, run: str) -> list[FileRef]:
         ...
 
+    def memory_snapshots(self, run: str) -> list[FileRef]:
+        """The run's allocator snapshots, sorted by name."""
+        ...
+
     # -- the files behind a request -------------------------------------------------------------
 
     def file(self, run: str, worker: str, span: str) -> FileState:

@@ -42,7 +42,8 @@ class RunStore:
         self._tables = Tables(cache, table_budget(self.config))
         self._catalog = Catalog(self.logdir, cache, scanner=scanner,
                                 pool_factory=pool_factory or self._load_pool,
-                                forget=self._tables.forget, clock=clock)
+                                forget=self._tables.forget, adopt=self._tables.adopt,
+                                clock=clock)
         self._warmer = Warmer(self._tables, self._catalog.is_current)
         self._lock = threading.Lock()
         self._started = False
@@ -76,6 +77,10 @@ class RunStore:
         """Wait until no viewed file is queued or being warmed; whether that happened."""
         return self._warmer.wait_idle(timeout)
 
+    def wait_written(self, timeout: float) -> bool:
+        """Wait until the tables parsers handed over are in the cache; whether that happened."""
+        return self._tables.wait_written(timeout)
+
     def _load_pool(self, root: Path, on_start: Callable[[str], None],
                    on_progress: Callable[[str, float], None],
                    on_done: Callable[[LoadOutcome], None]) -> Parser:
@@ -105,6 +110,9 @@ class RunStore:
 
     def memory_exports(self, run: str) -> list[FileRef]:
         return self._catalog.memory_exports(run)
+
+    def memory_snapshots(self, run: str) -> list[FileRef]:
+        return self._catalog.memory_snapshots(run)
 
     def file(self, run: str, worker: str, span: str) -> FileState:
         return self._catalog.file(run, worker, span)

@@ -1,7 +1,9 @@
 """Parsed tables and encoded payloads in server memory, read from the on-disk cache on demand.
 
-Parser children leave every table in the `TraceCache`; a table is read back into a
-memory-bounded LRU when a view needs it (once for all concurrent callers). View payloads are
+Parser children hand every table they make to the server (`adopt`): it goes straight into a
+memory-bounded LRU, and a background thread writes it (and the file's summary) to the
+`TraceCache`, so the first view never waits for a disk round-trip. A table that left the LRU is
+read back from the cache when a view needs it (once for all concurrent callers). View payloads are
 computed once per (file identity, key) through `TraceCache.payload`, and encoded response
 bodies are kept in a second, smaller LRU (payloads of several files, or of many small variants
 such as zoomed ranges, live only there). When a cache entry is missing, the table is parsed
@@ -11,17 +13,22 @@ in the server process instead, once.
 from __future__ import annotations
 
 import logging
+import queue
 import tempfile
+import threading
+import time
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..cache import TraceCache
 from ..ingest import TraceTable
+from ..ingest.plain import PlainTable, from_plain
 from ..load import load_trace
 from ..settings import Settings, available_memory
 from .filestate import FileState
 from .memo import MemoryLRU, SingleFlight
+from .parse_child import store_summary, store_view_summaries
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,50 @@ class Tables:
         self._tables: MemoryLRU[TraceTable] = MemoryLRU(table_budget)
         self._bodies: MemoryLRU[bytes] = MemoryLRU(body_budget)
         self._flight = SingleFlight()
+        self._unwritten: dict[str, TraceTable] = {}  # adopted, not in the cache yet
+        self._lock = threading.Lock()
+        self._writes: queue.SimpleQueue[tuple[FileState, TraceTable, dict[str, Any]]] = \
+            queue.SimpleQueue()
+        self._writer: Optional[threading.Thread] = None
+        self._written = threading.Event()  # set while every adopted table is in the cache
+        self._written.set()
+
+    def adopt(self, state: FileState, plain: PlainTable, summary: dict[str, Any]) -> None:
+        """A table a parser just made: keep it, and write it and its summary to the cache in
+        the background (off the first view's critical path)."""
+        table = from_plain(plain)
+        with self._lock:
+            self._unwritten[state.identity] = table
+            self._written.clear()
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, daemon=True,
+                                                name="torch-prof-cache-writer")
+                self._writer.start()
+        self._tables.put(state.identity, table, _table_bytes(table))
+        self._writes.put((state, table, summary))
+
+    def wait_written(self, timeout: float) -> bool:
+        """Wait until every adopted table is written to the cache; whether that happened."""
+        return self._written.wait(timeout)
+
+    def _write_loop(self) -> None:
+        while True:
+            state, table, summary = self._writes.get()
+            started = time.perf_counter()
+            try:
+                self.cache.save_table(state.ref, table)
+                store_summary(self.cache, state.ref, summary)
+                store_view_summaries(self.cache, state.ref, table, summary["features"])
+            except Exception:  # the cache only saves time: never lose the writer
+                log.exception("torch-prof: writing %s to the cache failed", state.ref.url)
+            finally:
+                with self._lock:
+                    self._unwritten.pop(state.identity, None)
+                    if not self._unwritten:
+                        self._written.set()
+            log.debug("torch-prof timing: cache_write %.3f s (%s)",
+                      time.perf_counter() - started, state.ref.url)
+            del state, table, summary
 
     def table(self, state: FileState) -> TraceTable:
         """The parsed table: from the LRU, else from the disk cache (once for all callers)."""
@@ -61,7 +112,8 @@ class Tables:
         read back from disk is validated against `schema`)."""
         return self._flight.do(
             ("payload", state.identity, key),
-            lambda: self.cache.payload(state.ref, key, lambda: compute(self.table(state)),
+            lambda: self.cache.payload(state.ref, key, lambda: _timed(key, compute,
+                                                                      self.table(state)),
                                        schema))
 
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
@@ -74,13 +126,25 @@ class Tables:
         return body
 
     def _read_table(self, state: FileState) -> TraceTable:
-        table = self.cache.load_table(state.ref)
+        with self._lock:
+            table = self._unwritten.get(state.identity)
+        started = time.perf_counter()
+        table = table if table is not None else self.cache.load_table(state.ref)
         if table is None:  # the cache entry vanished or could not be written: parse here, once
             log.warning("torch-prof: %s is not in the cache; parsing it in the server process",
                         state.ref.url)
             table = load_trace(state.ref, cache=self.cache)
         self._tables.put(state.identity, table, _table_bytes(table))
+        log.debug("torch-prof timing: table_read %.3f s (%s)", time.perf_counter() - started,
+                  state.ref.url)
         return table
+
+
+def _timed(key: str, compute: Callable[[TraceTable], Any], table: TraceTable) -> Any:
+    started = time.perf_counter()
+    value = compute(table)
+    log.debug("torch-prof timing: analysis %.3f s (%s)", time.perf_counter() - started, key)
+    return value
 
 
 def table_budget(config: Settings) -> int:
@@ -94,7 +158,8 @@ def table_budget(config: Settings) -> int:
 def usable_cache(cache: TraceCache) -> tuple[TraceCache, Optional[Path]]:
     """The cache to use, and the private temp dir to remove at exit when one was needed.
 
-    Children hand tables to the server through the cache, so the server always needs one: when
+    Tables that leave the server's memory are read back from the cache, so the server always
+    needs one: when
     the user disabled it, or its folder is not writable, a private temp dir is used instead.
     """
     if cache.enabled and _writable(Path(cache.root)):

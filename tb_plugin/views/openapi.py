@@ -15,16 +15,16 @@ from typing import Any
 
 import msgspec
 
-from ..payloads import Error, Loading, RunListing, SpanStatusDetail, ViewSpecs
+from ..payloads import DiffDefault, Error, Loading, RunListing, SpanStatusDetail, ViewSpecs
 from . import openapi_text as text
 from .options import option_fields
 from .registry import SPECS
-from .spec import EXPORT, PAIR, SPAN, ViewSpec
+from .spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec
 from .yaml_out import dump
 
 REF = "#/components/{kind}/{name}"
 #: Replies of the routes that are not views, referenced by name from `openapi_text.PATHS`.
-CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error)
+CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error, DiffDefault)
 
 
 def _ref(kind: str, name: str) -> dict[str, str]:
@@ -83,6 +83,10 @@ def _addressing(spec: ViewSpec) -> list[dict[str, Any]]:
     if spec.kind == EXPORT:
         return [_ref("parameters", "run"), text.optional("worker", "With `span`; omit both for "
                                                           "a run-level export."),
+                text.optional("span", "")]
+    if spec.kind == SNAPSHOT:
+        return [_ref("parameters", "run"), text.optional("worker", "With `span`: show the "
+                                                          "snapshot on that span's clock."),
                 text.optional("span", "")]
     sides = [_ref("parameters", name) for name in ("run", "worker", "span")]
     if spec.kind == PAIR:

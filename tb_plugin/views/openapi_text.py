@@ -212,6 +212,29 @@ PATHS: dict[str, Any] = {
             },
         }
     },
+    "/diff/default": {
+        "get": {
+            "summary": "The experiment the Diff view proposes for this baseline worker span.",
+            "description": "The same worker's other span, else another worker of the same "
+            "run, else the run whose\noperator names overlap most (`reason`, `message`). From "
+            "the catalogue only (no trace is\nread); null names when nothing else is usable.\n",
+            "parameters": [
+                {"$ref": "#/components/parameters/run"},
+                {"$ref": "#/components/parameters/worker"},
+                {"$ref": "#/components/parameters/span"},
+            ],
+            "responses": {
+                "200": {
+                    "description": "The proposed experiment.",
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/DiffDefault"}}
+                    },
+                },
+                "400": {"$ref": "#/components/responses/Error"},
+                "404": {"$ref": "#/components/responses/Error"},
+            },
+        }
+    },
     "/trace/download": {
         "get": {
             "summary": "The worker span's trace file, byte for byte as stored (streamed).",

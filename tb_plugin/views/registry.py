@@ -7,268 +7,105 @@ and flags, and `openapi.yaml` (`python -m tb_plugin.views.openapi`) follow from 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Any
 
 import msgspec
-from msgspec import Meta
 
-from ..analysis.diff import UnknownDiffPathError, build_diff
-from ..analysis.kernels import build_kernel_pies, build_kernels
-from ..analysis.memory import UnknownDeviceError, build_memory
-from ..analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
-from ..analysis.modules import build_modules
-from ..analysis.operators import (
-    UnknownOperatorError,
-    build_call_stacks,
-    build_operator_pies,
-    build_operators,
-)
-from ..analysis.overview import build_overview
-from ..analysis.report import build_distributed_view
-from ..analysis.timeline import (
-    DEFAULT_WIDTH,
-    MAX_WIDTH,
-    SEARCH_LIMIT,
-    build_timeline,
-    event_details,
-    search_timeline,
-)
-from ..analysis.timeline_counters import timeline_extras
-from ..ingest.memory_export import RawTimeline
-from ..ingest.schema import MAX_TIME_US
-from ..load import load_memory_export
+from ..analysis.dist_summary import RankSummary, summary_builtins, wants_summary
 from ..output import rows
 from ..payloads import (
     CallStacksPayload,
+    CompiledPayload,
+    DiffKernelsPayload,
     DiffPayload,
     DistributedPayload,
+    GpuIdlePayload,
     KernelPiesPayload,
     KernelsPayload,
     MemoryPayload,
+    MemorySnapshotPayload,
     MemoryTimelinePayload,
     ModulesPayload,
     OperatorPiesPayload,
     OperatorsPayload,
     OverviewPayload,
+    RooflinePayload,
     TimelineEventPayload,
     TimelinePayload,
+    TimelineRangePayload,
     TimelineSearchPayload,
 )
-from .errors import NotInTrace, OptionError
-from .options import NoOptions, option_fields
-from .spec import DISK, EXPORT, MEMORY, PAIR, SPAN, ViewSpec, never
-
-MAX_TOP_N = 1_000_000
-MAX_SEARCH_LIMIT = 10_000
-MAX_EVENT_ID = 2**62
-
-TopN = Optional[Annotated[int, Meta(ge=1, le=MAX_TOP_N, description=(
-    "Number of slices (1 to 1000000); absent means all."))]]
-#: Request times are bounded like the parser's (`MAX_TIME_US`): `1e308` answers 400, not 500.
-TimeUs = Meta(ge=-MAX_TIME_US, le=MAX_TIME_US)
-StartUs = Optional[Annotated[float, TimeUs, Meta(description=(
-    "Range start, in trace microseconds (the `ts` clock of the trace)."))]]
-EndUs = Optional[Annotated[float, TimeUs, Meta(description=(
-    "Range end, in trace microseconds; must be greater than `start_us`."))]]
-OperatorGroup = Literal["operator", "operator_input_shape"]
-
-
-class OperatorOptions(msgspec.Struct, forbid_unknown_fields=True):
-    group_by: OperatorGroup = "operator"
-
-
-class OperatorPieOptions(msgspec.Struct, forbid_unknown_fields=True):
-    group_by: OperatorGroup = "operator"
-    top_n: TopN = None
-
-
-class OperatorStackOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    group_by: OperatorGroup = "operator"
-    name: Annotated[str, Meta(description="The operator name, as in the operator table.")]
-    input_shape: Optional[Annotated[str, Meta(description=(
-        "Only with `group_by=operator_input_shape`; the row's input shape."))]] = None
-
-
-class KernelOptions(msgspec.Struct, forbid_unknown_fields=True):
-    group_by: Literal["kernel", "kernel_op_launch"] = "kernel"
-
-
-class KernelPieOptions(msgspec.Struct, forbid_unknown_fields=True):
-    top_n: TopN = None
-
-
-class TimelineOptions(msgspec.Struct, forbid_unknown_fields=True):
-    start_us: StartUs = None
-    end_us: EndUs = None
-    width: Annotated[int, Meta(ge=1, le=MAX_WIDTH, description=(
-        "Pixels across the window."))] = DEFAULT_WIDTH
-
-
-class EventOptions(msgspec.Struct, forbid_unknown_fields=True):
-    event_id: Annotated[int, Meta(ge=0, le=MAX_EVENT_ID, description=(
-        "An event id, as in the `id` lists of `/timeline` and `/timeline/search`."))
-                        ] = msgspec.field(name="id")
-
-
-class SearchOptions(msgspec.Struct, forbid_unknown_fields=True):
-    query: Annotated[str, Meta(description="Text in event names (case-insensitive).")
-                     ] = msgspec.field(name="q")
-    limit: Annotated[int, Meta(ge=1, le=MAX_SEARCH_LIMIT, description=(
-        "Matches returned; `total` counts all of them."))] = SEARCH_LIMIT
-    start_us: Optional[Annotated[float, TimeUs, Meta(description=(
-        "Only matches starting at or after this trace time (to page on)."))]] = None
-
-
-class MemoryOptions(msgspec.Struct, forbid_unknown_fields=True):
-    device: Optional[Annotated[str, Meta(description=(
-        "A device name from `devices` (e.g. `CPU`, `GPU0`)."))]] = None
-    start_us: StartUs = None
-    end_us: EndUs = None
-
-
-class DiffOptions(msgspec.Struct, forbid_unknown_fields=True):
-    path: Annotated[str, Meta(description=(
-        "A node path from the payload (`0` the root, `0-1` its second child, ...)."))] = "0"
-
-
-# -- builders -------------------------------------------------------------------------------------
-
-
-def _overview(table: Any, _options: NoOptions) -> Any:
-    return build_overview(table)
-
-
-def _operators(table: Any, options: OperatorOptions) -> Any:
-    return build_operators(table, group_by=options.group_by)
-
-
-def _operator_pies(table: Any, options: OperatorPieOptions) -> Any:
-    return build_operator_pies(table, options.top_n, options.group_by)
-
-
-def _operator_stack(table: Any, options: OperatorStackOptions) -> Any:
-    shape = options.input_shape
-    if shape is not None and options.group_by != "operator_input_shape":
-        raise OptionError("input_shape is only meaningful with group_by=operator_input_shape")
-    try:
-        return build_call_stacks(table, options.name, shape, options.group_by)
-    except UnknownOperatorError as exc:
-        shown = options.name[:120] + (f" with input shape {shape[:120]}" if shape else "")
-        raise NotInTrace(f"no operator {shown!r} in this worker span") from exc
-
-
-def _kernels(table: Any, options: KernelOptions) -> Any:
-    return build_kernels(table, group_by=options.group_by)
-
-
-def _kernel_pies(table: Any, options: KernelPieOptions) -> Any:
-    return build_kernel_pies(table, options.top_n)
-
-
-def warm_timeline(table: Any) -> None:
-    """The timeline index and counter tracks of a table (seconds on a big trace, then memoised
-    on the table): run in the background when a table is read, and before timeline requests."""
-    timeline_extras(table)  # builds the index first
-
-
-def _timeline(table: Any, options: TimelineOptions) -> Any:
-    try:
-        return build_timeline(table, options.start_us, options.end_us, options.width)
-    except ValueError as exc:  # an empty or inverted window
-        raise OptionError(str(exc)) from exc
-
-
-def _timeline_event(table: Any, options: EventOptions) -> Any:
-    try:
-        return event_details(table, options.event_id)
-    except KeyError as exc:
-        raise NotInTrace(f"no event {options.event_id} in this worker span") from exc
-
-
-def _timeline_search(table: Any, options: SearchOptions) -> Any:
-    return search_timeline(table, options.query, limit=options.limit, start_us=options.start_us)
-
-
-def _memory(table: Any, options: MemoryOptions) -> Any:
-    start, end = options.start_us, options.end_us
-    if start is not None and end is not None and start >= end:
-        raise OptionError(f"bad memory range [{start}, {end}]: need start_us < end_us")
-    try:
-        return build_memory(table, options.device, start, end)
-    except UnknownDeviceError as exc:
-        device = str(options.device)[:120]
-        raise NotInTrace(f"no memory records of device {device!r} in this worker span"
-                         ) from exc
-
-
-def _memory_cache(options: MemoryOptions) -> str:
-    """The full-range payload on disk; zoomed ranges (one key each) in memory only."""
-    return DISK if options.start_us is None and options.end_us is None else MEMORY
-
-
-def _memory_timeline(table: Optional[Any], export: Any, _options: NoOptions) -> Any:
-    """The export (a FileRef or path, read through the cache, or already read records); on
-    the trace's clock and steps when the span's table is given, else on its own."""
-    raw = export if isinstance(export, RawTimeline) else load_memory_export(export)
-    if table is None:
-        return build_memory_timeline(raw)
-    return build_memory_timeline_for(table, raw)
-
-
-def _modules(table: Any, _options: NoOptions) -> Any:
-    payload = build_modules(table)
-    if not payload.get("available"):
-        raise NotInTrace(payload.get("message") or "no module events in this worker span")
-    return payload
-
-
-def _distributed(tables: dict[str, Any], skipped: dict[str, str], _options: NoOptions) -> Any:
-    return build_distributed_view(tables, skipped)
-
-
-def _diff(base: Any, exp: Any, options: DiffOptions) -> Any:
-    try:
-        return build_diff(base, exp, options.path)
-    except UnknownDiffPathError as exc:
-        raise NotInTrace(str(exc.args[0] if exc.args else "no such diff node")[:300]) from exc
-
+from . import builders as build
+from .errors import OptionError
+from .option_types import (
+    DiffKernelOptions,
+    DiffOptions,
+    EventOptions,
+    GpuIdleOptions,
+    KernelOptions,
+    KernelPieOptions,
+    MemoryOptions,
+    OperatorOptions,
+    OperatorPieOptions,
+    OperatorStackOptions,
+    RangeOptions,
+    SearchOptions,
+    SnapshotOptions,
+    TimelineOptions,
+)
+from .options import option_fields
+from .spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec, never
 
 # -- the specs ------------------------------------------------------------------------------------
 
-_TIMELINE = {"cache": never, "prepare": warm_timeline}
+_TIMELINE = {"cache": never, "prepare": build.warm_timeline}
 
 SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
-    ViewSpec("overview", "/overview", "Overview", _overview,
+    ViewSpec("overview", "/overview", "Overview", build.overview,
              payload=OverviewPayload, rows=rows.overview_rows,
              summary="Overview of a worker span (steps, step-time breakdown, GPUs, "
                      "recommendations).",
              description="Shape: see `tb_plugin.analysis.overview.build_overview`. With "
                          "`format=csv`, the per-step breakdown table."),
-    ViewSpec("operators", "/operators", "Operator", _operators,
+    ViewSpec("operators", "/operators", "Operator", build.operators,
              payload=OperatorsPayload, options=OperatorOptions,
              rows=rows.whole_payload,
              summary='Operator table (`{"rows": [...], "sort_by", "has_device", ...}`).'),
-    ViewSpec("operator_pies", "/operators/pies", "Operator", _operator_pies,
+    ViewSpec("operator_pies", "/operators/pies", "Operator", build.operator_pies,
              payload=OperatorPiesPayload,
              options=OperatorPieOptions, rows=rows.whole_payload,
              summary="Top-N operator pies (device/host, self/total time)."),
-    ViewSpec("operator_stack", "/operators/stack", "Operator", _operator_stack,
+    ViewSpec("operator_stack", "/operators/stack", "Operator", build.operator_stack,
              payload=CallStacksPayload,
              options=OperatorStackOptions, rows=rows.whole_payload,
              summary="The call stacks of one operator (one row per distinct stack).",
              errors={"404": "Unknown run/worker/span, or no such operator in this worker "
                             "span."}),
-    ViewSpec("kernels", "/kernels", "Kernel", _kernels,
+    ViewSpec("kernels", "/kernels", "Kernel", build.kernels,
              payload=KernelsPayload, options=KernelOptions,
              rows=rows.whole_payload,
              summary='GPU kernel table (`{"rows": [...]}`); 404 when the worker ran no '
                      'kernel.'),
-    ViewSpec("kernel_pies", "/kernels/pies", "Kernel", _kernel_pies,
+    ViewSpec("kernel_pies", "/kernels/pies", "Kernel", build.kernel_pies,
              payload=KernelPiesPayload, options=KernelPieOptions,
              rows=rows.whole_payload,
              summary="Top-N kernel pie and tensor-core share; 404 when the worker ran no "
                      "kernel."),
-    ViewSpec("timeline", "/timeline", "Trace", _timeline,
+    ViewSpec("compiled", "/compiled", "Operator", build.compiled,
+             payload=CompiledPayload, rows=rows.whole_payload,
+             summary="torch.compile regions -> Inductor kernels (source file, hash, backend) "
+                     "-> device time, guard and launch overhead, extern ops.",
+             description="A section of the Operator view (always offered: a CPU run has "
+             "compiled regions but no\nKernel view). Shape: see "
+             "`tb_plugin.analysis.compiled.build_compiled`."),
+    ViewSpec("roofline", "/roofline", "Operator", build.roofline,
+             payload=RooflinePayload, rows=rows.whole_payload,
+             summary="FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic "
+                     "intensity, compute/memory bound, and MFU per step.",
+             description="A section of the Operator view. The device's peaks come from the "
+             "documented table in\n`tb_plugin.analysis.hardware`. Shape: see "
+             "`tb_plugin.analysis.roofline.build_roofline`."),
+    ViewSpec("timeline", "/timeline", "Trace", build.timeline,
              payload=TimelinePayload, options=TimelineOptions, **_TIMELINE,
              summary="Level-of-detail trace timeline of one window (Trace view).",
              description="Events at least a pixel wide, runs of narrower ones as counted "
@@ -281,7 +118,7 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "read by the server. JSON only.",
              errors={"400": "Bad parameter, or an empty or inverted window (start_us >= "
                             "end_us)."}),
-    ViewSpec("timeline_event", "/timeline/event", "Trace", _timeline_event,
+    ViewSpec("timeline_event", "/timeline/event", "Trace", build.timeline_event,
              payload=TimelineEventPayload,
              options=EventOptions, **_TIMELINE,
              summary="Everything known about one event (Trace view details panel).",
@@ -290,16 +127,28 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "flows that end on it. See\n`tb_plugin.analysis.timeline.event_details`. JSON "
              "only.",
              errors={"404": "Unknown run/worker/span, or no event with that id."}),
-    ViewSpec("timeline_search", "/timeline/search", "Trace", _timeline_search,
+    ViewSpec("timeline_search", "/timeline/search", "Trace", build.timeline_search,
              payload=TimelineSearchPayload,
              options=SearchOptions, rows=rows.search_rows, **_TIMELINE,
              summary="Events whose name contains `q` (case-insensitive), in time order.",
              description='`{"query", "total", "limit", "truncated", "names", "name_count", '
              '"matches": [{"id",\n"name", "track", "depth", "ts", "dur"}]}` (`ts` in trace '
              'us). With `format=csv`, the\nmatches.'),
-    ViewSpec("memory", "/memory", "Memory", _memory,
+    ViewSpec("timeline_range", "/timeline/range", "Trace", build.timeline_range,
+             payload=TimelineRangePayload, options=RangeOptions, rows=rows.payload_rows,
+             **_TIMELINE,
+             summary="Counts, total and self time by event name inside a time range, on "
+                     "chosen tracks (Trace view's range selection).",
+             description="Events overlapping [start_us, end_us] (trace us) on `tracks`; "
+             "times are clipped to the\nrange, self time subtracts the direct children's. "
+             "Computed per request from the timeline\nindex. Shape: see "
+             "`tb_plugin.analysis.timeline_range.build_timeline_range`. With\n`format=csv`, "
+             "the rows.",
+             errors={"400": "Bad parameter, an empty or inverted range, or an unknown track "
+                            "id."}),
+    ViewSpec("memory", "/memory", "Memory", build.memory,
              payload=MemoryPayload, options=MemoryOptions,
-             rows=rows.memory_rows, cache=_memory_cache,
+             rows=rows.memory_rows, cache=build.memory_cache,
              summary="Memory view of a worker span (curves, peaks, alloc/free pairs, "
                      "operators, leaks).",
              description="Shape: see `tb_plugin.analysis.memory.build_memory`. `device` "
@@ -309,7 +158,7 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`events`).",
              errors={"404": "Unknown run/worker/span, no Memory view there, or no records of "
                             "`device`."}),
-    ViewSpec("memory_timeline", "/memory/timeline", "Memory", _memory_timeline,
+    ViewSpec("memory_timeline", "/memory/timeline", "Memory", build.memory_timeline,
              payload=MemoryTimelinePayload, kind=EXPORT,
              rows=rows.memory_timeline_rows,
              summary="Memory by category over time, from an `export_memory_timeline` raw "
@@ -322,25 +171,54 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.memory_timeline.build_memory_timeline`.\nWith `format=csv`, "
              "one row per time point (`t_us`, one column per category, `total`).",
              errors={"404": "Unknown run/worker/span, or no export for it."}),
-    ViewSpec("modules", "/modules", "Module", _modules,
+    ViewSpec("memory_snapshot", "/memory/snapshot", "Memory", build.memory_snapshot,
+             payload=MemorySnapshotPayload, kind=SNAPSHOT, options=SnapshotOptions,
+             rows=rows.memory_snapshot_rows, cache=build.snapshot_cache,
+             summary="An allocator snapshot (`torch.cuda.memory._dump_snapshot` pickle) of the "
+                     "run: curves, segments at an instant, top allocations.",
+             description="The run's snapshots are `*.pickle` and `*snapshot*.pkl` files; they "
+             "are read with an\nunpickler that builds plain data only (dicts, lists, tuples, "
+             "strings, numbers, None):\nanything else is refused with 422 and nothing from the "
+             "file runs. With worker and span,\ntimes are on that trace's clock when the "
+             "snapshot overlaps its period. Shape: see\n"
+             "`tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the "
+             "curve\n(`t`, `allocated`, `reserved`).",
+             errors={"404": "Unknown run/worker/span, no snapshot in the run, or no such "
+                            "snapshot or device.",
+                     "422": "The snapshot was refused (not plain data, over "
+                            "TORCH_PROF_SNAPSHOT_MAX_MB) or is not a snapshot."}),
+    ViewSpec("modules", "/modules", "Module", build.modules,
              payload=ModulesPayload, rows=rows.module_rows,
              summary="Module view (nn.Module hierarchy with stats, flame graph, backward "
                      "attribution).",
              description="Shape: see `tb_plugin.analysis.modules.build_modules`. 404 (with "
              "the reason) when the\nmodule hierarchy cannot be built. With `format=csv`, the "
              "module tree depth first, one row\nper module with its `key` and `depth`."),
-    ViewSpec("distributed", "/distributed", "Distributed", _distributed,
+    ViewSpec("distributed", "/distributed", "Distributed", build.distributed,
              payload=DistributedPayload, kind=SPAN,
+             summarize=summary_builtins, summary_wanted=wants_summary,
+             summary_type=RankSummary,
              rows=rows.distributed_rows,
              summary="Distributed view of one span over all workers of the run.",
              description="Span ids are per-worker indices (`1`, `2`, ...): workers are matched "
              "by the same id.\nWorkers whose file of that span is broken, or that have no such "
              "span, are left out and\nnamed in `skipped` and `messages`; 202 while any "
              "worker's file of that span is still\nloading. Shape: see "
-             "`tb_plugin.analysis.distributed.build_distributed`, plus `skipped:\n{worker: "
-             "reason}`. With `format=csv`, the communication-op rows with a `worker` column.",
+             "`tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:\n{worker: "
+             "reason}`, built from one small summary per worker. With `format=csv`, the\n"
+             "communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),
-    ViewSpec("diff", "/diff", "Diff", _diff,
+    ViewSpec("gpu_idle", "/gpu_idle", "GPU Idle", build.gpu_idle,
+             payload=GpuIdlePayload, options=GpuIdleOptions, rows=rows.gpu_idle_rows,
+             summary="Why the GPU is idle: temporal and idle-time breakdowns, launch "
+                     "statistics, queue lengths, bandwidth, kernel sequences, annotations, "
+                     "critical path, recommendations.",
+             description="Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each "
+             "analysis states its formula in\n`formulas`. A trace without device work answers "
+             "`applicable: false` with a message. With\n`format=csv`, one row per table entry "
+             "with a `table` column (`temporal`, `idle`, `queue`,\n`launch`, `sequences`, "
+             "`annotations`, `critical_path`)."),
+    ViewSpec("diff", "/diff", "Diff", build.diff,
              payload=DiffPayload, kind=PAIR, options=DiffOptions,
              rows=rows.diff_rows,
              summary="One node of the diff of two worker spans (base vs experiment), with "
@@ -350,6 +228,15 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "its second child, ...).\nShape: see `tb_plugin.analysis.diff.build_diff`. With "
              "`format=csv`, the operator deltas.",
              errors={"404": "Unknown run/worker/span on either side, or no node at `path`."}),
+    ViewSpec("diff_kernels", "/diff/kernels", "Diff", build.diff_kernels,
+             payload=DiffKernelsPayload, kind=PAIR, options=DiffKernelOptions,
+             rows=rows.payload_rows,
+             summary="GPU kernels of two worker spans compared, by kernel name or by "
+                     "operator -> kernel, sorted by |delta|.",
+             description="Every kernel of both traces (all threads). Shape: see\n"
+             "`tb_plugin.analysis.diff_kernels.build_diff_kernels`. With `format=csv`, the "
+             "rows.",
+             errors={"404": "Unknown run/worker/span on either side."}),
 )}
 
 ROUTES: dict[str, ViewSpec] = {spec.route: spec for spec in SPECS.values()}

@@ -5,9 +5,14 @@ OpenAPI paths and parameters, and the CSV a payload exports to. A spec's `kind` 
 builder reads:
 
 - `TABLE`: one worker span's table, `build(table, options)`;
-- `SPAN`: every usable worker's table of one span, `build(tables, skipped, options)`;
+- `SPAN`: every usable worker's table of one span, `build(tables, skipped, options)`; with a
+  `summarize` function, the builder gets each worker's small per-file summary instead of its
+  table (`summarize(table)`, computed by the parser child and cached next to the table), so a
+  run-level view never holds all workers' tables;
 - `PAIR`: two worker spans (base and experiment), `build(base, exp, options)`;
-- `EXPORT`: a memory-timeline export, `build(table_or_none, export, options)`.
+- `EXPORT`: a memory-timeline export, `build(table_or_none, export, options)`;
+- `SNAPSHOT`: an allocator snapshot of the run, `build(table_or_none, (snapshot, names),
+  options)` (the table of the span it is shown with, if any; all snapshot names of the run).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import msgspec
 from ..output.rows import RowsOf
 from .options import NoOptions, option_fields
 
-TABLE, SPAN, PAIR, EXPORT = "table", "span", "pair", "export"
+TABLE, SPAN, PAIR, EXPORT, SNAPSHOT = "table", "span", "pair", "export", "snapshot"
 #: Where payloads are cached: on disk (one entry per file version and options), only in the
 #: server's in-memory body LRU (many small variants, e.g. zoomed ranges), or not at all
 #: (timeline windows: each a new key, and cheap once the index is built).
@@ -59,6 +64,18 @@ class ViewSpec:
     description: str = ""  # OpenAPI description
     #: OpenAPI: status -> description of answers that differ from the generic error.
     errors: dict[str, str] = field(default_factory=dict)
+    #: SPAN only: the per-file summary the builder reads instead of a table (a pure function of
+    #: one table returning JSON-able builtins), and which files the parser child computes it for
+    #: (from the file's features; others get it on first request).
+    summarize: Optional[Callable[[Any], Any]] = None
+    summary_wanted: Callable[[dict[str, Any]], bool] = field(default=lambda _features: True)
+    #: The summary's type (a msgspec Struct or TypedDict): what the cache reads back is validated
+    #: against it (a tampered or foreign summary is deleted and recomputed).
+    summary_type: Any = None
+
+    def summary_key(self) -> str:
+        """Cache key of the per-file summary (`summarize`), per code version."""
+        return f"torch-prof-server{self.route}/summary#{code_fingerprint()}"
 
     def payload_key(self, options: Any, **extra: str) -> str:
         """Cache key of a payload: route, options, `extra` and the code's fingerprint."""

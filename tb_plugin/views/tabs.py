@@ -10,10 +10,14 @@ Predicates:
 - Kernel: the file ran GPU kernels.
 - Memory: the file has `[memory]` events or a memory-timeline export (`*.raw.json.gz`) pairs with
   it (see `memory_timeline.matching_timeline`); also a run with exports and no trace file at
-  all (not one whose traces are still loading).
+  all (not one whose traces are still loading); also a file whose run holds an allocator
+  snapshot (`*.pickle`, `*snapshot*.pkl`), and a run with snapshots and no trace.
 - Distributed: run-level; at least one worker has communication ops (`breakdown.comm_op_mask`).
-- Module: the file has module events (`nn.Module` python_function events with a module id, or
-  Lightning `[pl][module]` ops); `build_modules()["available"]` decides at request time.
+- Module: every parsed file, like Overview. A trace without module events (`nn.Module`
+  python_function events with a module id, or Lightning `[pl][module]` ops) keeps the tab, which
+  explains how to record them (`/modules` answers 404 with that explanation): a tab that
+  vanishes tells the user nothing. `has_modules` is still what the file's features say.
+- GPU Idle: every parsed file (a trace without device work says what does not apply).
 - Diff: run-level; the run has two usable traces (spans or workers) to compare, or another run
   of the logdir has one. The run list is global, so a single-trace run still offers Diff when
   there is another run to compare it with.
@@ -34,6 +38,7 @@ class RunFacts:
 
     usable_runs: int = 1  # runs of the logdir with at least one usable file (this one included)
     memory_exports: int = 0  # memory-timeline exports in the run's folder
+    memory_snapshots: int = 0  # allocator snapshots in the run's folder
     trace_files: int = 1  # the run's trace files, whatever their state (0: exports only)
 
 
@@ -64,19 +69,22 @@ def _count(features: Features, name: str) -> int:
 
 
 def _has_memory(features: Features) -> bool:
-    return _count(features, "memory_events") > 0 or bool(features.get("memory_timeline"))
+    return _count(features, "memory_events") > 0 or bool(features.get("memory_timeline")) \
+        or bool(features.get("memory_snapshot"))
 
 
 def _run_has_memory(files: Sequence[Features], facts: RunFacts) -> bool:
-    exports_only = facts.trace_files == 0 and facts.memory_exports > 0
-    return exports_only or any(_has_memory(f) for f in files)
+    memory_files_only = facts.trace_files == 0 and (facts.memory_exports > 0
+                                                    or facts.memory_snapshots > 0)
+    return memory_files_only or any(_has_memory(f) for f in files)
 
 
 def _run_has_comm(files: Sequence[Features], _facts: RunFacts) -> bool:
     return any(_count(f, "comm_ops") > 0 for f in files)
 
 
-def _has_modules(features: Features) -> bool:
+def has_modules(features: Features) -> bool:
+    """The file has module events (the Module tab shows them rather than the explanation)."""
     return _count(features, "module_events") > 0
 
 
@@ -92,8 +100,9 @@ VIEWS: dict[str, View] = {view.name: view for view in sorted((
     View("Trace", 4, _always),
     View("Memory", 5, _has_memory, _run_has_memory),
     View("Distributed", 6, _always, _run_has_comm, run_level=True),
-    View("Module", 7, _has_modules),
+    View("Module", 7, _always),
     View("Diff", 8, _always, _run_can_diff, run_level=True),
+    View("GPU Idle", 9, _always),
 ), key=lambda view: view.order)}
 
 

@@ -1,13 +1,16 @@
-"""Diff run (spec 3.14): main-thread trees, anchor alignment, composites, paths, op deltas."""
+"""Diff run (spec 3.14): every thread's trees, anchor alignment, composites, paths, op deltas,
+one basis (per step or total) for every number of a payload."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tb_plugin.analysis.diff import UnknownDiffPathError, build_diff
+from tb_plugin.ingest.schema import Kind
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 
@@ -92,7 +95,7 @@ def test_path_drill_down_into_module(pair):
     deeper = build_diff(*pair, path="0-1-0")
     assert names(deeper) == [("aten::mm", "aten::mm")]
     assert deeper["children"][0]["delta"]["host_duration_us"] == 125 - 160
-    assert not deeper["per_step"]
+    assert deeper["basis"] == "per_step" and deeper["per_step"]  # one step: equal to totals
     leaf = build_diff(*pair, path="0-1-0-0")
     assert leaf["children"] == []
 
@@ -141,14 +144,25 @@ def test_different_step_counts_compare_per_step_averages(tmp_path):
     tail = root["children"][-1]
     assert len(root["children"]) == 5
     assert tail["left"]["type"] == "blank" and tail["right"]["count"] == 2
-    assert root["children"][0]["delta"]["host_duration_us"] == 40 - 100  # not averaged
+    first = root["children"][0]  # step 1's loaders, on the same basis: per step
+    assert (first["left"]["host_duration_us"], first["right"]["host_duration_us"]) == (
+        100 / 2, round(40 / 3, 3))
+    total = build_diff(base, exp, basis="total")
+    assert total["basis"] == "total" and not total["per_step"]
+    assert total["left"]["host_duration_us"] == 2 * (100 + 100)
+    assert total["right"]["host_duration_us"] == 3 * (40 + 100)
+    assert total["children"][0]["delta"]["host_duration_us"] == 40 - 100
+    mm = next(r for r in total["operator_deltas"] if r["name"] == "aten::mm")
+    assert (mm["base_calls"], mm["exp_calls"], mm["delta_host_total_us"]) == (2, 3, 50)
 
 
 def test_main_thread_is_the_step_thread_not_the_first(tmp_path):
     events = [cpu_op("aten::long_op", 0, 5000, tid=300), *_steps(1, 100)]
     root = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
     assert root["base"]["tid"] == "200"
-    assert "aten::long_op" not in {r["name"] for r in root["operator_deltas"]}
+    assert names(root)[0] == (LOADER, LOADER)  # the top level is the step thread's
+    assert names(root)[-1] == ("thread 2", "thread 2")  # the other thread, compared too
+    assert "aten::long_op" in {r["name"] for r in root["operator_deltas"]}
 
 
 def test_without_steps_the_longest_forward_thread_is_used(tmp_path):
@@ -156,7 +170,8 @@ def test_without_steps_the_longest_forward_thread_is_used(tmp_path):
               cpu_op("aten::add", 100, 5000)]
     root = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
     assert root["base"]["tid"] == "200" and not root["per_step"]
-    assert names(root) == [("aten::mm", "aten::mm"), ("aten::add", "aten::add")]
+    assert names(root) == [("aten::mm", "aten::mm"), ("aten::add", "aten::add"),
+                           ("autograd thread", "autograd thread")]
 
 
 def _backward_events() -> list[dict[str, Any]]:
@@ -226,9 +241,82 @@ def test_resnet50_spans_align_on_loader_and_optimizer():
     base, exp = (load_trace(str(f), use_cache=False) for f in files[:2])
     root = build_diff(base, exp)
     assert root["base"]["steps"] == root["exp"]["steps"] == 6
-    assert len(root["children"]) == 24
+    assert len(root["children"]) == 25  # 24 on the main thread, the autograd thread's node
+    assert root["children"][-1]["left"]["type"] == "thread"
     anchors = [c for c in root["children"] if c["left"]["type"] in ("dataloader", "optimizer")]
     assert len(anchors) == 12
     assert all(c["left"]["name"] == c["right"]["name"] for c in anchors)
     assert root["operator_sort"] == "delta_device_total_us"
     assert root["left"]["device_duration_us"] > 0
+
+
+def _threads_events() -> list[dict[str, Any]]:
+    """A step on the main thread (200); backward ops on another thread (300) that no module
+    owns (no fwdbwd flows), and a data-loading thread (400)."""
+    return [
+        step(1, 0, 1000), cpu_op("aten::mm", 10, 100),
+        cpu_op(BWD + "MmBackward0", 200, 300, tid=300), cpu_op("MmBackward0", 210, 250, tid=300),
+        cpu_op(BWD + "AddBackward0", 600, 50, tid=300),
+        cpu_op("aten::copy_", 50, 70, tid=400),
+    ]
+
+
+def test_every_thread_is_compared(tmp_path):
+    base = make_table(_threads_events(), tmp_path)
+    exp_events = _threads_events()
+    exp_events[2] = cpu_op(BWD + "MmBackward0", 200, 200, tid=300)
+    exp_events[3] = cpu_op("MmBackward0", 210, 150, tid=300)
+    root = build_diff(base, make_table(exp_events, tmp_path))
+    assert names(root) == [("aten::mm", "aten::mm"), ("thread 2", "thread 2"),
+                           ("autograd thread", "autograd thread")]
+    loader, autograd = root["children"][1], root["children"][2]
+    assert loader["left"]["host_duration_us"] == 70 and loader["delta"]["host_duration_us"] == 0
+    assert autograd["left"]["type"] == "thread"
+    assert (autograd["left"]["host_duration_us"], autograd["right"]["host_duration_us"]) == (
+        300 + 50, 200 + 50)
+    assert root["left"]["host_duration_us"] == 100 + 70 + 350  # the headline counts them all
+    assert root["delta"]["host_duration_us"] == -100
+    mm_backward = next(r for r in root["operator_deltas"] if r["name"] == "MmBackward0")
+    assert mm_backward["delta_host_total_us"] == 150 - 250
+    inside = build_diff(base, base, "0-2")
+    assert names(inside) == [(BWD + "MmBackward0", BWD + "MmBackward0"),
+                             (BWD + "AddBackward0", BWD + "AddBackward0")]
+
+
+def _sums(node: dict[str, Any], side: str, key: str) -> float:
+    return sum(child[side][key] for child in node["children"])
+
+
+@pytest.mark.parametrize("basis", ["per_step", "total"])
+def test_the_headline_is_the_sum_of_its_children_on_one_basis(basis):
+    base, exp = _sample("cnn_bs32"), _sample("cnn_bs64")
+    root = build_diff(base, exp, basis=basis)
+    assert root["basis"] == basis
+    for side in ("left", "right"):
+        for key in ("host_duration_us", "device_duration_us", "total_duration_us"):
+            assert _sums(root, side, key) == pytest.approx(
+                root[side][key], abs=1e-3 * len(root["children"]))
+    model = build_diff(base, exp, "0-1", basis=basis)  # a module: its children and own time
+    scale = 2 if basis == "per_step" else 1
+    assert model["left"]["host_duration_us"] == pytest.approx(
+        root["children"][1]["left"]["host_duration_us"], abs=1e-3)
+    assert _sums(model, "left", "host_duration_us") < model["left"]["host_duration_us"]
+    assert model["left"]["host_duration_us"] * scale == pytest.approx(
+        build_diff(base, exp, "0-1", basis="total")["left"]["host_duration_us"], abs=2e-3)
+
+
+@needs_shared
+def test_resnet50_counts_the_autograd_threads_kernels():
+    """Brute-force oracle: with every thread compared, the root's device time is every kernel,
+    memcpy and memset of the span (resnet50's autograd thread launches 36 ms of them a step)."""
+    files = sorted((TRACES / "resnet50_gpu_pt19").glob("*.pt.trace.json*"))
+    base, exp = (load_trace(str(f), use_cache=False) for f in files[:2])
+    root = build_diff(base, exp, basis="total")
+    for table, side in ((base, "left"), (exp, "right")):
+        kinds = table.events["kind"].to_numpy()
+        device = np.isin(kinds, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
+        assert root[side]["device_duration_us"] == pytest.approx(
+            table.events["dur"].to_numpy()[device].sum(), abs=1e-3)
+    per_step = build_diff(base, exp)
+    assert per_step["left"]["device_duration_us"] == pytest.approx(
+        root["left"]["device_duration_us"] / 6, abs=1e-3)

@@ -10,7 +10,8 @@ from typing import Any, Optional
 import pytest
 
 from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
-from tb_plugin.analysis.distributed import build_distributed, comm_ops, worker_node_pid
+from tb_plugin.analysis.dist_run import build_distributed
+from tb_plugin.analysis.distributed import comm_ops, worker_node_pid
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
@@ -91,8 +92,14 @@ def test_distributed_nccl(nccl_tables) -> None:
     assert payload["workers"] == ["worker0", "worker1"] and payload["steps"] == ["0"]
     assert _four(payload["overlap"]["0"]["worker0"]) == [30, 75, 75, 55]
     assert _four(payload["overlap"]["0"]["worker1"]) == [121, 40, 74, 0]
-    assert _two(payload["wait"]["0"]["worker0"]) == [1169, 464]
-    assert _two(payload["wait"]["0"]["worker1"]) == [1169, 3]
+    # Per step on one clock (issue 14): ranges clipped to the step [0, 235). worker0: comm
+    # union [0,75) + [160,1718) -> 75 + 75 = 150 (= the chart's 75 + 75); transfer starts
+    # (shortest range over the workers) broadcast [55,75) + kernel [16,32), all_reduce host
+    # [160,235) + kernel [660,1718) -> 20 + 16 + 75 = 111 in the step; synchronizing 39.
+    # worker1: [0,39) + [160,235) = 114 (= 74 + 40); transfer [0,20) + [23,39) + 75 = 111.
+    # (The reference placed whole ops by start: 1169 / 464 and 1169 / 3, beyond the step.)
+    assert _two(payload["wait"]["0"]["worker0"]) == [111, 39]
+    assert _two(payload["wait"]["0"]["worker1"]) == [111, 3]
     rows = {w: [_row_values(r) for r in t["rows"]] for w, t in payload["comm_ops"].items()}
     assert rows["worker0"] == [["nccl:broadcast", 1, 212480, 212480, 75, 75, 36, 36],
                                ["nccl:all_reduce", 1, 8196000, 8196000, 1558, 1558, 1133, 1133]]
@@ -194,7 +201,7 @@ def test_worker_without_communication(tmp_path: Path, nccl_tables) -> None:
     assert payload["overlap"]["0"]["worker2"]["computation"] == 100
     assert "worker2: no communication ops found." in payload["messages"]
     # the others still match each other
-    assert _two(payload["wait"]["0"]["worker0"]) == [1169, 464]
+    assert _two(payload["wait"]["0"]["worker0"]) == [111, 39]
 
 
 def test_input_dims_without_input_type(tmp_path: Path) -> None:
@@ -319,11 +326,12 @@ def test_device_table(tmp_path: Path, nccl_tables) -> None:
                                                         "world_size": 2}),
               "worker1": nccl_tables["worker1"]}
     devices = build_distributed(tables)["devices"]
-    assert devices[0] == {"worker": "node1_1234", "node": "node1", "pid": "1234",
+    # the pid is the trace's (its training process), not the one in the worker name (issue 14)
+    assert devices[0] == {"worker": "node1_1234", "node": "node1", "pid": "23803",
                           "backend": "nccl", "rank": 0, "world_size": 2,
                           "gpus": [{"id": 0, "name": "A100", "memory_bytes": 42297524224,
                                     "compute_capability": "8.0"}]}
-    assert devices[1]["node"] == "worker1" and devices[1]["pid"] == "0"
+    assert devices[1]["node"] == "worker1" and devices[1]["pid"] == "23803"
     assert devices[1]["gpus"][0]["name"] is None
 
 
@@ -353,8 +361,10 @@ def test_ddp_2ranks_sampled() -> None:
             assert 0 < row["total_transfer_us"] <= row["total_latency_us"]
         wait = payload["wait"]["all"][worker]
         assert wait["transfer"] > 0 and wait["synchronizing"] >= 0
-    # every NCCL kernel was tied to an op (by its launch: the sampled external ids match none)
-    assert payload["messages"] == []
+    # every NCCL kernel was tied to an op (by its launch: the sampled external ids match none);
+    # the only message is the coverage warning (world size 128 in distributedInfo)
+    assert payload["messages"] == [payload["coverage"]["message"]]
+    assert payload["messages"][0].startswith("Only 2 of 128 ranks are in this run")
     json.dumps(payload)
 
 

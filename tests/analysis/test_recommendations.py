@@ -2,18 +2,26 @@ import pytest
 
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.analysis.recommendations import (
+    RULE_IDS,
     URL_COMM_HOOKS,
     URL_DATALOADER,
+    URL_FSDP,
     Facts,
     recommend,
-    rule_communication,
     rule_data_parallel,
     rule_dataloader,
+    rule_exposed_communication,
+    rule_foreign_marker,
+    rule_host_bound,
+    rule_launch_bound,
     rule_low_utilization,
+    rule_matrix_units,
     rule_memory,
-    rule_mixed_precision,
     rule_nccl,
+    rule_startup,
+    rule_sync,
 )
+from tests.support import REPO
 
 from .helpers import cpu_op, kernel, make_table, step
 
@@ -53,22 +61,31 @@ def test_zero_step_time_raises_nothing():
 
 @pytest.mark.parametrize("share,severity", [(10.0, None), (12, "low"), (25, "medium"),
                                             (40, "high")])
-def test_communication_rule_has_real_links(share, severity):
-    item = rule_communication(facts(average=shares(Communication=share)))
+def test_exposed_communication_rule_is_graded_and_worded_for_ddp(share, severity):
+    item = rule_exposed_communication(facts(exposed_comm_pct=share, uses_ddp=True))
     if severity is None:
         assert item is None
         return
-    assert item["severity"] == severity
-    assert f"{share:.1f}% of the step time is spent in communication" in item["text"]
-    assert item["link"] == URL_COMM_HOOKS  # the reference rendered a 1-tuple here
-    assert all(isinstance(link["url"], str) and link["url"].startswith("https://")
-               for link in item["links"])
+    assert item["severity"] == severity and item["view"] == "Distributed"
+    assert item["text"].startswith(f"{share:.1f}% of the step time is communication that no "
+                                   "computation overlaps")
+    assert "DDP:" in item["text"] and "FSDP" not in item["text"]
+    assert item["link"] == URL_COMM_HOOKS
+
+
+def test_exposed_communication_is_worded_for_fsdp_and_silent_without_data():
+    item = rule_exposed_communication(facts(exposed_comm_pct=30.0, uses_fsdp=True))
+    assert "FSDP:" in item["text"] and "DDP" not in item["text"]
+    assert item["link"] == URL_FSDP
+    plain = rule_exposed_communication(facts(exposed_comm_pct=30.0))
+    assert "DDP" not in plain["text"] and "FSDP" not in plain["text"]
+    assert rule_exposed_communication(facts()) is None  # no communication measured
 
 
 def test_low_utilization_one_gpu():
     item = rule_low_utilization(facts(gpu_utilization={0: 0.1, 1: None}))
     assert item["text"].startswith("GPU 0 (10.0%) has low utilization: HIGH")
-    assert item["metric"] == pytest.approx(10.0)
+    assert item["metric"] == pytest.approx(10.0) and item["view"] == "GPU Idle"
 
 
 def test_low_utilization_several_gpus_grammar():
@@ -78,32 +95,120 @@ def test_low_utilization_several_gpus_grammar():
     assert rule_low_utilization(facts(gpu_utilization={0: 0.5, 1: 0.9})) is None
 
 
+def test_low_utilization_is_silent_when_a_specific_cause_fired():
+    low = dict(gpu_utilization={0: 0.01}, steps_us=100.0, startup_us=50.0,
+               startup_calls=[("cudaFree", 50.0)])
+    ids = [item["id"] for item in recommend(facts(**low))]
+    assert ids == ["startup_captured"]  # no "increase the batch size"
+    ids = [item["id"] for item in recommend(facts(gpu_utilization={0: 0.01}))]
+    assert ids == ["low_gpu_utilization"]
+
+
+def test_startup_rule_names_the_calls_and_their_share():
+    item = rule_startup(facts(steps_us=40e6, startup_us=36.5e6, vendor="nvidia",
+                              startup_calls=[("cudaDeviceGetStreamPriorityRange", 29.9e6),
+                                             ("cudaFree", 6.6e6)],
+                              startup_range=(100.0, 29.9e6 + 100.0)))
+    # 36.5 / 40 = 91.25 %
+    assert item["metric"] == pytest.approx(91.25) and item["severity"] == "high"
+    assert item["text"].startswith("36.5 s (91.2%) of the profiled steps is CUDA start-up")
+    assert "cudaDeviceGetStreamPriorityRange 29.9 s and cudaFree 6.6 s" in item["text"]
+    assert "torch.profiler.schedule" in item["text"]
+    assert (item["start_us"], item["end_us"]) == (100.0, 29.9e6 + 100.0)
+    amd = rule_startup(facts(steps_us=100.0, startup_us=30.0, vendor="amd",
+                             startup_calls=[("hipMalloc", 30.0)]))
+    assert "HIP start-up" in amd["text"] and amd["severity"] == "medium"
+    assert rule_startup(facts(steps_us=100.0, startup_us=9.9,
+                              startup_calls=[("cudaFree", 9.9)])) is None
+
+
+def test_foreign_marker_rule():
+    marker = {"name": "ProfilerStep#1", "pid": "3100453", "ops_pid": "1670242",
+              "dur_us": 13.3e6, "range": (5.0, 13.3e6 + 5.0)}
+    item = rule_foreign_marker(facts(foreign_marker=marker))
+    assert item["text"].startswith("ProfilerStep#1 was recorded by process 3100453, but this "
+                                   "trace's operators run in process 1670242; it lasts 13.3 s")
+    assert item["severity"] == "high" and item["start_us"] == 5.0
+    assert rule_foreign_marker(facts()) is None
+
+
+def test_host_bound_needs_both_idle_and_host_wait():
+    item = rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=99.0, largest_gap=(1.0, 9.0)))
+    assert item["severity"] == "medium" and item["view"] == "GPU Idle"
+    assert item["text"].startswith("The GPU is idle 76.0% of its active window, and 99.0% of "
+                                   "that idle time is host wait")
+    assert (item["start_us"], item["end_us"]) == (1.0, 9.0)
+    assert rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=40.0)) is None
+    assert rule_host_bound(facts(gpu_idle_pct=40.0, host_wait_pct=99.0)) is None
+    assert rule_host_bound(facts()) is None
+
+
+def test_launch_bound_counts_short_kernels():
+    item = rule_launch_bound(facts(kernels=200, short_kernels=150, launch_cpu_us=3000.0))
+    assert item["metric"] == pytest.approx(75.0) and item["severity"] == "medium"
+    assert item["text"].startswith("150 of 200 kernels (75.0%) run for less time on the GPU")
+    assert rule_launch_bound(facts(kernels=99, short_kernels=99)) is None  # too few to judge
+    assert rule_launch_bound(facts(kernels=200, short_kernels=99)) is None
+
+
+def test_sync_rule_only_when_the_gpu_idles():
+    base = dict(steps_us=1000.0, sync_calls=2, sync_us=60.0,
+                sync_names=["cudaStreamSynchronize"], sync_range=(10.0, 50.0))
+    item = rule_sync(facts(gpu_idle_pct=30.0, **base))
+    assert item["metric"] == pytest.approx(6.0) and item["severity"] == "medium"
+    assert item["text"].startswith("2 synchronising calls (cudaStreamSynchronize) take 60 us, "
+                                   "6.0% of the step time")
+    assert rule_sync(facts(gpu_idle_pct=1.0, **base)) is None  # GPU busy: waiting is free
+    assert rule_sync(facts(**base)) is None  # idle unknown
+
+
 def test_data_parallel_rule_needs_several_devices():
     assert rule_data_parallel(facts(uses_dp=True, used_devices=[0, 1]))["view"] == "Trace"
     assert rule_data_parallel(facts(uses_dp=True, used_devices=[0])) is None
 
 
-def test_nccl_rule():
-    item = rule_nccl(facts(uses_ddp=True, backend="gloo", device_props={0: V100}))
+def test_nccl_rule_is_vendor_aware():
+    item = rule_nccl(facts(uses_ddp=True, backend="gloo", device_props={0: V100},
+                           used_devices=[0], vendor="nvidia"))
     assert "the gloo backend" in item["text"] and item["severity"] == "medium"
-    assert rule_nccl(facts(uses_ddp=True, uses_nccl=True, device_props={0: V100})) is None
-    old_gpu = {**V100, "computeMajor": 3, "computeMinor": 0}
-    assert rule_nccl(facts(uses_ddp=True, device_props={0: old_gpu})) is None
+    assert "compute capability" not in item["text"]
+    amd = rule_nccl(facts(uses_ddp=True, backend="gloo", used_devices=[0], vendor="amd"))
+    assert "RCCL" in amd["text"] and "compute capability" not in amd["text"]
+    assert rule_nccl(facts(uses_ddp=True, uses_nccl=True, used_devices=[0],
+                           vendor="nvidia")) is None
+    assert rule_nccl(facts(uses_ddp=True, used_devices=[], vendor="nvidia")) is None  # CPU
 
 
-def test_mixed_precision_rule():
-    base = dict(device_props={0: V100}, used_devices=[0], kernel_tc_ratio=0.0)
-    item = rule_mixed_precision(facts(tc_eligible_ops_kernel_ratio=0.68, **base))
+def test_matrix_units_rule_by_vendor():
+    base = dict(device_props={0: V100}, used_devices=[0], kernel_tc_ratio=0.0,
+                vendor="nvidia")
+    item = rule_matrix_units(facts(tc_eligible_ops_kernel_ratio=0.68, **base))
     assert item["text"].startswith("Kernels with 68% of the kernel time are launched by Tensor "
                                    "Cores eligible operators")
-    assert item["severity"] == "high" and item["view"] == "Operator"
-    assert rule_mixed_precision(facts(tc_eligible_ops_kernel_ratio=0.0, **base)) is None
-    assert rule_mixed_precision(facts(**{**base, "kernel_tc_ratio": 0.2},
-                                      tc_eligible_ops_kernel_ratio=0.68)) is None
+    assert "Volta" in item["text"] and "TF32" not in item["text"]
+    assert item["severity"] == "high" and item["view"] == "Kernel"
+    hopper = {0: {**V100, "computeMajor": 9}}
+    item = rule_matrix_units(facts(**{**base, "device_props": hopper},
+                                   tc_eligible_ops_kernel_ratio=0.68))
+    assert "Hopper" in item["text"] and "set_float32_matmul_precision" in item["text"]
+    blackwell = {0: {**V100, "computeMajor": 10}}
+    assert "Blackwell" in rule_matrix_units(facts(**{**base, "device_props": blackwell},
+                                                  tc_eligible_ops_kernel_ratio=0.68))["text"]
+    assert rule_matrix_units(facts(tc_eligible_ops_kernel_ratio=0.0, **base)) is None
+    assert rule_matrix_units(facts(**{**base, "kernel_tc_ratio": 0.2},
+                                   tc_eligible_ops_kernel_ratio=0.68)) is None
     pascal = {0: {**V100, "computeMajor": 6}}
-    assert rule_mixed_precision(facts(**{**base, "device_props": pascal},
-                                      tc_eligible_ops_kernel_ratio=0.68)) is None
-    assert rule_mixed_precision(facts(device_props={0: V100})) is None  # TC data unavailable
+    assert rule_matrix_units(facts(**{**base, "device_props": pascal},
+                                   tc_eligible_ops_kernel_ratio=0.68)) is None
+    assert rule_matrix_units(facts(device_props={0: V100}, vendor="nvidia")) is None
+    # AMD: computeMajor 9 is not a CUDA capability; MFMA kernels mean the matrix cores work
+    amd = dict(device_props={0: {"name": "AMD Radeon Graphics", "computeMajor": 9}},
+               used_devices=[0], kernel_tc_ratio=0.0, vendor="amd",
+               tc_eligible_ops_kernel_ratio=0.33)
+    assert rule_matrix_units(facts(matrix_core_kernels=2, **amd)) is None
+    item = rule_matrix_units(facts(**amd))
+    assert "Tensor Core" not in item["text"] and "MFMA" in item["text"]
+    assert rule_matrix_units(facts(**{**amd, "vendor": "unknown"})) is None  # cannot judge
 
 
 def test_memory_rule_uses_each_gpus_own_capacity():
@@ -115,11 +220,19 @@ def test_memory_rule_uses_each_gpus_own_capacity():
     assert rule_memory(facts(memory_peaks={5: 20 * GB}, device_props=props)) is None
 
 
-def test_items_are_most_severe_first():
-    items = recommend(facts(average=shares(DataLoader=8, Communication=50),
-                            gpu_utilization={0: 0.3}))
-    assert [i["id"] for i in items] == ["communication", "low_gpu_utilization", "dataloader"]
-    assert [i["severity"] for i in items] == ["high", "medium", "low"]
+def test_items_are_most_severe_first_then_by_priority():
+    items = recommend(facts(average=shares(DataLoader=8), exposed_comm_pct=50.0,
+                            gpu_idle_pct=90.0, host_wait_pct=90.0, uses_ddp=True))
+    assert [i["id"] for i in items] == ["host_bound", "communication_not_overlapped",
+                                        "dataloader"]
+    assert [i["severity"] for i in items] == ["high", "high", "low"]
+
+
+def test_every_rule_id_is_documented_in_the_readme():
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("### Recommendation ids"):]
+    for rule_id in RULE_IDS:
+        assert f"| `{rule_id}` |" in table
 
 
 def _memory(ts, device_type, device_id, total):

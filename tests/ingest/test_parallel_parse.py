@@ -1,4 +1,5 @@
-"""A file parsed by two processes must give exactly the sequential parse, or fall back to it."""
+"""A file parsed by N processes must give exactly the sequential parse (the metamorphic
+test: N-way equals sequential), whatever its boundaries and whatever the children do."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any, Optional
 import pytest
 
 from tb_plugin import storage
-from tb_plugin.ingest import TraceTable, parallel, parse_trace, split_child
+from tb_plugin.ingest import TraceTable, parallel, parse_trace, split_child, split_plan
 from tb_plugin.ingest.parse import MAX_PROBLEM_MESSAGES
 from tb_plugin.settings import PARSE_PROCESSES_ENV
 from tb_plugin.storage import open_ref
@@ -32,14 +33,22 @@ def _parse(path: Path, **options: Any) -> TraceTable:
     return parse_trace(open_ref(str(path)), **options)
 
 
-def _split_vs_sequential(path: Path, caplog: pytest.LogCaptureFixture) -> tuple[TraceTable, str]:
+def _split_vs_sequential(path: Path, caplog: pytest.LogCaptureFixture, processes: int = 2
+                         ) -> tuple[TraceTable, str]:
     """Parse both ways, assert they are identical; the split's log tells what it did."""
     sequential = _parse(path, processes=1)
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger=LOGGER):
-        split = _parse(path, processes=2, min_split_bytes=1)
+        split = _parse(path, processes=processes, min_split_bytes=1)
     assert_same_table(sequential, split)
     return split, caplog.text
+
+
+def _merged(log: str) -> int:
+    return log.count(MERGED)
+
+
+NWAY = [2, 3, 4]
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +56,15 @@ def events() -> list[dict[str, Any]]:
     return make_events(50_000)
 
 
+@pytest.mark.parametrize("processes", NWAY)
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 def test_split_equals_sequential(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                 events: list[dict[str, Any]], gz: bool) -> None:
+                                 events: list[dict[str, Any]], gz: bool, processes: int) -> None:
     data = document(events)
     path = tmp_path / ("w.pt.trace.json.gz" if gz else "w.pt.trace.json")
     path.write_bytes(gzip.compress(data, compresslevel=1) if gz else data)
-    table, log = _split_vs_sequential(path, caplog)
-    assert MERGED in log
+    table, log = _split_vs_sequential(path, caplog, processes)
+    assert _merged(log) == processes - 1  # every child's part was used
     assert table.status.state == "ok" and len(table.events) > 40_000
     assert len(table.device_args) and len(table.op_args) and len(table.python_args)
     assert len(table.memory) and len(table.flows)
@@ -110,7 +120,7 @@ def test_truncated_files(tmp_path: Path, caplog: pytest.LogCaptureFixture,
     path.write_bytes(stored[: int(len(stored) * cut)])
     # The size of the complete file, as a gzip trailer would claim or a file still growing
     # had: cut at 30% the stream ends before the middle, and the child finds nothing.
-    monkeypatch.setattr(parallel, "uncompressed_size", lambda _: (len(data), gz))
+    monkeypatch.setattr(split_plan, "uncompressed_size", lambda _: (len(data), gz))
     table, log = _split_vs_sequential(path, caplog)
     assert table.status.state == "truncated"
     assert (MERGED in log) == (cut > 0.5)
@@ -137,9 +147,13 @@ def test_malformed_events_in_both_halves(tmp_path: Path, caplog: pytest.LogCaptu
 
 
 @needs_shared
+@pytest.mark.parametrize("processes", NWAY)
 @pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.parent.name)
-def test_shared_traces(path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    assert MERGED in _split_vs_sequential(path, caplog)[1]
+def test_shared_traces(path: Path, caplog: pytest.LogCaptureFixture, processes: int) -> None:
+    log = _split_vs_sequential(path, caplog, processes)[1]
+    # Each child's part is used, except where a header longer than a part made several
+    # children start at the same event (small traces).
+    assert _merged(log) + log.count("starts at the same byte") == processes - 1
 
 
 def test_environment_and_keyword_force_sequential(tmp_path: Path,
@@ -149,14 +163,14 @@ def test_environment_and_keyword_force_sequential(tmp_path: Path,
     path = tmp_path / "w.json"
     path.write_bytes(document(events[:5000]))
     ref = open_ref(str(path))
-    assert parallel.plan_split(ref, min_bytes=1) is not None
-    assert parallel.plan_split(ref) is None  # below the default 64 MB
-    assert parallel.plan_split(ref, processes=1, min_bytes=1) is None
+    assert split_plan.plan_split(ref, min_bytes=1) is not None
+    assert split_plan.plan_split(ref) is None  # below the default 64 MB
+    assert split_plan.plan_split(ref, processes=1, min_bytes=1) is None
     monkeypatch.setenv(PARSE_PROCESSES_ENV, "1")
-    assert parallel.plan_split(ref, min_bytes=1) is None
+    assert split_plan.plan_split(ref, min_bytes=1) is None
     with caplog.at_level(logging.DEBUG, logger=LOGGER):
         _parse(path, min_split_bytes=1)
-    assert "two processes" not in caplog.text
+    assert "processes" not in caplog.text
 
 
 def test_uncompressed_size(tmp_path: Path) -> None:
@@ -165,10 +179,10 @@ def test_uncompressed_size(tmp_path: Path) -> None:
     packed.write_bytes(gzip.compress(b"[]" * 100_000))
     # A trailer smaller than the compressed file: wrapped past 4 GiB, or truncated.
     wrapped.write_bytes(gzip.compress(os.urandom(5000))[:-4] + (10).to_bytes(4, "little"))
-    assert parallel.uncompressed_size(str(plain)) == (200, False)
-    assert parallel.uncompressed_size(str(packed)) == (200_000, True)
-    assert parallel.uncompressed_size(str(wrapped)) is None
-    assert parallel.uncompressed_size(str(tmp_path / "missing")) is None
+    assert split_plan.uncompressed_size(str(plain)) == (200, False)
+    assert split_plan.uncompressed_size(str(packed)) == (200_000, True)
+    assert split_plan.uncompressed_size(str(wrapped)) is None
+    assert split_plan.uncompressed_size(str(tmp_path / "missing")) is None
 
 
 def test_category_order_does_not_depend_on_batching(tmp_path: Path,
@@ -198,7 +212,7 @@ def _hang(finished: Path, *_: Any) -> Any:
 _real_send_part = split_child._send_part
 
 
-def _die_while_sending(conn: Any, parse: Any) -> None:
+def _die_while_sending(conn: Any, parse: Any, end: Any) -> None:
     send_bytes, sent = conn.send_bytes, []
 
     def dying_send_bytes(data: Any) -> None:
@@ -208,7 +222,7 @@ def _die_while_sending(conn: Any, parse: Any) -> None:
         send_bytes(data)
 
     conn.send_bytes = dying_send_bytes
-    _real_send_part(conn, parse)
+    _real_send_part(conn, parse, end)
 
 
 @pytest.mark.parametrize("failure", ["raises", "hangs", "dies", "bogus_boundary"])
@@ -218,9 +232,9 @@ def test_failing_child_falls_back(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     path = tmp_path / "w.json"
     path.write_bytes(document(events[:20_000]))
     if failure == "raises":
-        monkeypatch.setattr(split_child, "_parse_second_half", _raise)
+        monkeypatch.setattr(split_child, "_parse_part", _raise)
     elif failure == "hangs":
-        monkeypatch.setattr(split_child, "_parse_second_half",
+        monkeypatch.setattr(split_child, "_parse_part",
                             functools.partial(_hang, tmp_path / "finished"))
         monkeypatch.setattr(parallel, "_BOUNDARY_WAIT_S", 0.5)
     elif failure == "dies":
@@ -229,7 +243,8 @@ def test_failing_child_falls_back(tmp_path: Path, caplog: pytest.LogCaptureFixtu
         monkeypatch.setattr(split_child, "_BOUNDARY", re.compile(rb'"name": "'))
     children_before = set(multiprocessing.active_children())
     _, log = _split_vs_sequential(path, caplog)
-    assert MERGED not in log and re.search(rf"alone: .*{re.escape(_WHY[failure])}", log)
+    assert MERGED not in log and re.search(rf"another process\): .*{re.escape(_WHY[failure])}",
+                                           log)
     # The child was ended and reaped, not waited for (behaviour, not a time limit).
     assert set(multiprocessing.active_children()) == children_before
     assert not (tmp_path / "finished").exists()
@@ -303,3 +318,86 @@ def test_gzip_is_read_in_small_chunks(tmp_path: Path, events: list[dict[str, Any
         chunks = list(storage.iter_decompressed(handle))
     assert b"".join(chunks) == data
     assert max(len(c) for c in chunks) <= storage.CHUNK_SIZE < len(data)
+
+
+# -- N parts with awkward boundaries: false candidates, failed children between good ones -----
+
+
+_STRING_FILLER = {"ph": "X", "name": '}, {"fake": 1' * 40_000, "ts": 5, "dur": 1}
+_NESTED_FILLER = {"ph": "X", "name": "nested", "ts": 5, "dur": 1,
+                  "args": {"list": [{"a": i} for i in range(40_000)]}}
+
+
+def _document_with_fillers(events: list[dict[str, Any]], fillers: dict[int, dict[str, Any]],
+                           processes: int) -> tuple[bytes, list[int], dict[int, range]]:
+    """The events as a trace, fillers[k] placed around byte k * size / processes (the k-th
+    child's mid); also the mids and where each filler is."""
+    pieces = [json.dumps(e).encode() for e in events]
+    extra = {k: json.dumps(f).encode() for k, f in fillers.items()}
+    head, tail, sep = b'{"traceEvents": [', b"]}", b", "
+    size = (len(head) + len(tail) + sum(map(len, pieces)) + sum(map(len, extra.values()))
+            + len(sep) * (len(pieces) + len(extra) - 1))
+    mids = [size * k // processes for k in range(1, processes)]
+    out, offset, spans = [], len(head), {}
+    for piece in pieces:
+        for k in sorted(extra):
+            if offset + len(extra[k]) // 2 >= mids[k - 1]:
+                filler = extra.pop(k)
+                out.append(filler)
+                spans[k] = range(offset, offset + len(filler))
+                offset += len(filler) + len(sep)
+        out.append(piece)
+        offset += len(piece) + len(sep)
+    data = head + sep.join(out) + tail
+    assert len(data) == size
+    return data, mids, spans
+
+
+@pytest.mark.parametrize("processes, fillers, merges", [
+    (3, {1: _STRING_FILLER, 2: _STRING_FILLER}, 0),  # every candidate is false
+    (3, {1: _NESTED_FILLER}, 1),  # the parent proves B1 false and parses on to B2
+    (4, {1: _STRING_FILLER, 3: _NESTED_FILLER}, 1),  # child 2 proves B3 false itself
+    (4, {2: _NESTED_FILLER}, 2),  # child 1 parses on over child 2's part
+])
+def test_n_parts_with_false_boundaries(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                       events: list[dict[str, Any]], processes: int,
+                                       fillers: dict[int, dict[str, Any]], merges: int) -> None:
+    data, mids, spans = _document_with_fillers(events[:16_000], fillers, processes)
+    for k in fillers:
+        assert mids[k - 1] in spans[k]  # the k-th mid falls inside its filler
+    path = tmp_path / "w.json"
+    path.write_bytes(data)
+    table, log = _split_vs_sequential(path, caplog, processes)
+    assert _merged(log) == merges
+    assert table.status.state == "ok" and table.status.bytes_read == len(data)
+
+
+def _fail_one(which: str, real: Any, conn: Any, plan: Any) -> Any:
+    if (plan.next_mid is None) == (which == "last"):
+        raise RuntimeError("boom")
+    return real(conn, plan)
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_failed_child_between_good_parts(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         events: list[dict[str, Any]], which: str) -> None:
+    """3 processes, one child fails: the parent parses that part itself between the others."""
+    path = tmp_path / "w.json"
+    path.write_bytes(document(events[:20_000]))
+    monkeypatch.setattr(split_child, "_parse_part",
+                        functools.partial(_fail_one, which, split_child._parse_part))
+    table, log = _split_vs_sequential(path, caplog, processes=3)
+    assert _merged(log) == 1 and "RuntimeError: boom" in log
+    assert table.status.bytes_read == path.stat().st_size
+
+
+def test_split_count_is_bounded_by_size_and_memory() -> None:
+    mb = 1 << 20
+    assert split_plan.split_count(63 * mb, processes=8, memory=1 << 40) == 1  # too small
+    assert split_plan.split_count(100 * mb, processes=8, memory=1 << 40) == 3  # parts >= 32 MB
+    assert split_plan.split_count(1000 * mb, processes=8, memory=1 << 40) == 8
+    # 1000 MB of columns plus 64 MB per extra process in 1200 MB: 3 more processes
+    assert split_plan.split_count(1000 * mb, processes=8, memory=1200 * mb) == 4
+    assert split_plan.split_count(1000 * mb, processes=8, memory=500 * mb) == 1
+    assert split_plan.split_count(1000 * mb, processes=1, memory=1 << 40) == 1

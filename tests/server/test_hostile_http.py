@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from tb_plugin.analysis.features import summarize
 from tb_plugin.cache import TraceCache
-from tb_plugin.load import load_trace
-from tb_plugin.server.parse_child import SUMMARY_KEY, store_summary
+from tb_plugin.server.filestate import FileState
+from tb_plugin.server.parse_child import SUMMARY_KEY, parse_file
+from tb_plugin.server.tables import Tables
 from tb_plugin.storage import open_ref
 from tests.support import SAMPLES
 from tests.support.hostile import (
@@ -63,10 +63,14 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TensorBo
 
 def _tamper_summary(cache: TraceCache, run: Path) -> None:
     """Issue 19 item 3: a cached summary that is valid JSON of the wrong type (`messages: 5`)
-    for the first file of the run; its table is cached and valid."""
+    for the first file of the run; its table is cached and valid. The cache is written as a
+    server writes it: a parser's table handed over, written by the background writer."""
     ref = open_ref(str(sorted(run.glob("*.pt.trace.json*"))[0]))
-    table = load_trace(ref, cache=cache)
-    store_summary(cache, ref, summarize(table))
+    parsed = parse_file(ref.identity(), ref, str(cache.root))
+    assert parsed.table is not None
+    tables = Tables(cache, 1 << 30)
+    tables.adopt(FileState(ref, ref.identity()), parsed.table, parsed.summary)
+    assert tables.wait_written(60)
     path = next(cache.root.rglob("pinned-*.json"))
     stored = json.loads(path.read_text())
     assert stored["key"] == SUMMARY_KEY

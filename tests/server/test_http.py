@@ -50,8 +50,8 @@ CPU = {"run": "gen_cpu", "worker": "cpu", "span": "default"}
 CNN = {"run": "cnn_bs32", "worker": "vm_9710", "span": "1"}
 TABLE_ROUTES = ["overview", "operators", "operators/pies", "kernels", "kernels/pies"]
 #: Generated traces have no memory, communication or module events; Diff: the logdir has 2+ runs.
-GPU_VIEWS = ["Overview", "Operator", "Kernel", "Trace", "Diff"]
-CPU_VIEWS = ["Overview", "Operator", "Trace", "Diff"]
+GPU_VIEWS = ["Overview", "Operator", "Kernel", "Trace", "Module", "Diff", "GPU Idle"]
+CPU_VIEWS = ["Overview", "Operator", "Trace", "Module", "Diff", "GPU Idle"]
 STALLED = {"run": "stalled", "worker": "w", "span": "default"}
 HAS_PROC = Path("/proc/self/stat").exists()
 needs_proc = pytest.mark.skipif(not HAS_PROC, reason="counts processes through /proc")

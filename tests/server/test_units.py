@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import math
+import os
 import re
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +32,7 @@ from tb_plugin.server.api import Query, endpoint
 from tb_plugin.server.errors import BadRequest
 from tb_plugin.server.filestate import FileState, modified_at, run_state
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
-from tb_plugin.server.parse_child import peek_summary, store_summary
+from tb_plugin.server.parse_child import parse_file, peek_summary, store_summary
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
 from tb_plugin.server.pool import (
     BASE_MEMORY,
@@ -45,6 +48,7 @@ from tb_plugin.server.tables import table_budget
 from tb_plugin.settings import Settings
 from tb_plugin.span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 from tb_plugin.storage import FileRef, open_ref
+from tb_plugin.views.registry import build_view
 from tb_plugin.views.tabs import RunFacts, views_of_file, views_of_run
 
 OPENAPI = Path(__file__).resolve().parents[2] / "tb_plugin" / "openapi.yaml"
@@ -266,8 +270,9 @@ def test_run_state_and_views() -> None:
     assert run_state(["ok", "error"]) == "partial"
     assert run_state(["ok", "ok"]) == "ready" and run_state([]) == "ready"
     assert views_of_run([{"kernels": 0}, {"kernels": 3}]) == [
-        "Overview", "Operator", "Kernel", "Trace", "Diff"]  # two traces: Diff
-    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace"]
+        "Overview", "Operator", "Kernel", "Trace", "Module", "Diff", "GPU Idle"]  # two traces: Diff
+    assert views_of_run([{"kernels": 0}]) == ["Overview", "Operator", "Trace", "Module",
+                                              "GPU Idle"]
     assert views_of_run([]) == []
 
 
@@ -314,18 +319,18 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 def test_view_predicates() -> None:
     cpu = {"kernels": 0}
     assert views_of_file({**cpu, "memory_events": 3, "module_events": 2, "comm_ops": 1}) == [
-        "Overview", "Operator", "Trace", "Memory", "Module"]  # run-level views are not per file
+        "Overview", "Operator", "Trace", "Memory", "Module", "GPU Idle"]  # not run-level ones
     assert views_of_file({**cpu, "memory_timeline": True}) == [
-        "Overview", "Operator", "Trace", "Memory"]
+        "Overview", "Operator", "Trace", "Memory", "Module", "GPU Idle"]  # Module kept; n/a
     assert views_of_run([cpu], RunFacts(usable_runs=2)) == [
-        "Overview", "Operator", "Trace", "Diff"]  # another run to compare with
+        "Overview", "Operator", "Trace", "Module", "Diff", "GPU Idle"]  # another run to compare
     assert views_of_run([cpu, {**cpu, "comm_ops": 4}]) == [
-        "Overview", "Operator", "Trace", "Distributed", "Diff"]
+        "Overview", "Operator", "Trace", "Distributed", "Module", "Diff", "GPU Idle"]
     assert views_of_run([], RunFacts(usable_runs=3, memory_exports=1, trace_files=0)) == [
         "Memory"]
     assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
     assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
-        "Overview", "Operator", "Trace"]  # an export paired with no file of this run
+        "Overview", "Operator", "Trace", "Module", "GPU Idle"]  # an export paired with no file
 
 
 def test_features_count_comm_ops_and_module_events() -> None:
@@ -422,6 +427,61 @@ def test_run_level_routes_answer_202_while_any_file_loads(
     assert store.memory_exports("cnn_bs32") and base.memory_timeline is not None
 
 
+def test_distributed_is_served_from_rank_summaries_not_tables(tmp_path: Path) -> None:
+    """Each rank's summary is stored next to its table when the table is cached (here: handed
+    over by the parser and written by the server's cache writer); a server started later over
+    that cache then answers /distributed from the summaries alone: with every cached table gone
+    and the trace files' bytes destroyed (same size and mtime, so the same file version), the
+    payload is still the one built from the tables."""
+    logdir, cache_root = tmp_path / "logs", tmp_path / "cache"
+    shutil.copytree(SAMPLES / "ddp_gloo", logdir / "ddp_gloo")
+    pools: list[RecordingPool] = []
+
+    def make_pool(*args: Any) -> RecordingPool:
+        pools.append(RecordingPool(*args))
+        return pools[-1]
+
+    def new_store() -> RunStore:
+        store = RunStore(str(logdir), cache=TraceCache(cache_root), config=Settings(),
+                         pool_factory=make_pool)
+        store.start()
+        assert store.wait_first_scan(60)
+        return store
+
+    workers = ("vm_9852_rank0", "vm_9853_rank1")
+    parsing = new_store()
+    try:
+        states = [parsing.file("ddp_gloo", w, "1") for w in workers]
+        for state in states:
+            parsed = parse_file(state.identity, state.ref, str(cache_root))
+            pools[0].on_done(LoadOutcome(state.identity, summary=parsed.summary,
+                                         table=parsed.table))
+        assert parsing.wait_written(60)
+    finally:
+        parsing.close()
+    expected = build_view({w: load_trace(s.ref.path, use_cache=False)
+                           for w, s in zip(workers, states)}, "distributed", {})
+    manifests = list(cache_root.rglob("manifest.json"))
+    assert len(manifests) == 2
+    for manifest in manifests:
+        manifest.unlink()
+    for state in states:
+        path = Path(state.ref.path)
+        stat = path.stat()
+        path.write_bytes(b"x" * stat.st_size)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    store = new_store()  # its files are parsed (cached summaries): no table in memory
+    try:
+        apps = TorchProfPlugin(_context(str(logdir)), provider=store).get_plugin_apps()
+        client = Client(lambda env, start: apps[env["PATH_INFO"]](env, start), Response)
+        reply = client.get("/distributed?run=ddp_gloo&span=1")
+        assert reply.status_code == 200
+        assert reply.json == json.loads(encode_json(expected))
+        assert reply.json["collectives"]["total"] > 0
+    finally:
+        store.close()
+
+
 def test_span_files_leave_out_broken_and_spanless_workers(
         queued: tuple[RunStore, RecordingPool, Client]) -> None:
     store, pool, client = queued
@@ -516,5 +576,5 @@ def test_pool_and_tables_take_their_budgets_from_the_settings(tmp_path: Path) ->
     pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, lambda o: None, config=config)
     pool.close()
     assert (pool.workers, pool.memory_budget, pool.start_method) == (3, 5 << 30, "forkserver")
-    assert pool.split is False
+    assert pool.split == 1  # processes a file parsed alone may use
     assert table_budget(config) == 7 << 20

@@ -88,9 +88,10 @@ def spans_of(tb: TensorBoard, run: str, view: str) -> list[dict[str, str]]:
 def test_views_and_workers_of_the_new_views(tb: TensorBoard, loaded: dict[str, Any],
                                             shared_runs: list[str]) -> None:
     views = {r["name"]: r["views"] for r in loaded["runs"]}
-    assert views["cnn_bs32"] == ["Overview", "Operator", "Trace", "Memory", "Module", "Diff"]
+    assert views["cnn_bs32"] == ["Overview", "Operator", "Trace", "Memory", "Module", "Diff",
+                                 "GPU Idle"]
     assert views["ddp_gloo"] == ["Overview", "Operator", "Trace", "Memory", "Distributed",
-                                 "Module", "Diff"]
+                                 "Module", "Diff", "GPU Idle"]
     assert views["export_only"] == ["Memory"]
     assert "Distributed" in views["ddp_broken"]
     assert tb.get("views", {"run": "cnn_bs32"}).json() == views["cnn_bs32"]
@@ -98,7 +99,8 @@ def test_views_and_workers_of_the_new_views(tb: TensorBoard, loaded: dict[str, A
     assert tb.get("workers", {"run": "ddp_gloo", "view": "Diff"}).json() == list(DDP)
     assert tb.get("workers", {"run": "cnn_bs32", "view": "Memory"}).json() == ["vm_9710"]
     assert tb.get("workers", {"run": "gen_gpu", "view": "Memory"}).json() == []
-    assert tb.get("workers", {"run": "gen_gpu", "view": "Module"}).json() == []
+    # the Module tab stays (with its explanation) on a trace without module events
+    assert {"w0", "w1", "w2"} <= set(tb.get("workers", {"run": "gen_gpu", "view": "Module"}).json())
     assert {"w0", "w1", "w2"} <= set(tb.get("workers", {"run": "gen_gpu", "view": "Trace"}).json())
     assert tb.get("workers", {"run": "export_only", "view": "Memory"}).json() == []
     expected = {"resnet50_gpu_pt19": "Memory", "ddp_2ranks_sampled": "Distributed",
@@ -378,7 +380,7 @@ def test_every_spec_route_is_served(tb: TensorBoard, loaded: dict[str, Any]) -> 
         assert reply.header("x-content-type-options") == "nosniff", reply.url
     names = [v["name"] for v in ok(tb.get("viewspecs", {}))["views"]]
     assert names == ["Overview", "Operator", "Kernel", "Trace", "Memory", "Distributed",
-                     "Module", "Diff"]
+                     "Module", "Diff", "GPU Idle"]
 
 
 @pytest.mark.parametrize("route, params, flags, status", [

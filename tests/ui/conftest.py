@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.ingest.snapshots import Simulated, evil_pickles, into_trace_period
+from tests.ingest.snapshots import write as write_snapshot
+
 from .harness import (
     ARTIFACTS,
     CHROMIUM,
@@ -87,7 +90,7 @@ def artifacts() -> Path:
 # with this checkout's tb_plugin first on the path (whatever the venv's editable install names).
 
 VIEWS_SHARED_RUNS = ("ddp_2ranks_sampled", "nccl_collectives", "memory_timeline_raw",
-                     "resnet50_gpu_pt19")
+                     "resnet50_gpu_pt19", "param_dlrm_8ranks_nccl", "cpu_only", "ns_resolution")
 
 
 def build_views_logdir(root: Path) -> dict[str, Any]:
@@ -97,12 +100,29 @@ def build_views_logdir(root: Path) -> dict[str, Any]:
         if src.is_dir() and any(src.glob("*.pt.trace.json*")):
             shutil.copytree(src, root / name)
             runs["samples"].append(name)
+    runs["snapshots"] = build_snapshot_runs(root)
     for name in VIEWS_SHARED_RUNS:
         src = SHARED_TRACES / name
         if src.is_dir():
             shutil.copytree(src, root / name)
             runs["shared"].append(name)
     return runs
+
+
+def build_snapshot_runs(root: Path) -> list[str]:
+    """`snapshot_run`: cnn_bs32's traces, a simulated allocator snapshot in the period of its
+    first span's trace (named after it) and a malicious pickle (test_view_memory_snapshot.py)."""
+    traces = sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))
+    if not traces:
+        return []
+    run = root / "snapshot_run"
+    run.mkdir()
+    for trace in traces:
+        shutil.copy(trace, run / trace.name)
+    name = traces[0].name.replace(".pt.trace.json.gz", ".snapshot.pickle")
+    write_snapshot(run / name, into_trace_period(Simulated(11, 600).snapshot(), traces[0]))
+    (run / "evil.pickle").write_bytes(evil_pickles(root / "pwned")["reduce-protocol-4"])
+    return ["snapshot_run"]
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,8 @@ CHROMIUM_ARGS = [
 ARTIFACTS = REPO / "tests" / "_artifacts"
 SAMPLE_RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo")
 SHARED_RUNS = ("resnet50_gpu_pt19", "cpu_only", "triton_kernels")
+#: torch.compile runs (test_compiled_view.py): a CPU sample and a real MI300X Triton trace.
+COMPILED_RUNS = ((SAMPLES, "compiled_cpu"), (SHARED_TRACES, "tl_mi300_torch_compile_triton"))
 PLUGIN = "torch_prof"
 MANY_OPS = 100_000
 STARTUP_TIMEOUT_S = 90
@@ -82,6 +84,11 @@ def build_logdir(root: Path) -> dict[str, Any]:
         if src.is_dir():
             shutil.copytree(src, root / name)
             shared.append(name)
+    compiled = []
+    for base, name in COMPILED_RUNS:
+        if (base / name).is_dir():
+            shutil.copytree(base / name, root / name)
+            compiled.append(name)
     broken = root / "broken_worker"
     broken.mkdir()
     good_source = next((SAMPLES / r for r in runs), None)
@@ -99,7 +106,7 @@ def build_logdir(root: Path) -> dict[str, Any]:
     )
     (root / "many_ops").mkdir()
     _write_many_ops(root / "many_ops" / "synthetic.1700000000000.pt.trace.json.gz", MANY_OPS)
-    return {"samples": runs, "shared": shared}
+    return {"samples": runs, "shared": shared, "compiled": compiled}
 
 
 # -- TensorBoard ---------------------------------------------------------------------------

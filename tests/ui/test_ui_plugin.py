@@ -14,110 +14,32 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.support import launcher
 
-from .harness import CHROMIUM, PLUGIN, RequestLog, TensorBoard, new_page
+from .harness import CHROMIUM, PLUGIN, RequestLog, new_page
+from .pages import (
+    TIMEOUT_MS,
+    choose,
+    first_sample,
+    fmt_duration,
+    fmt_us,
+    gpu_run,
+    open_entry,
+    open_tab,
+    plugin_frame,
+    select,
+    selection_of,
+    shot,
+    table_column,
+    wait_rows,
+    wait_text,
+)
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
-
-TIMEOUT_MS = 30_000
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-
-def fmt_us(value: float) -> str:
-    """What the UI shows for a time in us: rounded, en-US thousands separators."""
-    return f"{round(value):,}"
-
-
-def plugin_frame(page: Any, tb: TensorBoard) -> Any:
-    """Open TensorBoard on the plugin's tab and return the plugin's iframe."""
-    page.goto(f"{tb.url}/#{PLUGIN}")
-    deadline = time.time() + TIMEOUT_MS / 1000
-    while time.time() < deadline:
-        for frame in page.frames:
-            if "plugin_entry.html" in frame.url and f"name={PLUGIN}" in frame.url:
-                frame.wait_for_selector("[data-testid=run-select]", timeout=TIMEOUT_MS)
-                return frame
-        page.wait_for_timeout(200)
-    frames = [f.url for f in page.frames]
-    raise AssertionError(f"the {PLUGIN} iframe did not appear; frames: {frames}")
-
-
-def open_entry(page: Any, tb: TensorBoard, fragment: str = "") -> Any:
-    """Open the plugin's own document (what the iframe shows) directly, with a state hash."""
-    page.goto(tb.entry + (f"#{fragment}" if fragment else ""))
-    page.wait_for_selector("[data-testid=run-select]", timeout=TIMEOUT_MS)
-    return page.main_frame
-
-
-def select(frame: Any, testid: str, value: str) -> None:
-    frame.select_option(f"[data-testid={testid}]", value)
-
-
-def choose(frame: Any, run: str, worker: str | None = None, span: str | None = None) -> None:
-    select(frame, "run-select", run)
-    if worker is not None:
-        frame.wait_for_selector(f"[data-testid=worker-select] option[value='{worker}']",
-                                state="attached", timeout=TIMEOUT_MS)
-        select(frame, "worker-select", worker)
-    if span is not None and frame.locator("[data-testid=span-select]").count():
-        select(frame, "span-select", span)
-
-
-def open_tab(frame: Any, view: str) -> None:
-    frame.click(f"[data-testid=tab-{view}]")
-
-
-def wait_text(frame: Any, selector: str, expected: str) -> None:
-    frame.wait_for_function(
-        "([sel, text]) => { const el = document.querySelector(sel);"
-        " return !!el && el.textContent.trim() === text }",
-        arg=[selector, expected], timeout=TIMEOUT_MS,
-    )
-
-
-def table_column(frame: Any, table: str, column: str) -> list[str]:
-    """Texts of one column over the rows currently rendered (top of the table)."""
-    return frame.locator(
-        f"[data-testid={table}] [data-testid=table-row] [data-col={column}]").all_inner_texts()
-
-
-def wait_rows(frame: Any, table: str, count: int) -> None:
-    frame.wait_for_selector(f"[data-testid={table}][data-rows='{count}']", timeout=TIMEOUT_MS)
-
-
-def selection_of(tb: TensorBoard, run: str) -> dict[str, str]:
-    worker = tb.api("workers", run=run, view="Overview")[0]
-    span = tb.api("spans", run=run, worker=worker)[0]
-    return {"run": run, "worker": worker, "span": span}
-
-
-def shot(page: Any, artifacts: Path, name: str) -> None:
-    page.wait_for_timeout(400)  # let the charts finish their entry animation
-    page.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
-
-
-def first_sample(tb: TensorBoard) -> str:
-    if not tb.runs["samples"]:
-        pytest.skip("no sample runs in samples/")
-    return tb.runs["samples"][0]
-
-
-def gpu_run(tb: TensorBoard) -> str:
-    if "resnet50_gpu_pt19" not in tb.runs["shared"]:
-        pytest.skip("../shared/traces/resnet50_gpu_pt19 is absent")
-    return "resnet50_gpu_pt19"
-
-
-# -- tests ---------------------------------------------------------------------------------
-
 
 def test_overview_in_tensorboard_matches_api(page, tensorboard, artifacts):
     run = first_sample(tensorboard)
@@ -172,20 +94,21 @@ def test_operator_view(page, tensorboard, artifacts):
     open_tab(frame, "Operator")
     frame.wait_for_selector("[data-testid=op-table]", timeout=TIMEOUT_MS)
 
-    # Default: top 10 by the server's sort key; the first row is the API's first row.
+    # Default: every row, by the server's sort key; the first row is the API's first row.
     key = table["sort_by"]
     top = sorted(rows, key=lambda r: -r[key])
-    wait_rows(frame, "op-table", min(10, len(rows)))
+    wait_rows(frame, "op-table", len(rows))
     assert table_column(frame, "op-table", "name")[0] == top[0]["name"]
-    assert table_column(frame, "op-table", "host_self_us")[0] == fmt_us(top[0]["host_self_us"])
+    assert table_column(frame, "op-table", "host_self_us")[0] == \
+        fmt_duration(top[0]["host_self_us"])
     if not table["has_device"]:
         assert frame.locator("[data-testid=pie-device-self]").count() == 0
         assert frame.locator("[data-testid=pie-host-self] canvas").count() == 1
     shot(page, artifacts, "operator_light")
 
-    # Top-N: all rows, then 5.
-    frame.fill("[data-testid=op-topn]", "")
-    wait_rows(frame, "op-table", len(rows))
+    # Top-N on request: 10, then 5, then all rows again.
+    frame.fill("[data-testid=op-topn]", "10")
+    wait_rows(frame, "op-table", min(10, len(rows)))
     frame.fill("[data-testid=op-topn]", "5")
     wait_rows(frame, "op-table", min(5, len(rows)))
     frame.fill("[data-testid=op-topn]", "all")
@@ -274,9 +197,9 @@ def test_kernel_view(page, tensorboard, artifacts):
     frame = open_entry(page, tensorboard, f"run={run}&view=Kernel")
     frame.wait_for_selector("[data-testid=k-table]", timeout=TIMEOUT_MS)
     top = max(rows, key=lambda r: r["total_us"])
-    wait_rows(frame, "k-table", min(10, len(rows)))
+    wait_rows(frame, "k-table", len(rows))  # every row by default
     assert table_column(frame, "k-table", "name")[0] == top["name"]
-    assert table_column(frame, "k-table", "total_us")[0] == fmt_us(top["total_us"])
+    assert table_column(frame, "k-table", "total_us")[0] == fmt_duration(top["total_us"])
     assert frame.locator("[data-testid=pie-kernels] canvas").count() == 1
     assert frame.locator("[data-testid=pie-tensor-cores]").count() == 1
     shot(page, artifacts, "kernel_light")
@@ -302,7 +225,9 @@ def test_kernel_view(page, tensorboard, artifacts):
 
     # Sort by mean duration.
     frame.click("[data-testid=k-table] [role=columnheader][data-col=mean_us]")
-    means = [float(v.replace(",", "")) for v in table_column(frame, "k-table", "mean_us")]
+    scale = {"us": 1.0, "ms": 1e3, "s": 1e6}  # a unit per magnitude (format.ts `duration`)
+    means = [float(v.split()[0].replace(",", "")) * scale[v.split()[1]]
+             for v in table_column(frame, "k-table", "mean_us")]
     assert means == sorted(means, reverse=True)
 
     href = frame.get_attribute("[data-testid=k-csv]", "href")

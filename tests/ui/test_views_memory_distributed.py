@@ -5,90 +5,31 @@ request outside 127.0.0.1 (checked by the `page` fixtures)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 import pytest
 
-from .harness import CHROMIUM, REPO, TensorBoard
-from .test_ui_plugin import TIMEOUT_MS, open_entry, select, shot, table_column, wait_rows, wait_text
+from .harness import CHROMIUM, REPO
+from .pages import (
+    TIMEOUT_MS,
+    assert_dark,
+    device_rows,
+    fmt_bytes,
+    fmt_us,
+    need,
+    open_view,
+    select,
+    shot,
+    table_column,
+    view_selection,
+    wait_request,
+    wait_rows,
+    wait_text,
+)
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
-
-UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-
-def fmt_bytes(value: float) -> str:
-    """What the views show for a size (src/views/common/format.ts `bytes`)."""
-    x = abs(value)
-    if x < 1024:
-        return f"{round(value):,} B"
-    unit = 0
-    while x >= 1024 and unit < len(UNITS) - 1:
-        x /= 1024
-        unit += 1
-    return f"{'-' if value < 0 else ''}{x:,.2f} {UNITS[unit]}"
-
-
-def fmt_us(value: float) -> str:
-    """What the views show for a time in us: JavaScript's Math.round (halves up), grouped."""
-    return f"{math.floor(value + 0.5):,}"
-
-
-def view_selection(tb: TensorBoard, run: str, view: str) -> dict[str, str]:
-    worker = tb.api("workers", run=run, view=view)[0]
-    span = tb.api("spans", run=run, worker=worker)[0]
-    return {"run": run, "worker": worker, "span": span}
-
-
-def need(tb: TensorBoard, run: str) -> str:
-    if run not in tb.runs["samples"] + tb.runs["shared"]:
-        pytest.skip(f"run {run} is absent (samples/ or ../shared/traces)")
-    return run
-
-
-def open_view(page: Any, tb: TensorBoard, view: str, **state: str) -> Any:
-    fragment = "&".join([f"view={view}", *(f"{k}={v}" for k, v in state.items())])
-    return open_entry(page, tb, fragment)
-
-
-def wait_request(page: Any, log: Any, match: Any) -> str:
-    """The last request URL the page made that `match`es, waiting for one."""
-    for _ in range(TIMEOUT_MS // 100):
-        found = [u for u in log.urls if match(u)]
-        if found:
-            return found[-1]
-        page.wait_for_timeout(100)
-    raise AssertionError(f"no such request among {log.urls[-10:]}")
-
-
-def device_rows(payload: dict[str, Any], table: str, device: str) -> list[dict[str, Any]]:
-    return [r for r in payload[table]["rows"] if r["device"] == device]
-
-
-# -- the bundle under test -------------------------------------------------------------------
-
-
-# The dark theme's surface and text colours (styles.css :root[data-theme='dark']).
-DARK_SURFACE = "rgb(41, 42, 45)"
-DARK_TEXT = "rgb(232, 234, 237)"
-
-
-def card_colours(frame: Any, selector: str) -> tuple[str, str]:
-    """Computed background and text colour of the card holding `selector`."""
-    return tuple(frame.eval_on_selector(selector, """el => {
-        const s = getComputedStyle(el.closest('.card')); return [s.backgroundColor, s.color] }"""))
-
-
-def assert_dark(frame: Any, selector: str) -> None:
-    assert frame.evaluate("() => document.documentElement.dataset.theme") == "dark"
-    assert card_colours(frame, selector) == (DARK_SURFACE, DARK_TEXT)
-
 
 def test_served_bundle_is_this_checkout(views_tensorboard):
     status, body, ctype = views_tensorboard.get("index.js")

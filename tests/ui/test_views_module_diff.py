@@ -11,15 +11,24 @@ from typing import Any
 import pytest
 
 from .harness import CHROMIUM, TensorBoard
-from .test_ui_plugin import TIMEOUT_MS, open_entry, select, shot, table_column, wait_rows, wait_text
-from .test_views_memory_distributed import assert_dark, fmt_us, need, open_view, view_selection
+from .pages import (
+    TIMEOUT_MS,
+    assert_dark,
+    fmt_duration,
+    fmt_signed_duration,
+    fmt_us,
+    need,
+    open_entry,
+    open_view,
+    select,
+    shot,
+    table_column,
+    view_selection,
+    wait_rows,
+    wait_text,
+)
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
-
-
-def fmt_signed_us(value: float) -> str:
-    text = fmt_us(value)
-    return f"+{text}" if text not in ("0", "-0") and not text.startswith("-") else text
 
 
 def flatten(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -115,20 +124,26 @@ def diff_pair(tb: TensorBoard) -> tuple[dict[str, str], dict[str, str]]:
     return base, {"exp_run": exp["run"], "exp_worker": exp["worker"], "exp_span": exp["span"]}
 
 
+def shown_time(node: dict[str, Any]) -> str:
+    """The time the Diff page shows by default: device time when either side ran any."""
+    device = node["left"]["device_duration_us"] > 0 or node["right"]["device_duration_us"] > 0
+    return "device_duration_us" if device else "host_duration_us"
+
+
 def check_node(frame: Any, node: dict[str, Any]) -> None:
-    left, right = node["left"]["total_duration_us"], node["right"]["total_duration_us"]
-    wait_text(frame, "[data-testid=diff-base-total]", f"{fmt_us(left)} us")
-    wait_text(frame, "[data-testid=diff-exp-total]", f"{fmt_us(right)} us")
+    key = shown_time(node)
+    left, right = node["left"][key], node["right"][key]
+    wait_text(frame, "[data-testid=diff-base-total]", fmt_duration(left))
+    wait_text(frame, "[data-testid=diff-exp-total]", fmt_duration(right))
     assert frame.inner_text("[data-testid=diff-delta-total]") == \
-        f"{fmt_signed_us(node['delta']['total_duration_us'])} us"
+        fmt_signed_duration(node["delta"][key])
     rows = frame.locator("[data-testid=diff-child]")
     assert rows.count() == len(node["children"])
     for child in node["children"]:
         row = frame.locator(f"[data-testid=diff-child][data-path='{child['path']}']")
         assert row.locator("[data-col=delta]").inner_text() == \
-            fmt_signed_us(child["delta"]["total_duration_us"])
-        assert row.locator("[data-col=base]").inner_text() == \
-            fmt_us(child["left"]["total_duration_us"])
+            fmt_signed_duration(child["delta"][key])
+        assert row.locator("[data-col=base]").inner_text() == fmt_duration(child["left"][key])
     if not node["operator_deltas"]:
         assert frame.locator("[data-testid=diff-ops]").count() == 0
         return
@@ -151,7 +166,7 @@ def test_diff_drill_down(page, views_tensorboard, artifacts):
 
     # Drill into the expandable child with the largest |delta|, then one level further.
     child = max((c for c in root["children"] if c["expandable"]),
-                key=lambda c: abs(c["delta"]["total_duration_us"]))
+                key=lambda c: abs(c["delta"][shown_time(root)]))
     frame.click(f"[data-testid=diff-child][data-path='{child['path']}'] [data-testid=diff-drill]")
     node = tb.api("diff", **base, **exp, path=child["path"])
     check_node(frame, node)
@@ -180,7 +195,8 @@ def test_diff_drill_down(page, views_tensorboard, artifacts):
     # An explicit sort, then back to |delta|.
     frame.click("[data-testid=diff-ops] [role=columnheader][data-col=delta_host_self_us]")
     values = [r["delta_host_self_us"] for r in root["operator_deltas"]]
-    assert table_column(frame, "diff-ops", "delta_host_self_us")[0] == fmt_signed_us(max(values))
+    assert table_column(frame, "diff-ops", "delta_host_self_us")[0] == \
+        fmt_signed_duration(max(values))
     frame.click("[data-testid=diff-ops-unsort]")
     check_node(frame, root)
 
@@ -188,12 +204,15 @@ def test_diff_drill_down(page, views_tensorboard, artifacts):
 def test_diff_experiment_selectors(page, views_tensorboard, artifacts):
     tb = views_tensorboard
     base, exp = diff_pair(tb)
-    frame = open_view(page, tb, "Diff", **base)  # no experiment in the URL: the defaults
+    frame = open_view(page, tb, "Diff", **base)  # no experiment in the URL: the server's default
     frame.wait_for_selector("[data-testid=diff-selectors]", timeout=TIMEOUT_MS)
-    runs = [r["name"] for r in tb.api("runs")["runs"] if r["state"] != "error"]
-    expected = next(r for r in runs if r != base["run"])
-    page.wait_for_function(f"() => location.hash.includes('exp_run={expected}')")
-    assert frame.input_value("[data-testid=exp-run-select]") == expected
+    proposed = tb.api("diff/default", **base)
+    assert (proposed["run"], proposed["worker"], proposed["reason"]) == (
+        base["run"], base["worker"], "other_span")  # the same worker's other span
+    page.wait_for_function(f"() => location.hash.includes('exp_run={proposed['run']}') && "
+                           f"location.hash.includes('exp_span={proposed['span']}')")
+    assert frame.input_value("[data-testid=exp-run-select]") == proposed["run"]
+    assert proposed["message"] in frame.inner_text("[data-testid=diff-default-hint]")
     # Pick the other sample run explicitly and compare.
     select(frame, "exp-run-select", exp["exp_run"])
     frame.wait_for_selector(f"[data-testid=exp-worker-select] option[value='{exp['exp_worker']}']",
@@ -204,7 +223,9 @@ def test_diff_experiment_selectors(page, views_tensorboard, artifacts):
     # A worker's own span against itself: every delta is zero.
     select(frame, "exp-run-select", base["run"])
     same = {"exp_run": base["run"], "exp_worker": base["worker"], "exp_span": base["span"]}
-    frame.wait_for_function("() => location.hash.includes('exp_span=')")
+    frame.wait_for_selector("[data-testid=exp-span-select]", timeout=TIMEOUT_MS)
+    select(frame, "exp-span-select", base["span"])
+    frame.wait_for_function(f"() => location.hash.includes('exp_span={base['span']}')")
     node = tb.api("diff", **base, **same)
     assert node["delta"]["total_duration_us"] == 0
     wait_text(frame, "[data-testid=diff-delta-total]", "0 us")

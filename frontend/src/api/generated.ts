@@ -160,6 +160,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/viewspecs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every view the plugin has, in display order, whatever the runs offer.
+         * @description For the frontend's view registry: a view's name (as in `/views` and `/workers?view=`),
+         *     its display order, and whether it covers the whole run (`run_level`).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The views. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ViewSpecs"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workers": {
         parameters: {
             query?: never;
@@ -289,7 +329,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/overview": {
+    "/diff/default": {
         parameters: {
             query?: never;
             header?: never;
@@ -297,9 +337,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Overview of a worker span (steps, step-time breakdown, GPUs, recommendations).
-         * @description Shape: see `tb_plugin.analysis.overview.build_overview`. With `format=csv`, the per-step
-         *     breakdown table.
+         * The experiment the Diff view proposes for this baseline worker span.
+         * @description The same worker's other span, else another worker of the same run, else the run whose
+         *     operator names overlap most (`reason`, `message`). From the catalogue only (no trace is
+         *     read); null names when nothing else is usable.
          */
         get: {
             parameters: {
@@ -309,12 +350,6 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
                 };
                 header?: never;
                 path?: never;
@@ -322,419 +357,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/operators": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Operator table (`{"rows": [...], "sort_by", "has_device", ...}`). */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    group_by?: components["parameters"]["operatorGroupBy"];
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/operators/pies": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Top-N operator pies (device/host, self/total time). */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    group_by?: components["parameters"]["operatorGroupBy"];
-                    /** @description Number of slices (1 to 1000000); absent means all. */
-                    top_n?: components["parameters"]["topN"];
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/operators/stack": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The call stacks of one operator (one row per distinct stack). */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    group_by?: components["parameters"]["operatorGroupBy"];
-                    /** @description The operator name, as in the operator table. */
-                    name: string;
-                    /** @description Only with `group_by=operator_input_shape`; the row's input shape. */
-                    input_shape?: string;
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                /** @description Unknown run/worker/span, or no such operator in this worker span. */
-                404: {
+                /** @description The proposed experiment. */
+                200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error"];
+                        "application/json": components["schemas"]["DiffDefault"];
                     };
                 };
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/kernels": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** GPU kernel table (`{"rows": [...]}`); 404 when the worker ran no kernel. */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    group_by?: "kernel" | "kernel_op_launch";
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/kernels/pies": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Top-N kernel pie and tensor-core share; 404 when the worker ran no kernel. */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    /** @description Number of slices (1 to 1000000); absent means all. */
-                    top_n?: components["parameters"]["topN"];
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/timeline": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Level-of-detail trace timeline of one window (Trace view).
-         * @description Events at least a pixel wide, runs of narrower ones as counted blocks, step ranges, flow
-         *     arrows and counter tracks sampled per pixel, for the window [start_us, end_us] (trace
-         *     us; default the whole trace) drawn `width` pixels wide. Shape: see
-         *     `tb_plugin.analysis.timeline.build_timeline`; times in `tracks`, `steps`, `flows` and
-         *     `counters` are us relative to `origin_us`. Under 1 MB of JSON at any zoom. Computed per
-         *     request (never cached); the per-file index it reads is built once, in the background as
-         *     soon as the file's table is read by the server. JSON only.
-         */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
-                    start_us?: components["parameters"]["startUs"];
-                    /** @description Range end, in trace microseconds; must be greater than `start_us`. */
-                    end_us?: components["parameters"]["endUs"];
-                    /** @description Pixels across the window (default 2000). */
-                    width?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Json"];
-                202: components["responses"]["Loading"];
-                /** @description Bad parameter, or an empty or inverted window (start_us >= end_us). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/timeline/event": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Everything known about one event (Trace view details panel).
-         * @description Its columns and arguments, where it is drawn (track, depth, parent), its correlation
-         *     partners (launch <-> kernel/memcpy/memset) and the flows that end on it. See
-         *     `tb_plugin.analysis.timeline.event_details`. JSON only.
-         */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    /** @description An event id, as in the `id` lists of `/timeline` and `/timeline/search`. */
-                    id: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Json"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                /** @description Unknown run/worker/span, or no event with that id. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                422: components["responses"]["Error"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/timeline/search": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Events whose name contains `q` (case-insensitive), in time order.
-         * @description `{"query", "total", "limit", "truncated", "names", "name_count", "matches": [{"id",
-         *     "name", "track", "depth", "ts", "dur"}]}` (`ts` in trace us). With `format=csv`, the
-         *     matches.
-         */
-        get: {
-            parameters: {
-                query: {
-                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
-                    run: components["parameters"]["run"];
-                    worker: components["parameters"]["worker"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
-                    q: string;
-                    /** @description Matches returned (default 200); `total` counts all of them. */
-                    limit?: number;
-                    /** @description Only matches starting at or after this trace time (to page on). */
-                    start_us?: number;
-                    /**
-                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
-                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
-                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
-                     */
-                    format?: components["parameters"]["format"];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: components["responses"]["Payload"];
-                202: components["responses"]["Loading"];
-                400: components["responses"]["Error"];
-                404: components["responses"]["Error"];
-                422: components["responses"]["Error"];
             };
         };
         put?: never;
@@ -795,6 +428,728 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Overview of a worker span (steps, step-time breakdown, GPUs, recommendations).
+         * @description Shape: see `tb_plugin.analysis.overview.build_overview`. With `format=csv`, the per-step breakdown table.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OverviewPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operators": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Operator table (`{"rows": [...], "sort_by", "has_device", ...}`). */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    group_by?: "operator" | "operator_input_shape";
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OperatorsPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operators/pies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Top-N operator pies (device/host, self/total time). */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    group_by?: "operator" | "operator_input_shape";
+                    /** @description Number of slices (1 to 1000000); absent means all. */
+                    top_n?: number;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OperatorPiesPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operators/stack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The call stacks of one operator (one row per distinct stack). */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    group_by?: "operator" | "operator_input_shape";
+                    /** @description The operator name, as in the operator table. */
+                    name: string;
+                    /** @description Only with `group_by=operator_input_shape`; the row's input shape. */
+                    input_shape?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CallStacksPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run/worker/span, or no such operator in this worker span. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/kernels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GPU kernel table (`{"rows": [...]}`); 404 when the worker ran no kernel. */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    group_by?: "kernel" | "kernel_op_launch";
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KernelsPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/kernels/pies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Top-N kernel pie and tensor-core share; 404 when the worker ran no kernel. */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Number of slices (1 to 1000000); absent means all. */
+                    top_n?: number;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KernelPiesPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/compiled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * torch.compile regions -> Inductor kernels (source file, hash, backend) -> device time, guard and launch overhead, extern ops.
+         * @description A section of the Operator view (always offered: a CPU run has compiled regions but no
+         *     Kernel view). Shape: see `tb_plugin.analysis.compiled.build_compiled`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CompiledPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/roofline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, and MFU per step.
+         * @description A section of the Operator view. The device's peaks come from the documented table in
+         *     `tb_plugin.analysis.hardware`. Shape: see `tb_plugin.analysis.roofline.build_roofline`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RooflinePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Level-of-detail trace timeline of one window (Trace view).
+         * @description Events at least a pixel wide, runs of narrower ones as counted blocks, step ranges, flow
+         *     arrows and counter tracks sampled per pixel, for the window [start_us, end_us] (trace
+         *     us; default the whole trace) drawn `width` pixels wide. Shape: see
+         *     `tb_plugin.analysis.timeline.build_timeline`; times in `tracks`, `steps`, `flows` and
+         *     `counters` are us relative to `origin_us`. Under 1 MB of JSON at any zoom. Computed per
+         *     request (never cached); the per-file index it reads is built once, in the background as
+         *     soon as the file's table is read by the server. JSON only.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
+                    start_us?: number;
+                    /** @description Range end, in trace microseconds; must be greater than `start_us`. */
+                    end_us?: number;
+                    /** @description Pixels across the window. */
+                    width?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelinePayload"];
+                    };
+                };
+                202: components["responses"]["Loading"];
+                /** @description Bad parameter, or an empty or inverted window (start_us >= end_us). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/timeline/event": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything known about one event (Trace view details panel).
+         * @description Its columns and arguments, where it is drawn (track, depth, parent), its correlation
+         *     partners (launch <-> kernel/memcpy/memset) and the flows that end on it. See
+         *     `tb_plugin.analysis.timeline.event_details`. JSON only.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description An event id, as in the `id` lists of `/timeline` and `/timeline/search`. */
+                    id: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelineEventPayload"];
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run/worker/span, or no event with that id. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/timeline/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events whose name contains `q` (case-insensitive), in time order.
+         * @description `{"query", "total", "limit", "truncated", "names", "name_count", "matches": [{"id",
+         *     "name", "track", "depth", "ts", "dur"}]}` (`ts` in trace us). With `format=csv`, the
+         *     matches.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Text in event names (case-insensitive). */
+                    q: string;
+                    /** @description Matches returned; `total` counts all of them. */
+                    limit?: number;
+                    /** @description Only matches starting at or after this trace time (to page on). */
+                    start_us?: number;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelineSearchPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/timeline/range": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Counts, total and self time by event name inside a time range, on chosen tracks (Trace view's range selection).
+         * @description Events overlapping [start_us, end_us] (trace us) on `tracks`; times are clipped to the
+         *     range, self time subtracts the direct children's. Computed per request from the timeline
+         *     index. Shape: see `tb_plugin.analysis.timeline_range.build_timeline_range`. With
+         *     `format=csv`, the rows.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Range start, in trace microseconds. */
+                    start_us: number;
+                    /** @description Range end, in trace microseconds; must be greater than `start_us`. */
+                    end_us: number;
+                    /** @description Comma-separated track ids of `/timeline` (e.g. `0,3`); absent means every track. */
+                    tracks?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TimelineRangePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                /** @description Bad parameter, an empty or inverted range, or an unknown track id. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/memory": {
         parameters: {
             query?: never;
@@ -820,9 +1175,9 @@ export interface paths {
                     /** @description A device name from `devices` (e.g. `CPU`, `GPU0`). */
                     device?: string;
                     /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
-                    start_us?: components["parameters"]["startUs"];
+                    start_us?: number;
                     /** @description Range end, in trace microseconds; must be greater than `start_us`. */
-                    end_us?: components["parameters"]["endUs"];
+                    end_us?: number;
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -836,7 +1191,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MemoryPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span, no Memory view there, or no records of `device`. */
@@ -896,7 +1260,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MemoryTimelinePayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span, or no export for it. */
@@ -919,7 +1292,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/distributed": {
+    "/memory/snapshot": {
         parameters: {
             query?: never;
             header?: never;
@@ -927,20 +1300,32 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Distributed view of one span over all workers of the run.
-         * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
-         *     Workers whose file of that span is broken, or that have no such span, are left out and
-         *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
-         *     loading. Shape: see `tb_plugin.analysis.distributed.build_distributed`, plus `skipped:
-         *     {worker: reason}`. With `format=csv`, the communication-op rows with a `worker` column.
+         * An allocator snapshot (`torch.cuda.memory._dump_snapshot` pickle) of the run: curves, segments at an instant, top allocations.
+         * @description The run's snapshots are `*.pickle` and `*snapshot*.pkl` files; they are read with an
+         *     unpickler that builds plain data only (dicts, lists, tuples, strings, numbers, None):
+         *     anything else is refused with 422 and nothing from the file runs. With worker and span,
+         *     times are on that trace's clock when the snapshot overlaps its period. Shape: see
+         *     `tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the curve
+         *     (`t`, `allocated`, `reserved`).
          */
         get: {
             parameters: {
                 query: {
                     /** @description A run name from `/runs` (the folder path relative to the logdir). */
                     run: components["parameters"]["run"];
-                    /** @description A span id from `/spans`. */
-                    span: components["parameters"]["span"];
+                    /** @description With `span`: show the snapshot on that span's clock. */
+                    worker?: string;
+                    span?: string;
+                    /** @description A snapshot file name from `snapshots`; default the one named after the span's trace, else the run's first. */
+                    snapshot?: string;
+                    /** @description A device name from `devices` (e.g. `GPU0`); default the first. */
+                    device?: string;
+                    /** @description Range start. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    start?: number;
+                    /** @description Range end. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    end?: number;
+                    /** @description The instant of `segments`; default the peak. In the payload's `clock`: trace us (`trace`), the snapshot's own us (`snapshot`) or entry numbers (`entry`). */
+                    at?: number;
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -954,10 +1339,19 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MemorySnapshotPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
-                /** @description Unknown run or span, or the run has no Distributed view. */
+                /** @description Unknown run/worker/span, no snapshot in the run, or no such snapshot or device. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -966,7 +1360,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                422: components["responses"]["Error"];
+                /** @description The snapshot was refused (not plain data, over TORCH_PROF_SNAPSHOT_MAX_MB) or is not a snapshot. */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1011,7 +1413,153 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ModulesPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/distributed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Distributed view of one span over all workers of the run.
+         * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
+         *     Workers whose file of that span is broken, or that have no such span, are left out and
+         *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
+         *     loading. Shape: see `tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:
+         *     {worker: reason}`, built from one small summary per worker. With `format=csv`, the
+         *     communication-op rows with a `worker` column.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DistributedPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run or span, or the run has no Distributed view. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gpu_idle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why the GPU is idle: temporal and idle-time breakdowns, launch statistics, queue lengths, bandwidth, kernel sequences, annotations, critical path, recommendations.
+         * @description Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each analysis states its formula in
+         *     `formulas`. A trace without device work answers `applicable: false` with a message. With
+         *     `format=csv`, one row per table entry with a `table` column (`temporal`, `idle`, `queue`,
+         *     `launch`, `sequences`, `annotations`, `critical_path`).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Longest gap between queued kernels counted as kernel wait, us. */
+                    kernel_wait_us?: number;
+                    /** @description Launch calls longer than this are runtime outliers, us. */
+                    runtime_cutoff_us?: number;
+                    /** @description Launch delays longer than this are outliers, us. */
+                    delay_cutoff_us?: number;
+                    /** @description Queue length counted as full. */
+                    queue_full?: number;
+                    /** @description Step whose critical path event ids are returned (default: the first). */
+                    step?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GpuIdlePayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 404: components["responses"]["Error"];
@@ -1047,10 +1595,16 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
+                    /** @description The experiment side's run. */
                     exp_run: string;
+                    /** @description The experiment side's worker. */
                     exp_worker: string;
+                    /** @description The experiment side's span. */
                     exp_span: string;
+                    /** @description A node path from the payload (`0` the root, `0-1` its second child, ...). */
                     path?: string;
+                    /** @description per_step: each side divided by its own ProfilerStep count (totals when a side has none); total: over the whole span. One basis for every number of the payload. */
+                    basis?: "per_step" | "total";
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
                      *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
@@ -1064,10 +1618,94 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                200: components["responses"]["Payload"];
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiffPayload"];
+                        "text/csv": unknown;
+                    };
+                };
                 202: components["responses"]["Loading"];
                 400: components["responses"]["Error"];
                 /** @description Unknown run/worker/span on either side, or no node at `path`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/diff/kernels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GPU kernels of two worker spans compared, by kernel name or by operator -> kernel, sorted by |delta|.
+         * @description Every kernel of both traces (all threads). Shape: see
+         *     `tb_plugin.analysis.diff_kernels.build_diff_kernels`. With `format=csv`, the rows.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description The experiment side's run. */
+                    exp_run: string;
+                    /** @description The experiment side's worker. */
+                    exp_worker: string;
+                    /** @description The experiment side's span. */
+                    exp_span: string;
+                    /** @description kernel: by kernel name; operator_kernel: by launching operator and kernel name. */
+                    group_by?: "kernel" | "operator_kernel";
+                    /** @description per_step: each side divided by its own ProfilerStep count (totals when a side has none); total: over the whole span. One basis for every number of the payload. */
+                    basis?: "per_step" | "total";
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiffKernelsPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run/worker/span on either side. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1091,84 +1729,2359 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Error: {
-            error: {
-                code: number;
-                message: string;
-                /** @description With 422, the parser's messages for the file. */
-                messages?: string[];
-            };
+        /**
+         * DiffKernelsPayload
+         * @description `/diff/kernels`: every GPU kernel of both traces (all threads), compared.
+         */
+        DiffKernelsPayload: {
+            /** @description Profiler steps of the baseline. */
+            base_steps: number;
+            /** @description All baseline kernel time, us, on the basis. */
+            base_total_us: number;
+            /**
+             * @description As in `/diff`.
+             * @enum {unknown}
+             */
+            basis: "per_step" | "total";
+            /** @description exp - base, us. */
+            delta_total_us: number;
+            /** @description Profiler steps of the experiment. */
+            exp_steps: number;
+            /** @description All experiment kernel time, us, on the basis. */
+            exp_total_us: number;
+            /**
+             * @description kernel: by kernel name; operator_kernel: by launching operator and kernel name.
+             * @enum {unknown}
+             */
+            group_by: "kernel" | "operator_kernel";
+            /** @description Sorted by |delta_total_us| descending, ties by operator then name. */
+            rows: components["schemas"]["KernelDelta"][];
         };
-        Loading: {
-            /** @enum {boolean} */
-            loading: true;
-            progress: number;
-            /** @enum {string} */
-            state?: "queued" | "loading";
-        };
-        RunListing: {
-            runs: components["schemas"]["Run"][];
-            /** @description True while the first scan runs or any file is queued or being parsed. */
-            loading: boolean;
-            logdir: string;
-        };
-        Run: {
+        /**
+         * KernelDelta
+         * @description Baseline, experiment and delta of one kernel name (or operator -> kernel).
+         */
+        KernelDelta: {
+            /** @description Baseline launches (per-step means on the per_step basis, else counts). */
+            base_calls: number;
+            /** @description Baseline mean duration of one launch, us (0: none). */
+            base_mean_us: number;
+            /** @description Baseline kernel time, us, on the basis. */
+            base_total_us: number;
+            /** @description exp - base launches (per-step means on the per_step basis, else counts). */
+            delta_calls: number;
+            /** @description exp - base kernel time, us. */
+            delta_total_us: number;
+            /** @description Experiment launches (per-step means on the per_step basis, else counts). */
+            exp_calls: number;
+            /** @description Experiment mean duration of one launch, us (0: none). */
+            exp_mean_us: number;
+            /** @description Experiment kernel time, us, on the basis. */
+            exp_total_us: number;
+            /** @description Kernel name. */
             name: string;
-            /**
-             * @description loading: some file is queued or being parsed; error: every file failed;
-             *     partial: some file failed or is partial/truncated; ready: all files parsed cleanly.
-             * @enum {string}
-             */
-            state: "loading" | "ready" | "partial" | "error";
-            /** @description Fraction of the run's bytes parsed. */
-            progress: number;
-            /** @description Views offered by the files parsed so far, in display order. */
-            views: string[];
-            workers: {
-                name: string;
-                spans: components["schemas"]["SpanStatus"][];
-            }[];
+            /** @description The launching operator (`N/A`: launched outside any operator); group_by=operator_kernel only. */
+            operator?: string;
         };
-        SpanStatus: {
-            span: string;
+        /**
+         * DiffPayload
+         * @description `/diff`: one node of the diff of two traces.
+         */
+        DiffPayload: {
+            /** @description The baseline trace. */
+            base: components["schemas"]["DiffTrace"];
             /**
-             * @description partial: some events were malformed and skipped; truncated: the file is cut off (the
-             *     events before the cut are shown). A cut-off or unreadable file modified in the last
-             *     30 s is reported as still being written (`loading` instead of `error`) and is read
-             *     again when it changes.
-             * @enum {string}
+             * @description What every number of the payload is (node, children, operator deltas): per_step, each side divided by its own step count; total, over the whole span. per_step falls back to total when a side has no ProfilerStep. The root is the sum of its children.
+             * @enum {unknown}
              */
-            state: "queued" | "loading" | "ok" | "partial" | "truncated" | "error";
+            basis: "per_step" | "total";
+            /** @description Direct children. */
+            children: components["schemas"]["DiffChild"][];
+            /** @description right - left. */
+            delta: components["schemas"]["DiffDelta"];
+            /** @description The experiment trace. */
+            exp: components["schemas"]["DiffTrace"];
+            /** @description Baseline side. */
+            left: components["schemas"]["DiffSide"];
+            /** @description Per operator name, sorted by |delta| of operator_sort, ties by name. */
+            operator_deltas: components["schemas"]["OperatorDelta"][];
+            /**
+             * @description Device total when either side ran device work, else host total.
+             * @enum {unknown}
+             */
+            operator_sort: "delta_device_total_us" | "delta_host_total_us";
+            /** @description This node's path: "0" (root), "0-1", ... */
+            path: string;
+            /** @description basis == "per_step". */
+            per_step: boolean;
+            /** @description Experiment side. */
+            right: components["schemas"]["DiffSide"];
+        };
+        /** DiffTrace */
+        DiffTrace: {
+            /** @description Profiler steps of the trace. */
+            steps: number;
+            /** @description The thread whose tree is compared. */
+            tid: string;
+        };
+        /** DiffChild */
+        DiffChild: {
+            delta: components["schemas"]["DiffDelta"];
+            /** @description The child has children of its own. */
+            expandable: boolean;
+            left: components["schemas"]["DiffSide"];
+            /** @description The child's path, e.g. "0-1" (for `/diff?path=`). */
+            path: string;
+            right: components["schemas"]["DiffSide"];
+        };
+        /**
+         * DiffDelta
+         * @description right - left, us.
+         */
+        DiffDelta: {
+            device_duration_us: number;
+            host_duration_us: number;
+            total_duration_us: number;
+        };
+        /**
+         * DiffSide
+         * @description One side of a diff node.
+         */
+        DiffSide: {
+            /** @description Nodes on this side. */
+            count: number;
+            /** @description Device (GPU) time, us, on the payload's basis. */
+            device_duration_us: number;
+            /** @description Host (CPU) time, us, on the payload's basis. */
+            host_duration_us: number;
+            /** @description Node name ("CallTreeRoot", "CompositeNodes", "Blank" for the special kinds). */
+            name: string;
+            /** @description Device time per node where it has any, else host time, summed, us, on the payload's basis. */
+            total_duration_us: number;
+            /**
+             * @description root; composite: several nodes; blank: none on this side; thread: a thread other than the main one (its name says which, e.g. "autograd thread"); else the node's kind.
+             * @enum {unknown}
+             */
+            type: "backward" | "blank" | "composite" | "dataloader" | "module" | "operator" | "optimizer" | "pl_module" | "profiler_step" | "python" | "root" | "thread" | "user_annotation";
+        };
+        /**
+         * OperatorDelta
+         * @description Baseline, experiment and delta of one operator name under the node.
+         */
+        OperatorDelta: {
+            /** @description Baseline calls (per-step means on the per_step basis, else counts). */
+            base_calls: number;
+            base_device_self_us: number;
+            base_device_total_us: number;
+            base_host_self_us: number;
+            base_host_total_us: number;
+            /** @description exp - base calls (per-step means on the per_step basis, else counts). */
+            delta_calls: number;
+            delta_device_self_us: number;
+            delta_device_total_us: number;
+            delta_host_self_us: number;
+            delta_host_total_us: number;
+            /** @description Experiment calls (per-step means on the per_step basis, else counts). */
+            exp_calls: number;
+            exp_device_self_us: number;
+            exp_device_total_us: number;
+            exp_host_self_us: number;
+            exp_host_total_us: number;
+            /** @description Operator name. */
+            name: string;
+        };
+        /**
+         * DistributedPayload
+         * @description `/distributed`: the distributed view of one span over the run's usable workers.
+         */
+        DistributedPayload: {
+            /** @description Per collective kind and group size. */
+            bandwidth: components["schemas"]["BandwidthRow"][];
+            /** @description Which clock each number is on. */
+            clocks: components["schemas"]["Clocks"];
+            /** @description Matched collectives. */
+            collectives: components["schemas"]["Collectives"];
+            /** @description Worker -> its communication-op table. */
+            comm_ops: {
+                [key: string]: components["schemas"]["CommOps"];
+            };
+            /** @description World size vs ranks present. */
+            coverage: components["schemas"]["Coverage"];
+            /** @description One entry per worker. */
+            devices: components["schemas"]["DistributedDevice"][];
+            /** @description The trace shows FSDP (FSDP record functions or FullyShardedDataParallel); advice is worded for it. */
+            fsdp: boolean;
+            /** @description Arrival skew, ranks x collectives and ranks x steps. */
+            heatmap: components["schemas"]["HeatMap"];
+            /** @description Caveats, the left-out workers first. */
             messages: string[];
+            /** @description "all" (mean over the worker's steps) or a step name -> worker -> split, us. */
+            overlap: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["Overlap"];
+                };
+            };
+            /** @description The straggler named with its evidence. */
+            recommendations: string[];
+            /** @description Workers left out (broken, or without this span) -> why. */
+            skipped: {
+                [key: string]: string;
+            };
+            /** @description Step names over all workers, numeric order. */
+            steps: string[];
+            /** @description Per rank: last arrivals and imposed wait. */
+            stragglers: components["schemas"]["Stragglers"];
+            /** @description "all" or a step name -> worker -> transfer/synchronizing/unmatched, us, on the rank's clock clipped to its steps (see `clocks`). */
+            wait: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["Wait"];
+                };
+            };
+            /** @description Workers included, sorted. */
+            workers: string[];
+        };
+        /**
+         * BandwidthRow
+         * @description Bandwidth per collective kind and group size (nccl-tests conventions).
+         */
+        BandwidthRow: {
+            /** @description bytes / transfer_us, GB/s. */
+            algbw_gbps: number;
+            /** @description all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send, recv 1; null otherwise. */
+            bus_factor: number | null;
+            /** @description algbw x bus_factor, GB/s. */
+            busbw_gbps: number | null;
+            /** @description Sum of S, bytes. */
+            bytes: number;
+            /** @description Collectives with a bandwidth. */
+            calls: number;
+            /** @description Collective kind. */
+            collective: string;
+            /** @description Ranks in the group (n). */
+            group_size: number;
+            /** @description The GPUs' NVLink peak per direction, GB/s, when every GPU is a known model; null otherwise. */
+            peak_gbps: number | null;
+            /** @description Sum of transfer times, us. */
+            transfer_us: number;
+        };
+        /**
+         * Clocks
+         * @description Which clock each number is on.
+         */
+        Clocks: {
+            /** @description Clock of aligned arrivals (the multi-rank timeline). */
+            aligned: string;
+            /** @description Worker -> its clock minus the run's, estimated from collective ends, us. */
+            offsets_us: {
+                [key: string]: number;
+            };
+            /** @description Clock of overlap and wait per step. */
+            per_step: string;
+            /** @description Clock of the arrival skew, waits and stragglers. */
+            skew: string;
+        };
+        /** Collectives */
+        Collectives: {
+            /** @description In collective order. */
+            rows: components["schemas"]["CollectiveRow"][];
+            /** @description Rows in `rows` (at most 500: the largest skews). */
+            shown: number;
+            /** @description Logical collectives matched. */
+            total: number;
+            /** @description total > shown. */
+            truncated: boolean;
+        };
+        /**
+         * CollectiveRow
+         * @description One logical collective: the seq-th call of `name` in process group `group` on every
+         *         member rank.
+         */
+        CollectiveRow: {
+            /** @description S / transfer, GB/s; null for a single-rank group or one rank present. */
+            algbw_gbps: number | null;
+            /** @description algbw x the nccl-tests factor of the collective and group size, GB/s; null when none applies. */
+            busbw_gbps: number | null;
+            /** @description Size S (bus-bandwidth convention: all_gather the full output), bytes; median over ranks. */
+            bytes: number;
+            /** @description all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, barrier, gather, scatter or other. */
+            collective: string;
+            /** @description Every rank of the group is present. */
+            complete: boolean;
+            /** @description Element type; null when unknown. */
+            dtype: string | null;
+            /** @description Process group name ("Process Group Name"), "default" when the trace gives none. */
+            group: string;
+            /** @description Ranks in the group: "Group size", else the process group's size from pg_config, else the world size for the default group, else the ranks present. */
+            group_size: number;
+            /** @description Collective number, in the first rank's call order. */
+            id: number;
+            /** @description Worker that arrived last (its wait is the shortest); null with one rank or no skew. */
+            last_arriver: string | null;
+            /** @description Longest duration over the ranks, us. */
+            latency_us: number;
+            /** @description Op name, e.g. "nccl:all_reduce". */
+            name: string;
+            /** @description Ranks present in the collective. */
+            ranks: number;
+            /** @description 0-based call number of `name` in the group on each rank. */
+            seq: number;
+            /** @description Arrival skew: longest minus shortest duration over the ranks, us; null with one rank. */
+            skew_us: number | null;
+            /** @description Step of the call (device start, else host start, in the device-adjusted steps); null outside every step. */
+            step: string | null;
+            /** @description Shortest duration over the ranks (kernel span, else host range), us; null when seen on one rank of a larger group. */
+            transfer_us: number | null;
+        };
+        /** CommOps */
+        CommOps: {
+            /** @description The worker's communication ops. */
+            rows: components["schemas"]["CommOpRow"][];
+        };
+        /**
+         * CommOpRow
+         * @description One communication op name of one worker.
+         */
+        CommOpRow: {
+            /** @description Bytes per call (rounded). */
+            avg_bytes: number;
+            /** @description Per call, us. */
+            avg_latency_us: number;
+            /** @description Per call, us. */
+            avg_transfer_us: number;
+            /** @description Number of calls. */
+            calls: number;
+            /** @description Op name, e.g. "nccl:all_reduce". */
+            name: string;
+            /** @description Bytes moved by all calls. */
+            total_bytes: number;
+            /** @description Time from call to completion, summed, us. */
+            total_latency_us: number;
+            /** @description Transfer time, summed, us. */
+            total_transfer_us: number;
+            /** @description Calls seen on this rank only (ranks missing): no transfer counted for them. */
+            unmatched_calls: number;
+        };
+        /**
+         * Coverage
+         * @description World size (`distributedInfo`) against the ranks present.
+         */
+        Coverage: {
+            /** @description No rank missing. */
+            complete: boolean;
+            /** @description The warning shown when ranks are missing, else empty. */
+            message: string;
+            /** @description world_size - ranks_present (0 when unknown). */
+            missing: number;
+            /** @description The first 32 missing ranks. */
+            missing_ranks: number[];
+            /** @description The ranks present, sorted. */
+            ranks: number[];
+            /** @description Distinct ranks present (workers when no rank is known). */
+            ranks_present: number;
+            /** @description Largest world size of the traces; null when none says. */
+            world_size: number | null;
+        };
+        /**
+         * DistributedDevice
+         * @description One worker and the GPUs it used.
+         */
+        DistributedDevice: {
+            /** @description Process-group backend ("nccl", "gloo"); null when the trace does not say. */
+            backend: string | null;
+            /** @description GPUs that ran device work. */
+            gpus: components["schemas"]["DistributedGpu"][];
+            /** @description Host name from the trace (`host_name`), else from a hostname_pid worker name, else the worker. */
+            node: string;
+            /** @description Process id of the training process from the trace (the pid with the most CPU ops), else from a hostname_pid worker name, else a running index. */
+            pid: string;
+            /** @description Rank; null when the trace does not say. */
+            rank: number | null;
+            /** @description Worker name. */
+            worker: string;
+            /** @description Number of ranks; null when unknown. */
+            world_size: number | null;
+        };
+        /** DistributedGpu */
+        DistributedGpu: {
+            /** @description "major.minor"; null when unknown. */
+            compute_capability: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Device memory, bytes; null when unknown. */
+            memory_bytes: number | null;
+            /** @description Device name; null when unknown. */
+            name: string | null;
+        };
+        /**
+         * HeatMap
+         * @description Arrival skew of each rank (rows) per collective and per step.
+         */
+        HeatMap: {
+            /** @description Ranks x collectives (at most 200 columns). */
+            collectives: components["schemas"]["HeatByCollective"];
+            /** @description Rows or columns are buckets. */
+            downsampled: boolean;
+            /** @description Says how it was downsampled, else empty. */
+            note: string;
+            /** @description Workers per row (at most 128 rows). */
+            rank_bucket: number;
+            /** @description Row labels: workers, or ranges of workers when bucketed. */
+            rows: string[];
+            /** @description Ranks x steps. */
+            steps: components["schemas"]["HeatByStep"];
+        };
+        /** HeatByCollective */
+        HeatByCollective: {
+            /** @description Collectives per column. */
+            column_bucket: number;
+            /** @description Step of each column's first collective. */
+            column_steps: string[];
+            /** @description Column labels ("name #seq", or a range when bucketed). */
+            columns: string[];
+            /** @description rows x columns: wait (arrival skew), us, the largest in the bucket; null where the rank has no such collective. */
+            values: (number | null)[][];
+        };
+        /** HeatByStep */
+        HeatByStep: {
+            /** @description Step names. */
+            columns: string[];
+            /** @description rows x steps: summed wait, us. */
+            values: (number | null)[][];
+        };
+        /**
+         * Overlap
+         * @description Exclusive split of step time, us.
+         */
+        Overlap: {
+            /** @description Communication only. */
+            communication: number;
+            /** @description Computation only (kernels, or CPU ops without kernels). */
+            computation: number;
+            /** @description Neither. */
+            other: number;
+            /** @description Computation and communication at once. */
+            overlap: number;
+        };
+        /** Stragglers */
+        Stragglers: {
+            /** @description Most imposed wait first; at most 256. */
+            rows: components["schemas"]["StragglerRow"][];
+            /** @description Collectives on more than one rank with a skew. */
+            skewed_collectives: number;
+            /** @description Workers. */
+            total: number;
+            /** @description All ranks' waiting, us. */
+            total_wait_us: number;
+        };
+        /** StragglerRow */
+        StragglerRow: {
+            /** @description Collectives with a skew this rank took part in. */
+            collectives: number;
+            /** @description imposed_wait_us / all waiting (0..1). */
+            imposed_share: number;
+            /** @description Wait of the other ranks at the collectives it arrived last at, us. */
+            imposed_wait_us: number;
+            /** @description Of those, how often it arrived last. */
+            last: number;
+            /** @description Collective kind -> times last. */
+            last_by_collective: {
+                [key: string]: number;
+            };
+            /** @description Its own wait for the last arriver, us. */
+            waited_us: number;
+            /** @description Worker. */
+            worker: string;
+        };
+        /**
+         * Wait
+         * @description Communication time split, us.
+         */
+        Wait: {
+            /** @description Waiting for the other ranks. */
+            synchronizing: number;
+            /** @description Data transfer (after every rank arrived). */
+            transfer: number;
+            /** @description Communication of collectives seen on this rank only while their group has more ranks (ranks missing from the run): neither transfer nor wait. Transfer + synchronizing + unmatched of a step is the overlap chart's communication time of that step. */
+            unmatched: number;
+        };
+        /**
+         * CompiledPayload
+         * @description `/compiled`: torch.compile regions -> Inductor kernels -> device time.
+         */
+        CompiledPayload: {
+            /** @description The trace has compiled regions or Inductor kernels. */
+            available: boolean;
+            /** @description Inductor kernel op calls in the trace. */
+            inductor_kernels: number;
+            /** @description By device then host time, descending. */
+            regions: components["schemas"]["CompiledRegion"][];
+        };
+        /**
+         * CompiledRegion
+         * @description One compiled region (all its calls summed).
+         */
+        CompiledRegion: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels launched inside it. */
+            device_kernels: number;
+            /** @description Device time of the kernels launched inside it, us. */
+            device_us: number;
+            /** @description By device then host time. */
+            extern_ops: components["schemas"]["ExternOp"][];
+            /** @description Guard checks (TorchDynamo Cache Lookup) before it, us. */
+            guard_us: number;
+            /** @description Host time inside the region, us. */
+            host_us: number;
+            /** @description By device then host time. */
+            inductor_kernels: components["schemas"]["InductorKernel"][];
+            /** @description Kernel launch calls made inside it, us. */
+            launch_us: number;
+            /** @description "Torch-Compiled Region: <frame>/<compile id>" or "CompiledFunctionBackward". */
+            name: string;
+        };
+        /**
+         * ExternOp
+         * @description An outermost aten op the compiled graph still calls (mm, attention...).
+         */
+        ExternOp: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device time of its kernels, us. */
+            device_us: number;
+            /** @description Host time, us. */
+            host_us: number;
+            /** @description Operator name. */
+            name: string;
+        };
+        /**
+         * InductorKernel
+         * @description One Inductor-generated kernel op (Triton launch or C++ kernel) of a region.
+         */
+        InductorKernel: {
+            /** @description "triton", "cpp"...; null when not recorded. */
+            backend: string | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels it launched. */
+            device_kernels: number;
+            /** @description Device time of the kernels it launched, us. */
+            device_us: number;
+            /** @description Inductor source file: `kernel_file`, or for C++ kernels the generated wrapper module seen in the Python stack; null when not recorded. */
+            file: string | null;
+            /** @description The eager ops the name says were fused ("add_cos_sin"), as written; "" when none. */
+            fused: string;
+            /** @description `kernel_hash`; null when not recorded. */
+            hash: string | null;
+            /** @description Host time of the kernel op (launch), us. */
+            host_us: number;
+            /** @description Line in `file` (C++ kernels' wrapper call); null. */
+            line: number | null;
+            /** @description Kernel op name, e.g. triton_poi_fused_add_cos_sin_0. */
+            name: string;
+        };
+        /**
+         * RooflinePayload
+         * @description `/roofline`: FLOPs, bytes, roofline and MFU.
+         */
+        RooflinePayload: {
+            /** @description Null on a CPU-only trace. */
+            device: components["schemas"]["RooflineDevice"] | null;
+            /** @description By FLOPs descending, ties by name. */
+            rows: components["schemas"]["RooflineRow"][];
+            /** @description One per step. */
+            steps: components["schemas"]["RooflineStep"][];
+            /**
+             * @description What `time_us` measures.
+             * @enum {unknown}
+             */
+            time_basis: "device" | "host";
+        };
+        /**
+         * RooflineDevice
+         * @description The GPU the roofline is drawn for (the one that ran most kernels).
+         */
+        RooflineDevice: {
+            /** @description e.g. "Ampere (sm_80)", "CDNA2 (gfx90a)". */
+            architecture: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Peak memory bandwidth, TB/s. */
+            memory_tbps: number | null;
+            /** @description Device name; null when unknown. */
+            name: string | null;
+            /** @description Peak dense TFLOP/s per dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8). */
+            peak_tflops: {
+                [key: string]: number;
+            } | null;
+            /** @description Matched peaks row; null: unknown device. */
+            peaks_model: string | null;
+            /** @description "NVIDIA", "AMD"; null when unknown. */
+            vendor: string | null;
+        };
+        /**
+         * RooflineRow
+         * @description One operator name and dtype (outermost FLOP-carrying calls only).
+         */
+        RooflineRow: {
+            /** @description Bytes / time, TB/s. */
+            achieved_tbps: number | null;
+            /** @description FLOPs / time, TFLOP/s. */
+            achieved_tflops: number | null;
+            /** @description Above or below the device's ridge point for its dtype; null without peaks. */
+            bound: ("compute" | "memory") | null;
+            /** @description Bytes moved summed; null when unknown. */
+            bytes: number | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description dtype of its first tensor ("bf16", "fp32"...; "unknown"). */
+            dtype: string;
+            /** @description Some calls' FLOPs/bytes come from shape formulas, not a recorded `flops`/`kernel_flop`. */
+            estimate: boolean;
+            /** @description FLOPs summed; null when unknown. */
+            flops: number | null;
+            /** @description Arithmetic intensity, FLOPs per byte. */
+            intensity: number | null;
+            /** @description Operator name. */
+            name: string;
+            /** @description Peak of its dtype, TFLOP/s; null. */
+            peak_tflops: number | null;
+            /** @description Device time (GPU trace) or host time (CPU trace), us. */
+            time_us: number;
+        };
+        /**
+         * RooflineStep
+         * @description FLOPs and MFU of one profiler step.
+         */
+        RooflineStep: {
+            /** @description FLOPs of the operators that started in the step. */
+            flops: number;
+            /** @description Model FLOPs utilisation, percent; null without peaks. */
+            mfu_pct: number | null;
+            /** @description Step name. */
+            step: string;
+            /** @description FLOPs / step duration, TFLOP/s. */
+            tflops: number | null;
+        };
+        /**
+         * GpuIdlePayload
+         * @description `/gpu_idle`: the diagnosis of one worker span.
+         */
+        GpuIdlePayload: {
+            /** @description By GPU time, then wall time. */
+            annotations: components["schemas"]["AnnotationTime"][];
+            /** @description False when the trace has no device work. */
+            applicable: boolean;
+            /** @description Memory-copy bandwidth over time. */
+            bandwidth: components["schemas"]["Bandwidth"];
+            /** @description Critical path per step. */
+            critical_path: components["schemas"]["CriticalPath"];
+            /** @description Each analysis's formula, as the UI states it. */
+            formulas: components["schemas"]["Formulas"];
+            /** @description Idle-time causes per stream, with the gaps. */
+            idle: components["schemas"]["IdleBreakdown"];
+            /** @description Kernel launch statistics. */
+            launch: components["schemas"]["LaunchStats"];
+            /** @description Why the GPU analyses do not apply, or null. */
+            message: string | null;
+            /** @description Queue length per stream. */
+            queue: components["schemas"]["QueueLengths"];
+            /** @description As on the Overview. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description Top 20 by GPU time. */
+            sequences: components["schemas"]["KernelSequence"][];
+            /** @description Per GPU. */
+            temporal: components["schemas"]["DeviceTime"][];
+            /**
+             * @description GPU vendor of the trace.
+             * @enum {unknown}
+             */
+            vendor: "amd" | "nvidia" | "unknown";
+        };
+        /** AnnotationTime */
+        AnnotationTime: {
+            /** @description GPU time of the kernels attributed to them (leaf-most), us. */
+            gpu_us: number;
+            kernels: number;
+            name: string;
+            /** @description Ranges with this name. */
+            ranges: number;
+            /**
+             * @description record_function (host) or gpu_user_annotation (GPU) ranges.
+             * @enum {unknown}
+             */
+            side: "gpu" | "host";
+            /** @description Sum of their durations, us. */
+            wall_us: number;
+        };
+        /** Bandwidth */
+        Bandwidth: {
+            kinds: components["schemas"]["CopyKind"][];
+            series: components["schemas"]["BandwidthSeries"];
+        };
+        /** CopyKind */
+        CopyKind: {
+            /** @description Merged time with such a copy running, us. */
+            busy_us: number;
+            /** @description Bytes moved; null when the trace has no sizes. */
+            bytes: number | null;
+            count: number;
+            /**
+             * @description Copy kind.
+             * @enum {unknown}
+             */
+            kind: "DtoD" | "DtoH" | "HtoD" | "memset" | "other";
+            /** @description bytes / busy time, GB/s. */
+            mean_gbps: number | null;
+            /** @description Highest bucket mean of the series, GB/s. */
+            peak_gbps: number;
+        };
+        /** BandwidthSeries */
+        BandwidthSeries: {
+            /** @description Per copy kind: mean GB/s per bucket. */
+            gbps: {
+                [key: string]: number[];
+            };
+            /** @description Bucket starts, us. */
+            t_us: number[];
+        };
+        /** CriticalPath */
+        CriticalPath: {
+            /** @description Event ids on that step's path (Trace view). */
+            event_ids: number[];
+            formula: string;
+            /** @description The step whose path is in event_ids. */
+            step: string | null;
+            /** @description The first 64 steps. */
+            steps: components["schemas"]["CriticalStep"][];
+            /** @description More steps than shown. */
+            truncated: boolean;
+        };
+        /** CriticalStep */
+        CriticalStep: {
+            end_us: number;
+            length_us: number;
+            /** @description Events on the path. */
+            nodes: number;
+            /** @description The path's time by kind, us; sums to length_us. */
+            shares_us: components["schemas"]["PathShares"];
+            start_us: number;
+            step: string;
+        };
+        /** PathShares */
+        PathShares: {
+            host_compute: number;
+            idle: number;
+            kernel: number;
+            launch: number;
+            runtime: number;
+            sync: number;
+        };
+        /**
+         * Formulas
+         * @description The formula of each analysis, as the UI states it.
+         */
+        Formulas: {
+            annotations: string;
+            bandwidth: string;
+            critical_path: string;
+            idle: string;
+            launch: string;
+            queue: string;
+            sequences: string;
+            temporal: string;
+        };
+        /** IdleBreakdown */
+        IdleBreakdown: {
+            /** @description Distribution of all gaps. */
+            gap_histogram: components["schemas"]["Histogram"];
+            /** @description Threshold of a kernel wait, us. */
+            kernel_wait_us: number;
+            /** @description The 10 longest gaps. */
+            largest_gaps: components["schemas"]["Gap"][];
+            streams: components["schemas"]["StreamIdle"][];
+        };
+        /**
+         * Histogram
+         * @description Counts in log-spaced bins (2 per decade from 0.1 us); empty end bins trimmed.
+         */
+        Histogram: {
+            /** @description Values per bin. */
+            counts: number[];
+            /** @description Bin edges, us (one more than `counts`). */
+            edges_us: number[];
+        };
+        /** Gap */
+        Gap: {
+            /**
+             * @description Its cause.
+             * @enum {unknown}
+             */
+            cause: "host_wait" | "kernel_wait" | "other";
+            device: number;
+            /** @description Gap end (start of the next event), us. */
+            end_us: number;
+            /** @description Length, us. */
+            gap_us: number;
+            /** @description Event id of the event after the gap (Trace view). */
+            next_event: number;
+            /** @description Gap start (end of the previous event), us. */
+            start_us: number;
+            stream: number;
+        };
+        /** StreamIdle */
+        StreamIdle: {
+            /** @description Merged busy time, us. */
+            busy_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Device events on the stream. */
+            events: number;
+            /** @description Number of gaps. */
+            gaps: number;
+            /** @description Gaps whose next event was launched after the stream went idle, us. */
+            host_wait_us: number;
+            /** @description Sum of gaps between its events, us. */
+            idle_us: number;
+            /** @description Gaps < kernel_wait_us between queued events, us. */
+            kernel_wait_us: number;
+            /** @description The other gaps, us. */
+            other_us: number;
+            /** @description Stream id. */
+            stream: number;
+        };
+        /** LaunchStats */
+        LaunchStats: {
+            /** @description Sum of launch call durations, us. */
+            cpu_us_total: number;
+            delay_cutoff_us: number;
+            /** @description Kernels with delay > delay_cutoff_us. */
+            delay_outliers: number;
+            /** @description Sum of kernel durations, us. */
+            gpu_us_total: number;
+            histograms: components["schemas"]["LaunchHistograms"];
+            /** @description Kernels with a launch call. */
+            kernels: number;
+            mean_delay_us: number | null;
+            median_delay_us: number | null;
+            runtime_cutoff_us: number;
+            /** @description Launches with cpu > runtime_cutoff_us. */
+            runtime_outliers: number;
+            /** @description Their GPU time, us. */
+            short_kernel_gpu_us: number;
+            /** @description Kernels with gpu < cpu. */
+            short_kernels: number;
+            top_delay_outliers: components["schemas"]["LaunchOutlier"][];
+            top_runtime_outliers: components["schemas"]["LaunchOutlier"][];
+        };
+        /** LaunchHistograms */
+        LaunchHistograms: {
+            cpu_us: components["schemas"]["Histogram"];
+            /** @description Negative delays counted as 0. */
+            delay_us: components["schemas"]["Histogram"];
+            gpu_us: components["schemas"]["Histogram"];
+        };
+        /** LaunchOutlier */
+        LaunchOutlier: {
+            /** @description Launch call duration, us. */
+            cpu_us: number;
+            /** @description Kernel start - launch call end, us. */
+            delay_us: number;
+            /** @description Kernel event id. */
+            event: number;
+            /** @description Kernel duration, us. */
+            gpu_us: number;
+            /** @description Launch call event id. */
+            launch_event: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description Kernel start, us. */
+            start_us: number;
+        };
+        /** QueueLengths */
+        QueueLengths: {
+            /** @description Length counted as a full queue. */
+            queue_full: number;
+            streams: components["schemas"]["StreamQueue"][];
+        };
+        /** StreamQueue */
+        StreamQueue: {
+            device: number;
+            /** @description Time with length >= queue_full, us. */
+            full_us: number;
+            /** @description Longest queue. */
+            max: number;
+            /** @description Time-weighted mean length. */
+            mean: number;
+            series: components["schemas"]["QueueSeries"];
+            stream: number;
+        };
+        /** QueueSeries */
+        QueueSeries: {
+            /** @description Queue length from that time (bucket maximum). */
+            length: number[];
+            /** @description Times (at most 400 buckets: the bucket's start), us. */
+            t_us: number[];
+        };
+        /**
+         * Recommendation
+         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         */
+        Recommendation: {
+            /** @description End of that range (trace us), or null. */
+            end_us: number | null;
+            /**
+             * @description The rule that fired.
+             * @enum {unknown}
+             */
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            /** @description URL of the first link, null when there is none. */
+            link: string | null;
+            /** @description Further reading. */
+            links: components["schemas"]["RecommendationLink"][];
+            /** @description The measured value (2 decimals), in `unit`. */
+            metric: number;
+            /**
+             * @description The grade: how much it matters (ties keep the rules' priority order).
+             * @enum {unknown}
+             */
+            severity: "high" | "low" | "medium";
+            /** @description Start of the time range that proves it (trace us), null when the whole trace does. */
+            start_us: number | null;
+            /** @description Explanation with the measured value and threshold (plain text). */
+            text: string;
+            /** @description Short headline (plain text). */
+            title: string;
+            /** @description Unit of `metric`, e.g. "%" or "GPUs". */
+            unit: string;
+            /** @description The view that shows the evidence. */
+            view: string;
+        };
+        /** RecommendationLink */
+        RecommendationLink: {
+            /** @description Link text. */
+            label: string;
+            /** @description Documentation URL. */
+            url: string;
+        };
+        /** KernelSequence */
+        KernelSequence: {
+            /** @description Calls of the operator with exactly this sequence. */
+            count: number;
+            /** @description Sum of the operator's host durations, us. */
+            cpu_us: number;
+            /** @description Two or more kernels. */
+            fusion_candidate: boolean;
+            /** @description Sum of the kernels' durations, us. */
+            gpu_us: number;
+            /** @description Kernel names in launch order. */
+            kernels: string[];
+            /** @description The operator that launched the kernels. */
+            operator: string;
+        };
+        /**
+         * DeviceTime
+         * @description Temporal breakdown of one GPU over its window (exclusive parts sum to `window_us`).
+         */
+        DeviceTime: {
+            /** @description |M - C|: communication not under compute, us. */
+            communication_us: number;
+            /** @description |C n M|, us (inside compute). */
+            compute_communication_overlap_us: number;
+            /** @description |C|: merged compute kernel time, us. */
+            compute_us: number;
+            /** @description GPU index. */
+            device: number;
+            /** @description Last device event end, us. */
+            end_us: number;
+            /** @description idle_us / window_us, percent. */
+            idle_pct: number;
+            /** @description Window minus all device busy time, us. */
+            idle_us: number;
+            /** @description |Y - (C u M)|: memcpy/memset under neither, us. */
+            memory_us: number;
+            /** @description First device event start, us. */
+            start_us: number;
+            /** @description end_us - start_us, us. */
+            window_us: number;
+        };
+        /**
+         * KernelPiesPayload
+         * @description `/kernels/pies`: top-N kernels by total time and the Tensor Core share.
+         */
+        KernelPiesPayload: {
+            /** @description Null when the trace has no kernels. */
+            tensor_cores: components["schemas"]["TensorCoreShare"] | null;
+            /** @description Top-N kernels by total time, us, descending (ties by name). */
+            total: components["schemas"]["PieSlice"][];
+        };
+        /**
+         * TensorCoreShare
+         * @description Shares of kernel time (they sum to 1).
+         */
+        TensorCoreShare: {
+            /** @description Fraction (0..1) of kernel time in the others. */
+            not_using: number;
+            /** @description Fraction (0..1) of kernel time in kernels using Tensor Cores. */
+            using: number;
+        };
+        /**
+         * PieSlice
+         * @description One slice of a top-N pie chart.
+         */
+        PieSlice: {
+            /** @description The slice's label (operator or kernel name). */
+            name: string;
+            /** @description Time in us (3 decimals), > 0. */
+            value: number;
+        };
+        /**
+         * KernelsPayload
+         * @description `/kernels`: the kernel table.
+         */
+        KernelsPayload: {
+            /** @description Some kernel had (or got derived) blocks per SM; when false every row's value is null. */
+            has_blocks_per_sm: boolean;
+            /** @description Some kernel had an occupancy; when false every row's value is null. */
+            has_occupancy: boolean;
+            /** @description Sorted by total_us descending, ties by the key columns. */
+            rows: components["schemas"]["KernelRow"][];
+        };
+        /**
+         * KernelRow
+         * @description One kernel name (or, with group_by=kernel_op_launch, one kernel name + launching operator
+         *         + launch configuration) with its summed times.
+         */
+        KernelRow: {
+            /** @description Only with group_by=kernel_op_launch: block size; null when not recorded. */
+            block?: string | null;
+            /** @description Blocks per SM, weighted by duration; null when no kernel of the trace has it. */
+            blocks_per_sm: number | null;
+            /** @description Number of launches. */
+            calls: number;
+            /** @description Only with group_by=kernel_op_launch: grid size, e.g. "[4, 106, 1]"; null when not recorded. */
+            grid?: string | null;
+            /** @description Longest launch, us. */
+            max_us: number;
+            /** @description Mean duration, us. */
+            mean_us: number;
+            /** @description Shortest launch, us. */
+            min_us: number;
+            /** @description Kernel name. */
+            name: string;
+            /** @description Estimated achieved occupancy, percent, weighted by duration; null when no kernel of the trace has it. */
+            occupancy_pct: number | null;
+            /** @description Only with group_by=kernel_op_launch: the launching operator could use Tensor Cores. */
+            op_tc_eligible?: boolean;
+            /** @description Only with group_by=kernel_op_launch: the operator that launched it ("N/A" outside any operator). */
+            operator?: string;
+            /** @description Only with group_by=kernel_op_launch: registers per thread; null when not recorded. */
+            registers_per_thread?: number | null;
+            /** @description Only with group_by=kernel_op_launch: shared memory per block, bytes; null when not recorded. */
+            shared_memory?: number | null;
+            /** @description The kernel uses Tensor Cores. */
+            tensor_cores: boolean;
+            /** @description Summed duration, us (3 decimals). */
+            total_us: number;
+        };
+        /**
+         * MemoryPayload
+         * @description `/memory`: the memory view of one worker span (optionally one device, one range).
+         */
+        MemoryPayload: {
+            /** @description Per shown device. */
+            curves: {
+                [key: string]: components["schemas"]["MemoryCurve"];
+            };
+            /** @description The device to show first (the first GPU, else CPU); null without records. */
+            default_device: string | null;
+            /** @description Every device with memory records. */
+            devices: string[];
+            /** @description Allocation/free pairs in the range. */
+            events: components["schemas"]["MemoryEvents"];
+            /** @description Growth flags per shown device. */
+            leaks: components["schemas"]["MemoryLeak"][];
+            /** @description Caveats about the records. */
+            messages: string[];
+            /** @description Per-operator statistics in the range. */
+            operators: components["schemas"]["MemoryOperators"];
+            /** @description Per shown device with records. */
+            peaks: {
+                [key: string]: components["schemas"]["MemoryPeak"];
+            };
+            /** @description [start_us, end_us] as requested; null for an open end. */
+            range_us: (number | null)[];
+            /** @description Profiler start (earliest event or record), trace us, for relative axes. */
+            time_origin_us: number | null;
+        };
+        /**
+         * MemoryCurve
+         * @description Allocated and reserved memory of one device over time (step points, down-sampled).
+         */
+        MemoryCurve: {
+            /** @description Allocated bytes at each time. */
+            allocated: (number | null)[];
+            /** @description Rebuilt from allocation sizes (no totals in the trace, PyTorch < 1.10): starts at zero. */
+            approximate: boolean;
+            /** @description Reserved bytes at each time; null where the allocator keeps no reserved pool (CPU) or the trace has no reserved total. */
+            reserved: (number | null)[];
+            /** @description Times, trace us (3 decimals). */
+            t_us: (number | null)[];
+        };
+        /** MemoryEvents */
+        MemoryEvents: {
+            /** @description Pairs in time order (the largest when capped). */
+            rows: components["schemas"]["MemoryEventRow"][];
+            /** @description Pairs in the range. */
+            total: number;
+            /** @description len(rows) < total. */
+            truncated: boolean;
+        };
+        /**
+         * MemoryEventRow
+         * @description One allocation with its release (either side may be missing).
+         */
+        MemoryEventRow: {
+            /** @description Allocation time, trace us; null when the allocation is before the trace. */
+            alloc_t_us: number | null;
+            /** @description Size, bytes. */
+            bytes: number;
+            /** @description Device label. */
+            device: string;
+            /** @description free - alloc, us; null when either is missing. */
+            duration_us: number | null;
+            /** @description Release time, trace us; null while still allocated. */
+            free_t_us: number | null;
+            /** @description The allocating operator ("<unknown>" for a release without allocation or outside any operator). */
+            op: string;
+        };
+        /**
+         * MemoryLeak
+         * @description A growth flag: the allocated level at every profiler step end rose above the noise, by
+         *         at least 1 MiB in all, over at least 3 steps (`analysis.memory_leaks`). Memory that is only
+         *         alive at the end of the window is never flagged.
+         */
+        MemoryLeak: {
+            /** @description Allocated bytes at each step end. */
+            allocated_at_step_end: number[];
+            /** @description The curve is approximate. */
+            approximate: boolean;
+            /** @description Device label. */
+            device: string;
+            /** @description Last minus first, bytes. */
+            growth_bytes: number;
+            /**
+             * @description The check that fired.
+             * @enum {unknown}
+             */
+            kind: "growth";
+            /** @description Each rise exceeded this, bytes: max(16 KiB, 0.5% of the highest step-end level). */
+            noise_bytes: number;
+            /** @description Mean growth per step, bytes. */
+            per_step_bytes: number;
+            /** @description Step names. */
+            steps: string[];
+            /** @description The operators allocating what stays, most bytes first. */
+            top_ops: components["schemas"]["LeakOp"][];
+        };
+        /** LeakOp */
+        LeakOp: {
+            /** @description Their bytes. */
+            bytes: number;
+            /** @description Its allocations made after the first step end and still live at the end of the window. */
+            count: number;
+            /** @description Allocating operator. */
+            name: string;
+        };
+        /** MemoryOperators */
+        MemoryOperators: {
+            /** @description One row per (device, operator). */
+            rows: components["schemas"]["MemoryOperatorRow"][];
+        };
+        /**
+         * MemoryOperatorRow
+         * @description Memory statistics of one operator name on one device.
+         */
+        MemoryOperatorRow: {
+            /** @description Allocated including children, bytes. */
+            alloc_bytes: number;
+            /** @description Allocations including children. */
+            alloc_count: number;
+            /** @description Calls that allocated or released on the device. */
+            calls: number;
+            /** @description Device label. */
+            device: string;
+            /** @description Allocated minus released including children, bytes. */
+            increase_bytes: number;
+            /** @description Operator name. */
+            name: string;
+            /** @description Allocated by the op itself, bytes. */
+            self_alloc_bytes: number;
+            /** @description Allocations by the op itself. */
+            self_alloc_count: number;
+            /** @description Allocated minus released by the op itself, bytes. */
+            self_increase_bytes: number;
+        };
+        /**
+         * MemoryPeak
+         * @description Peak allocated memory of one device.
+         */
+        MemoryPeak: {
+            /** @description As in the curves. */
+            approximate: boolean;
+            /** @description Peak allocated bytes. */
+            bytes: number;
+            /** @description Device memory (CUDA devices with known properties); null otherwise. */
+            capacity_bytes: number | null;
+            /** @description Still allocated at the end of the window (or trace), bytes: everything alive then, including memory allocated before profiling started; not a leak by itself. */
+            end_bytes: number;
+            /** @description bytes / capacity_bytes (4 decimals); null without a capacity. */
+            fraction_of_capacity: number | null;
+            /** @description Peak reserved bytes; null without a reserved pool (CPU) or when unknown. */
+            reserved_bytes: number | null;
+            /** @description When it happened, trace us. */
+            t_us: number | null;
+        };
+        /**
+         * MemorySnapshotPayload
+         * @description `/memory/snapshot`: one allocator snapshot, one device.
+         */
+        MemorySnapshotPayload: {
+            /** @description The trace's baseTimeNanoseconds used for `trace`; null otherwise. */
+            base_time_ns: number | null;
+            /**
+             * @description `trace`: trace us, the clock of `/memory` (the snapshot overlaps the span's trace); `snapshot`: the snapshot's own us; `entry`: entry numbers (no times recorded).
+             * @enum {unknown}
+             */
+            clock: "entry" | "snapshot" | "trace";
+            /** @description Allocated/reserved over the range. */
+            curve: components["schemas"]["SnapshotCurve"];
+            /** @description The device shown; null for an empty snapshot. */
+            device: string | null;
+            /** @description Devices in the snapshot (`GPU<i>`). */
+            devices: string[];
+            /** @description Trace entries of the device. */
+            entries: number;
+            /** @description [first, last] entry time. */
+            extent: (number | null)[];
+            /** @description Caveats. */
+            messages: string[];
+            /** @description The snapshot file's name. */
+            name: string;
+            /** @description Out-of-memory events (at most 100). */
+            ooms: components["schemas"]["SnapshotOom"][];
+            /** @description Over the whole trace. */
+            peak: components["schemas"]["SnapshotPeak"];
+            /** @description [start, end] as requested; null for an open end. */
+            range: (number | null)[];
+            /** @description At `at` (default the peak). */
+            segments: components["schemas"]["SnapshotSegments"];
+            /** @description Malformed records skipped. */
+            skipped: number;
+            /** @description Every snapshot file of the run (for `snapshot=`). */
+            snapshots: string[];
+            /** @description The trace's profiler steps (clock `trace` only). */
+            steps: components["schemas"]["SnapshotStep"][];
+            /** @description The largest allocations live at the peak, largest first (20). */
+            top_allocations: components["schemas"]["SnapshotAllocation"][];
+        };
+        /**
+         * SnapshotCurve
+         * @description Allocated and reserved bytes after each entry (step points, down-sampled so the peak
+         *         survives), anchored at the dump so memory from before the trace counts.
+         */
+        SnapshotCurve: {
+            /** @description Allocated bytes (alloc to free_completed). */
+            allocated: number[];
+            /** @description Reserved bytes (the allocator's segments). */
+            reserved: number[];
+            /** @description Times, in `clock` units (3 decimals). */
+            t: number[];
+        };
+        /** SnapshotOom */
+        SnapshotOom: {
+            /** @description The request that failed, bytes. */
+            bytes: number;
+            /** @description Free device memory the driver reported, bytes. */
+            device_free: number | null;
+            /** @description When, `clock` units. */
+            t: number | null;
+        };
+        /** SnapshotPeak */
+        SnapshotPeak: {
+            /** @description Peak allocated bytes. */
+            bytes: number;
+            /** @description Peak reserved bytes. */
+            reserved_bytes: number;
+            /** @description When, in `clock` units; null without entries. */
+            t: number | null;
+        };
+        /**
+         * SnapshotSegments
+         * @description The segments and blocks at one instant (fragmentation: free bytes that no single request
+         *         can use are free_bytes - largest_free_bytes).
+         */
+        SnapshotSegments: {
+            /** @description Bytes in live blocks. */
+            allocated_bytes: number;
+            /** @description Its time, in `clock` units; null before the first. */
+            at: number | null;
+            /** @description Live blocks. */
+            block_count: number;
+            /** @description reserved_bytes - allocated_bytes. */
+            free_bytes: number;
+            /** @description The largest request served without a new segment. */
+            largest_free_bytes: number;
+            /** @description The entry the state is after (-1: before the first). */
+            position: number;
+            /** @description Bytes in all live segments. */
+            reserved_bytes: number;
+            /** @description Segments in address order. */
+            rows: components["schemas"]["SnapshotSegment"][];
+            /** @description Live segments. */
+            segment_count: number;
+            /** @description Only the largest segments (400) and blocks (4000) are listed. */
+            truncated: boolean;
+        };
+        /**
+         * SnapshotSegment
+         * @description One allocator segment (cudaMalloc'd memory) and what is live in it.
+         */
+        SnapshotSegment: {
+            /** @description Start address. */
+            address: number;
+            /** @description Bytes in live blocks. */
+            allocated_bytes: number;
+            /** @description Live blocks in address order. */
+            blocks: components["schemas"]["SnapshotBlock"][];
+            /** @description Largest run of bytes no live block covers. */
+            largest_free_bytes: number;
+            /** @description Bytes. */
+            size: number;
+        };
+        /**
+         * SnapshotBlock
+         * @description One live allocation inside a segment.
+         */
+        SnapshotBlock: {
+            /** @description Its first frame outside torch, `name (file:line)`; null without a stack. */
+            frame: string | null;
+            /** @description From the segment's start, bytes. */
+            offset: number;
+            /** @description Bytes. */
+            size: number;
+        };
+        /** SnapshotStep */
+        SnapshotStep: {
+            /** @description Host end, trace us. */
+            end: number | null;
+            /** @description Profiler step name. */
+            name: string;
+            /** @description Host start, trace us. */
+            start: number | null;
+        };
+        /**
+         * SnapshotAllocation
+         * @description A live allocation at the peak, with where it was allocated.
+         */
+        SnapshotAllocation: {
+            /** @description Address. */
+            address: number;
+            /** @description Allocated at, `clock` units; null when before the trace. */
+            alloc_t: number | null;
+            /** @description Allocation stack, innermost first (at most 64 frames); empty when not recorded. */
+            frames: components["schemas"]["SnapshotFrame"][];
+            /** @description Freed (free_completed) at; null when still allocated at the dump. */
+            free_t: number | null;
+            /** @description Bytes. */
+            size: number;
+        };
+        /** SnapshotFrame */
+        SnapshotFrame: {
+            /** @description Source file. */
+            filename: string;
+            /** @description Line number (0 for native frames). */
+            line: number;
+            /** @description Function. */
+            name: string;
+        };
+        /**
+         * MemoryTimelinePayload
+         * @description `/memory/timeline`: down-sampled stacked bytes per category. Times are
+         *         (ts_ns - base_time_ns) / 1000: on the trace's clock when paired with a trace span, else
+         *         on the export's own clock.
+         */
+        MemoryTimelinePayload: {
+            /** @description The trace's baseTimeNanoseconds (0 when the trace has none); null on the export's clock. */
+            base_time_ns: number | null;
+            /** @description Categories, in stacking order. */
+            categories: ("ACTIVATION" | "AUTOGRAD_DETAIL" | "GRADIENT" | "INPUT" | "OPTIMIZER_STATE" | "PARAMETER" | "TEMPORARY" | "UNKNOWN")[];
+            /** @description Growth flags (with a trace's steps). */
+            leaks: components["schemas"]["MemoryTimelineLeak"][];
+            /** @description Caveats about the export. */
+            messages: string[];
+            /** @description Peak total; null for an empty export. */
+            peak: components["schemas"]["MemoryTimelinePeak"] | null;
+            /** @description Records read. */
+            records: number;
+            /** @description Bytes per category at each time. */
+            series: components["schemas"]["MemoryTimelineSeries"];
+            /** @description Malformed records skipped. */
+            skipped: number;
+            /** @description Times, us (3 decimals). */
+            t_us: number[];
+            /** @description Total bytes at each time. */
+            total: number[];
+        };
+        /**
+         * MemoryTimelineLeak
+         * @description A growth flag: the total at every profiler step end rose above the noise, by at least
+         *         1 MiB in all, over at least 3 steps (the rule of `/memory`). Needs the trace's steps;
+         *         memory alive when the export ends is never flagged.
+         */
+        MemoryTimelineLeak: {
+            /** @description Total bytes at each step end. */
+            allocated_at_step_end: number[];
+            /**
+             * @description The trace's profiler steps.
+             * @enum {unknown}
+             */
+            basis: "steps";
+            /** @description Last minus first, bytes. */
+            growth_bytes: number;
+            /**
+             * @description The check that fired.
+             * @enum {unknown}
+             */
+            kind: "growth";
+            /** @description Each rise exceeded this, bytes. */
+            noise_bytes: number;
+            /** @description Mean growth per step, bytes. */
+            per_step_bytes: number;
+            /** @description Step names. */
+            steps: string[];
+        };
+        /** MemoryTimelinePeak */
+        MemoryTimelinePeak: {
+            /** @description Peak total bytes. */
+            bytes: number;
+            /** @description When, us (3 decimals). */
+            t_us: number;
+        };
+        /**
+         * MemoryTimelineSeries
+         * @description Bytes alive per category at each time of `t_us`.
+         */
+        MemoryTimelineSeries: {
+            ACTIVATION: number[];
+            AUTOGRAD_DETAIL: number[];
+            GRADIENT: number[];
+            INPUT: number[];
+            OPTIMIZER_STATE: number[];
+            PARAMETER: number[];
+            TEMPORARY: number[];
+            UNKNOWN: number[];
+        };
+        /**
+         * ModulesPayload
+         * @description `/modules`: the module view (the server answers 404 when `available` is false).
+         */
+        ModulesPayload: {
+            /** @description The trace has module events. */
+            available: boolean;
+            /** @description Backward attribution statistics. */
+            backward?: components["schemas"]["BackwardStats"];
+            /** @description Flame graph, one root per root module. */
+            flamegraph: components["schemas"]["FlameNode"][];
+            /** @description Backward ops were attributed to modules. */
+            has_backward?: boolean;
+            /** @description Some module ran device work. */
+            has_device?: boolean;
+            /** @description Why it is unavailable, or that statistics are incomplete; absent otherwise. */
+            message?: string;
+            /** @description Root modules, each with its children. */
+            rows: components["schemas"]["ModuleRow"][];
+            /**
+             * @description Where modules come from; absent when unavailable.
+             * @enum {unknown}
+             */
+            source?: "lightning" | "python_function";
+            /** @description Caveats. */
+            warnings?: string[];
+        };
+        /**
+         * BackwardStats
+         * @description How backward ops were attributed to modules (fwdbwd flows).
+         */
+        BackwardStats: {
+            /** @description Backward ops attributed to a module. */
+            attributed_ops: number;
+            /** @description Pairs matched to a module. */
+            matched: number;
+            /** @description Forward/backward flow pairs. */
+            pairs: number;
+            /** @description Backward ops not attributed. */
+            unattributed_ops: number;
+        };
+        /**
+         * FlameNode
+         * @description One flame-graph node (a module row).
+         */
+        FlameNode: {
+            /** @description Child modules. */
+            children: components["schemas"]["FlameNode"][];
+            /** @description The module's id. */
+            module_id: number;
+            /** @description Module name. */
+            name: string;
+            /** @description Device total us when the trace has device time, else host total us. */
+            value: number;
+        };
+        /**
+         * ModuleRow
+         * @description One module (by name and id) under its parent, with its children.
+         */
+        ModuleRow: {
+            /** @description Mean device total per call if any, else mean host total, us. */
+            avg_duration_us: number;
+            /** @description Device time of the backward ops attributed to it, us; only when has_backward. */
+            backward_device_us?: number;
+            /** @description Host time of the backward ops attributed to it, us; only when has_backward. */
+            backward_host_us?: number;
+            /** @description Child modules. */
+            children: components["schemas"]["ModuleRow"][];
+            /** @description Device time outside child modules, us. */
+            device_self_us: number;
+            /** @description Device time, us. */
+            device_total_us: number;
+            /** @description Host time outside child modules, us. */
+            host_self_us: number;
+            /** @description Host time, us. */
+            host_total_us: number;
+            /** @description Path of the row in the tree, e.g. "0-1". */
+            key: string;
+            /** @description Calls with no node in the operator tree (counted in occurrences, not in times); absent when 0. */
+            missing_calls?: number;
+            /** @description The module's id in the trace. */
+            module_id: number;
+            /** @description Lightning only: the module's type. */
+            module_type?: string;
+            /** @description Module name without "nn.Module: ", e.g. "Conv2d_0". */
+            name: string;
+            /** @description Calls. */
+            occurrences: number;
+            /** @description Operators called inside. */
+            operators: number;
+        };
+        /**
+         * CallStacksPayload
+         * @description `/operators/stack`: the call stacks of one operator.
+         */
+        CallStacksPayload: {
+            /** @description The trace has device (GPU) work. */
+            has_device: boolean;
+            /** @description One row per distinct non-empty call stack, sorted by `sort_by` descending. */
+            rows: components["schemas"]["CallStackRow"][];
+            /**
+             * @description As in `/operators`.
+             * @enum {unknown}
+             */
+            sort_by: "device_self_us" | "host_self_us";
+        };
+        /**
+         * CallStackRow
+         * @description The calls of one operator that share one call stack.
+         */
+        CallStackRow: {
+            /** @description The Python call stack, frames joined by ";". */
+            call_stack: string;
+            /** @description Number of calls with this stack. */
+            calls: number;
+            /** @description Device self time, us. */
+            device_self_us: number;
+            /** @description Device total time, us. */
+            device_total_us: number;
+            /** @description Host self time, us (3 decimals). */
+            host_self_us: number;
+            /** @description Host total time, us. */
+            host_total_us: number;
+            /** @description Only with group_by=operator_input_shape: the input shapes (Python str of the dims list). */
+            input_shape?: string;
+            /** @description Operator name. */
+            name: string;
+            /** @description The operator could use Tensor Cores. */
+            tc_eligible: boolean;
+            /** @description Share of device self time on Tensor Cores, percent. */
+            tc_self_pct: number;
+            /** @description Share of device total time on Tensor Cores, percent. */
+            tc_total_pct: number;
+        };
+        /**
+         * OperatorPiesPayload
+         * @description `/operators/pies`: the four top-N operator pies.
+         */
+        OperatorPiesPayload: {
+            /** @description Top-N operators by device self time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            device_self: components["schemas"]["PieSlice"][] | null;
+            /** @description Top-N operators by device total time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            device_total: components["schemas"]["PieSlice"][] | null;
+            /** @description Top-N operators by host self time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            host_self: components["schemas"]["PieSlice"][] | null;
+            /** @description Top-N operators by host total time, us (value > 0, descending, ties by label); null when no operator qualifies. With group_by=operator_input_shape the label is "name shape". */
+            host_total: components["schemas"]["PieSlice"][] | null;
+        };
+        /**
+         * OperatorsPayload
+         * @description `/operators`: the operator table.
+         */
+        OperatorsPayload: {
+            /** @description The trace has device (GPU) work. */
+            has_device: boolean;
+            /** @description Sorted by `sort_by` descending, ties by name (and shape). */
+            rows: components["schemas"]["OperatorRow"][];
+            /**
+             * @description device_self_us when the trace has device work, else host_self_us.
+             * @enum {unknown}
+             */
+            sort_by: "device_self_us" | "host_self_us";
+        };
+        /**
+         * OperatorRow
+         * @description One operator name (or name + input shape) with its summed times over all calls.
+         */
+        OperatorRow: {
+            /** @description Number of calls. */
+            calls: number;
+            /** @description Time of the kernels launched by the operator itself, us. */
+            device_self_us: number;
+            /** @description Time of the kernels launched by it or its children, us. */
+            device_total_us: number;
+            /** @description Some call has a recorded Python call stack (`/operators/stack` has rows). */
+            has_call_stack: boolean;
+            /** @description Host time outside child operators, us (3 decimals). */
+            host_self_us: number;
+            /** @description Host time including child operators, us. */
+            host_total_us: number;
+            /** @description Only with group_by=operator_input_shape: the input shapes (Python str of the dims list). */
+            input_shape?: string;
+            /** @description Operator name, e.g. "aten::mm". */
+            name: string;
+            /** @description The operator could use Tensor Cores. */
+            tc_eligible: boolean;
+            /** @description Share of device self time on Tensor Cores, percent (2 decimals). */
+            tc_self_pct: number;
+            /** @description Share of device total time on Tensor Cores, percent. */
+            tc_total_pct: number;
+        };
+        /**
+         * OverviewPayload
+         * @description `/overview`: the overview of one worker span.
+         */
+        OverviewPayload: {
+            /** @description Mean over the steps. */
+            average: components["schemas"]["OverviewAverage"];
+            /** @description Categories to show, in priority order. */
+            categories: ("CPU Exec" | "Communication" | "DataLoader" | "Kernel" | "Memcpy" | "Memset" | "Other" | "Runtime")[];
+            /** @description Device and distributed setup. */
+            environment: components["schemas"]["Environment"];
+            /** @description GPUs that ran work. */
+            gpus: components["schemas"]["OverviewGpu"][];
+            /** @description Human-readable caveats (fallback step, trimmed steps...). */
+            notes: string[];
+            /** @description Performance recommendations. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description One entry per step, in order. */
+            steps: components["schemas"]["OverviewStep"][];
+        };
+        /**
+         * OverviewAverage
+         * @description The mean over all steps.
+         */
+        OverviewAverage: {
+            /** @description Mean time per category, us. */
+            breakdown_us: components["schemas"]["StepBreakdown"];
+            /** @description Mean step duration, us. */
+            total_us: number;
+        };
+        /** StepBreakdown */
+        StepBreakdown: {
+            /** @description Other host operators, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            "CPU Exec": number;
+            /** @description Communication (NCCL/gloo) ops, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Communication: number;
+            /** @description Data loading, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            DataLoader: number;
+            /** @description GPU kernels, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Kernel: number;
+            /** @description GPU memory copies, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Memcpy: number;
+            /** @description GPU memsets, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Memset: number;
+            /** @description Time covered by none of the above, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Other: number;
+            /** @description CUDA runtime calls on the host, us of this category in the step (exclusive: the categories of a step sum to its total). */
+            Runtime: number;
+        };
+        /** Environment */
+        Environment: {
+            /**
+             * @description GPU when the trace has device work.
+             * @enum {unknown}
+             */
+            device_type: "CPU" | "GPU";
+            /** @description Distributed setup, null for a single-process trace. */
+            distributed: components["schemas"]["DistributedInfo"] | null;
+            /** @description The trace's `Framework` field (e.g. "pytorch-lightning"), null when absent. */
+            framework: string | null;
+            /** @description Number of GPUs in `gpus`. */
+            gpu_count: number;
+        };
+        /**
+         * DistributedInfo
+         * @description The trace's `distributedInfo`, only the keys it has.
+         */
+        DistributedInfo: {
+            /** @description Process-group backend, e.g. "nccl", "gloo". */
+            backend?: string;
+            /** @description This worker's rank. */
+            rank?: number;
+            /** @description Number of ranks. */
+            world_size?: number;
+        };
+        /**
+         * OverviewGpu
+         * @description One GPU that ran work in this trace.
+         */
+        OverviewGpu: {
+            /** @description Estimated achieved occupancy (kernel-time weighted), percent; null when unknown. */
+            achieved_occupancy_pct: number | null;
+            /** @description Generation and target, e.g. "Hopper (sm_90)", "CDNA3 (gfx942)"; null when unknown. */
+            architecture: string | null;
+            /** @description CUDA "major.minor"; null when unknown and always null on AMD GPUs (see architecture). */
+            compute_capability: string | null;
+            /** @description Device index. */
+            id: number;
+            /** @description Total device memory, GiB (2 decimals); null when unknown. */
+            memory_gb: number | null;
+            /** @description Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for their dtype / step time); null when the device's peaks are unknown. */
+            mfu_pct: number | null;
+            /** @description Device name from the trace's device properties; null when the trace has none. */
+            name: string | null;
+            /** @description The row of the hardware peaks table matched (see `/roofline`); null: unknown device. */
+            peaks_model: string | null;
+            /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
+            sm_efficiency_pct: number | null;
+            /** @description Share of kernel time on Tensor Cores, percent; null when unavailable. */
+            tensor_core_pct: number | null;
+            /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
+            utilization_pct: number | null;
+            /** @description "NVIDIA" or "AMD"; null when unknown. */
+            vendor: string | null;
+        };
+        /**
+         * OverviewStep
+         * @description One profiler step.
+         */
+        OverviewStep: {
+            /** @description Time per category, us; always all eight. */
+            breakdown_us: components["schemas"]["StepBreakdown"];
+            /** @description Step name: the N of ProfilerStep#N, or "0" for a trace without step markers. */
+            name: string;
+            /** @description Step duration, us. */
+            total_us: number;
+        };
+        /**
+         * TimelineEventPayload
+         * @description `/timeline/event`: everything known about one event.
+         */
+        TimelineEventPayload: {
+            /** @description Arguments from the side tables. */
+            args: components["schemas"]["EventArgs"];
+            /** @description Trace category. */
+            cat: string | null;
+            /** @description Events with the same correlation id. */
+            correlated: components["schemas"]["CorrelatedEvent"][];
+            /** @description Correlation id (launch <-> device event); null when absent. */
+            correlation: number | null;
+            /** @description Depth in the track; null when not drawn. */
+            depth: number | null;
+            /** @description End as drawn (clamped into its parent), absolute us; absent when not drawn. */
+            drawn_end_us?: number;
+            /** @description Duration, us; null for instants and counters. */
+            dur: number | null;
+            /** @description External id (links ops to launches); null when absent. */
+            external_id: number | null;
+            /** @description Flows that start or end on the event. */
+            flows: components["schemas"]["EventFlow"][];
+            /** @description Event id. */
+            id: number;
+            /**
+             * @description What the event is.
+             * @enum {unknown}
+             */
+            kind: "cpu_op" | "driver" | "gpu_user_annotation" | "kernel" | "memcpy" | "memset" | "other" | "overhead" | "python" | "python_function" | "runtime" | "sync" | "trace" | "user_annotation";
+            /** @description Name; null when absent. */
+            name: string | null;
+            /** @description Event id of the enclosing event; null at depth 0 or when not drawn. */
+            parent: number | null;
+            /** @description Trace event phase, e.g. "X", "i". */
+            ph: string | null;
+            /** @description Process id, as a string. */
+            pid: string | null;
+            /** @description Thread id (or stream), as a string. */
+            tid: string | null;
+            /** @description Track id where it is drawn; null when not drawn. */
+            track: number | null;
+            /** @description Start, absolute trace us. */
+            ts: number | null;
+        };
+        /**
+         * EventArgs
+         * @description The event's rows of the side tables ({} where it has none).
+         */
+        EventArgs: {
+            device_args: components["schemas"]["DeviceArgs"];
+            op_args: components["schemas"]["OpArgs"];
+            python_args: components["schemas"]["PythonArgs"];
+        };
+        /**
+         * DeviceArgs
+         * @description Kernel/memcpy/memset (and launch) arguments present on the event.
+         */
+        DeviceArgs: {
+            /** @description Copy bandwidth, GB/s; absent when the event has none. */
+            bandwidth_gbps?: number;
+            /** @description Block; absent when the event has none. */
+            block?: string;
+            /** @description Blocks per SM; absent when the event has none. */
+            blocks_per_sm?: number;
+            /** @description Bytes copied or set; absent when the event has none. */
+            bytes?: number;
+            /** @description Device index; absent when the event has none. */
+            device?: number;
+            /** @description Grid, e.g. "[4, 106, 1]"; absent when the event has none. */
+            grid?: string;
+            /** @description Estimated achieved occupancy, percent; absent when the event has none. */
+            occupancy?: number;
+            /** @description Registers per thread; absent when the event has none. */
+            registers_per_thread?: number;
+            /** @description Shared memory, bytes; absent when the event has none. */
+            shared_memory?: number;
+            /** @description Stream; absent when the event has none. */
+            stream?: number;
+            /** @description Warps per SM; absent when the event has none. */
+            warps_per_sm?: number;
+        };
+        /**
+         * OpArgs
+         * @description Operator (cpu_op, user annotation) arguments present on the event.
+         */
+        OpArgs: {
+            /** @description Python call stack; absent when the event has none. */
+            call_stack?: string;
+            /** @description Collective name; absent when the event has none. */
+            collective?: string;
+            /** @description Concrete Inputs (scalar arguments), Python str of the list; absent when the event has none. */
+            concrete_inputs?: string;
+            /** @description Data type; absent when the event has none. */
+            dtype?: string;
+            /** @description FLOPs recorded with with_flops=True; absent when the event has none. */
+            flops?: number;
+            /** @description Forward thread id; absent when the event has none. */
+            fwd_thread_id?: number;
+            /** @description Process group size; absent when the event has none. */
+            group_size?: number;
+            /** @description Input elements; absent when the event has none. */
+            in_msg_nelems?: number;
+            /** @description Input dims, Python str of the list; absent when the event has none. */
+            input_dims?: string;
+            /** @description Input types; absent when the event has none. */
+            input_types?: string;
+            /** @description Inductor backend ("triton"); absent when the event has none. */
+            kernel_backend?: string;
+            /** @description Inductor kernel source file; absent when the event has none. */
+            kernel_file?: string;
+            /** @description Inductor's FLOP estimate; absent when the event has none. */
+            kernel_flop?: number;
+            /** @description Inductor kernel hash; absent when the event has none. */
+            kernel_hash?: string;
+            /** @description Inductor's GB-moved estimate; absent when the event has none. */
+            kernel_num_gb?: number;
+            /** @description Output elements; absent when the event has none. */
+            out_msg_nelems?: number;
+            /** @description Process group; absent when the event has none. */
+            process_group?: string;
+            /** @description Autograd sequence number; absent when the event has none. */
+            sequence_number?: number;
+        };
+        /**
+         * PythonArgs
+         * @description python_function arguments present on the event.
+         */
+        PythonArgs: {
+            /** @description Python id; absent when the event has none. */
+            python_id?: number;
+            /** @description nn.Module id; absent when the event has none. */
+            python_module_id?: number;
+            /** @description Parent's Python id; absent when the event has none. */
+            python_parent_id?: number;
+        };
+        /**
+         * CorrelatedEvent
+         * @description An event with the same correlation id (launch <-> kernel/memcpy/memset).
+         */
+        CorrelatedEvent: {
+            /** @description Depth in the track; null when not drawn. */
+            depth: number | null;
+            /** @description Duration, us; null for instants. */
+            dur: number | null;
+            /** @description Event id. */
+            id: number;
+            /**
+             * @description What the event is.
+             * @enum {unknown}
+             */
+            kind: "cpu_op" | "driver" | "gpu_user_annotation" | "kernel" | "memcpy" | "memset" | "other" | "overhead" | "python" | "python_function" | "runtime" | "sync" | "trace" | "user_annotation";
+            /** @description Name; null when absent. */
+            name: string | null;
+            /** @description Track id; null when not drawn. */
+            track: number | null;
+            /** @description Start, absolute trace us. */
+            ts: number | null;
+        };
+        /**
+         * EventFlow
+         * @description A flow arrow that starts or ends on the event.
+         */
+        EventFlow: {
+            /** @description Flow category, e.g. "ac2g". */
+            cat: string;
+            /**
+             * @description out: starts on this event; in: ends on it.
+             * @enum {unknown}
+             */
+            direction: "in" | "out";
+            /** @description The flow's id in the trace. */
+            id: number | null;
+            /** @description Event id of the other end; null when not placed. */
+            other_id: number | null;
+            /** @description Track id of the other end. */
+            other_track: number;
+            /** @description Time of the other end, absolute trace us. */
+            other_ts: number;
+        };
+        /**
+         * TimelinePayload
+         * @description `/timeline`: one window of the trace at a pixel width, level of detail applied.
+         */
+        TimelinePayload: {
+            /** @description Counter tracks. */
+            counters: components["schemas"]["CounterTrack"][];
+            /** @description Window end, trace us (absolute). */
+            end_us: number;
+            /** @description Flow arrows in the window. */
+            flows: components["schemas"]["TimelineFlows"];
+            /** @description Pixels below which neighbouring events merge into blocks (doubled on dense windows). */
+            merge_px: number;
+            /** @description Event names, indexed by `events.name`. */
+            names: string[];
+            /** @description Absolute trace us that relative times count from (= start_us). */
+            origin_us: number;
+            /** @description Window start, trace us (absolute). */
+            start_us: number;
+            /** @description Level-of-detail statistics. */
+            stats: components["schemas"]["TimelineStats"];
+            /** @description Profiler steps in the window. */
+            steps: components["schemas"]["TimelineSteps"];
+            /** @description Last event end of the trace, absolute us. */
+            trace_end_us: number;
+            /** @description First event of the trace, absolute us. */
+            trace_start_us: number;
+            /** @description All tracks, in display order. */
+            tracks: components["schemas"]["Track"][];
+            /** @description Microseconds per pixel. */
+            us_per_px: number;
+            /**
+             * @description Always "timeline".
+             * @enum {unknown}
+             */
+            view: "timeline";
+            /** @description Width in pixels the window was laid out for. */
+            width: number;
+        };
+        /**
+         * CounterTrack
+         * @description One counter series (GPU utilization, SM efficiency, memory), sampled per pixel bin.
+         */
+        CounterTrack: {
+            /** @description Device label, e.g. "GPU 0", "CPU". */
+            device: string;
+            /**
+             * @description What is measured.
+             * @enum {unknown}
+             */
+            kind: "gpu_utilization" | "memory_allocated" | "memory_reserved" | "sm_efficiency";
+            /** @description Display name, e.g. "GPU 0 Utilization". */
+            name: string;
+            /** @description Sample times, us since origin_us. */
+            t: number[];
+            /**
+             * @description Unit of `v`.
+             * @enum {unknown}
+             */
+            unit: "bytes" | "fraction";
+            /** @description Values: fractions 0..1 (4 decimals) or whole bytes. */
+            v: number[];
+        };
+        /**
+         * TimelineFlows
+         * @description Flow arrows (start -> finish) with an end in the window (parallel arrays).
+         */
+        TimelineFlows: {
+            /** @description More than `limit`: an even sample is sent. */
+            capped: boolean;
+            /** @description Index into `cats`. */
+            cat: number[];
+            /** @description Flow categories (e.g. "ac2g", "fwdbwd"), indexed by `cat`. */
+            cats: string[];
+            /** @description Flows that only pass over the window (counted, not sent). */
+            crossing: number;
+            /** @description Depth of the start event (0 when not placed). */
+            from_depth: number[];
+            /** @description Event id of the start, -1 when not placed. */
+            from_id: number[];
+            /** @description Track id of the start. */
+            from_track: number[];
+            /** @description Start time, us since origin_us. */
+            from_ts: number[];
+            /** @description Most flows sent. */
+            limit: number;
+            /** @description Depth of the end event (0 when not placed). */
+            to_depth: number[];
+            /** @description Event id of the end, -1 when not placed. */
+            to_id: number[];
+            /** @description Track id of the end. */
+            to_track: number[];
+            /** @description End time, us since origin_us. */
+            to_ts: number[];
+            /** @description Flows with an end in the window. */
+            total: number;
+        };
+        /** TimelineStats */
+        TimelineStats: {
+            /** @description Merged blocks. */
+            blocks: number;
+            /** @description Events in the window. */
+            events: number;
+            /** @description Events inside blocks. */
+            hidden: number;
+            /** @description Events drawn individually. */
+            shown: number;
+        };
+        /**
+         * TimelineSteps
+         * @description Profiler steps overlapping the window (parallel arrays).
+         */
+        TimelineSteps: {
+            /** @description More than 4000: an even sample is sent. */
+            capped: boolean;
+            /** @description Step end, us since origin_us. */
+            end: number[];
+            /** @description Step names. */
+            name: string[];
+            /** @description Step start, us since origin_us. */
+            start: number[];
+            /** @description Steps overlapping the window. */
+            total: number;
+        };
+        /**
+         * Track
+         * @description One (process, thread) lane of the trace, in display order.
+         */
+        Track: {
+            /** @description Number of nesting levels of the whole track. */
+            depth: number;
+            /** @description Events on the track over the whole trace. */
+            event_count: number;
+            /** @description Track index (used by flows, events and search results). */
+            id: number;
+            /**
+             * @description Track group.
+             * @enum {unknown}
+             */
+            kind: "cpu" | "gpu" | "other";
+            /** @description The trace's pid, as a string. */
+            pid: string;
+            /** @description Process label to display. */
+            process: string;
+            /** @description Only the levels with something in the window. */
+            rows: components["schemas"]["TrackRow"][];
+            /** @description Thread (or stream) label to display. */
+            thread: string;
+            /** @description The trace's tid, as a string. */
+            tid: string;
+        };
+        /**
+         * TrackRow
+         * @description One visible nesting level of a track.
+         */
+        TrackRow: {
+            /** @description Merged blocks. */
+            blocks: components["schemas"]["RowBlocks"];
+            /** @description Nesting depth within the track (0: top level). */
+            depth: number;
+            /** @description Events drawn individually. */
+            events: components["schemas"]["RowEvents"];
+        };
+        /**
+         * RowBlocks
+         * @description Runs of events too small to draw one by one, merged into blocks (parallel arrays).
+         */
+        RowBlocks: {
+            /** @description Events merged into the block. */
+            count: number[];
+            /** @description Block end, us since origin_us. */
+            end: number[];
+            /** @description Block start, us since origin_us. */
+            start: number[];
+        };
+        /**
+         * RowEvents
+         * @description Events drawn one by one, as parallel arrays.
+         */
+        RowEvents: {
+            /** @description Duration, us. */
+            dur: number[];
+            /** @description Event id (for `/timeline/event?id=`). */
+            id: number[];
+            /** @description Index into the payload's `names`. */
+            name: number[];
+            /** @description Start, us since origin_us. */
+            start: number[];
+        };
+        /**
+         * TimelineRangePayload
+         * @description `/timeline/range`: the aggregate of a time range on chosen tracks (Trace view).
+         */
+        TimelineRangePayload: {
+            /** @description Range end, trace us. */
+            end_us: number;
+            /** @description Events overlapping the range on those tracks. */
+            events: number;
+            /** @description Per name, by total_us descending, ties by name. */
+            rows: components["schemas"]["RangeRow"][];
+            /** @description Range start, trace us. */
+            start_us: number;
+            /** @description The track ids aggregated (of `/timeline` `tracks`). */
+            tracks: number[];
+        };
+        /**
+         * RangeRow
+         * @description One event name inside the range.
+         */
+        RangeRow: {
+            /** @description total_us / count, us. */
+            avg_us: number;
+            /** @description Events of that name overlapping the range. */
+            count: number;
+            /** @description Event name. */
+            name: string;
+            /** @description total_us minus that of their direct children, us. */
+            self_us: number;
+            /** @description Their wall time inside the range, us (clipped to it). */
+            total_us: number;
+        };
+        /**
+         * TimelineSearchPayload
+         * @description `/timeline/search`: events whose name contains the query (case-insensitive), in time
+         *         order.
+         */
+        TimelineSearchPayload: {
+            /** @description Most matches sent. */
+            limit: number;
+            /** @description The first `limit` matches in time order. */
+            matches: components["schemas"]["SearchMatch"][];
+            /** @description Matching distinct names. */
+            name_count: number;
+            /** @description The first 50 matching distinct names. */
+            names: string[];
+            /** @description The query as searched. */
+            query: string;
+            /** @description Every matching event (from start_us on, when given). */
+            total: number;
+            /** @description total > len(matches). */
+            truncated: boolean;
+        };
+        /** SearchMatch */
+        SearchMatch: {
+            /** @description Depth in the track. */
+            depth: number;
+            /** @description Duration, us (0 for instants). */
+            dur: number;
+            /** @description Event id. */
+            id: number;
+            /** @description Event name. */
+            name: string;
+            /** @description Track id. */
+            track: number;
+            /** @description Start, absolute trace us. */
+            ts: number;
+        };
+        /**
+         * RunListing
+         * @description `/runs`: every run, sorted by name, with per-worker-span load state.
+         */
+        RunListing: {
+            /** @description The first scan runs, or some file is queued or being parsed. */
+            loading: boolean;
+            /** @description The logdir being served. */
+            logdir: string;
+            /** @description Installation problems found at the plugin's start-up, for a banner (e.g. the old torch-tb-profiler still installed: two tabs). Empty when all is well; always sent by the plugin. */
+            notices?: string[];
+            /** @description Runs, sorted by name. */
+            runs: components["schemas"]["Run"][];
+        };
+        /**
+         * Run
+         * @description One run (a folder of the logdir with traces or memory-timeline exports).
+         */
+        Run: {
+            /** @description Run name (its path under the logdir). */
+            name: string;
+            /** @description Fraction (0..1) of the run's bytes parsed. */
+            progress: number;
+            /**
+             * @description loading: some file is queued or being parsed; error: every file failed; partial: some file failed or is partial/truncated; ready: all files parsed cleanly.
+             * @enum {unknown}
+             */
+            state: "error" | "loading" | "partial" | "ready";
+            /** @description Views offered by the files parsed so far, display order. */
+            views: string[];
+            /** @description Workers, sorted. */
+            workers: components["schemas"]["WorkerListing"][];
+        };
+        /** WorkerListing */
+        WorkerListing: {
+            /** @description Worker name. */
+            name: string;
+            /** @description The worker's spans, numeric order. */
+            spans: components["schemas"]["SpanStatus"][];
+        };
+        /**
+         * SpanStatus
+         * @description The load state of one worker span (one trace file).
+         */
+        SpanStatus: {
             /** @description Events parsed; null until parsed, or when the file failed. */
             events: number | null;
+            /** @description The parser's messages for the file. */
+            messages: string[];
+            /** @description Span id ("1", "2", ... or "default"). */
+            span: string;
+            /**
+             * @description queued/loading: not parsed yet; ok; partial: malformed events skipped; truncated: file cut off; error: failed.
+             * @enum {unknown}
+             */
+            state: "error" | "loading" | "ok" | "partial" | "queued" | "truncated";
         };
-        SpanStatusDetail: components["schemas"]["SpanStatus"] & {
-            run: string;
-            worker: string;
+        /**
+         * SpanStatusDetail
+         * @description `/status`: the load status of one worker span (200 whatever the state).
+         */
+        SpanStatusDetail: {
+            /** @description Events parsed; null until parsed or on failure. */
+            events: number | null;
+            /** @description The parser's messages. */
+            messages: string[];
+            /** @description Fraction (0..1) of the file parsed (4 decimals). */
             progress: number;
+            /** @description Run name. */
+            run: string;
+            /** @description Span id. */
+            span: string;
+            /**
+             * @description As in /runs.
+             * @enum {unknown}
+             */
+            state: "error" | "loading" | "ok" | "partial" | "queued" | "truncated";
+            /** @description Worker name. */
+            worker: string;
+        };
+        /**
+         * ViewSpecs
+         * @description `/viewspecs`: every view the plugin has, in display order (the frontend's registry).
+         */
+        ViewSpecs: {
+            /** @description Every view of the plugin, in display order. */
+            views: components["schemas"]["ViewSpecEntry"][];
+        };
+        /** ViewSpecEntry */
+        ViewSpecEntry: {
+            /** @description The view (tab) name, as `/views` and `/workers` use it. */
+            name: string;
+            /** @description Display order, 1 first. */
+            order: number;
+            /** @description The view covers the whole run (e.g. Distributed): it is offered per run, not per worker file. */
+            run_level: boolean;
+        };
+        /**
+         * Loading
+         * @description The 202 reply: the worker span (or every file of the run, for /views) is still loading;
+         *         poll again (Retry-After: 1).
+         */
+        Loading: {
+            /**
+             * @description Always true.
+             * @enum {unknown}
+             */
+            loading: true;
+            /** @description Fraction (0..1) parsed (4 decimals). */
+            progress: number;
+            /**
+             * @description Waiting in the queue, or being parsed.
+             * @enum {unknown}
+             */
+            state: "loading" | "queued";
+        };
+        /**
+         * Error
+         * @description Every 4xx/5xx JSON reply.
+         */
+        Error: {
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** ErrorDetail */
+        ErrorDetail: {
+            /** @description The HTTP status (400, 404, 405, 422, 500, 501). */
+            code: number;
+            /** @description What went wrong (plain text). */
+            message: string;
+            /** @description With 422: the parser's messages for the file. */
+            messages?: string[];
+        };
+        /**
+         * DiffDefault
+         * @description `/diff/default`: the experiment the Diff view proposes for a baseline.
+         */
+        DiffDefault: {
+            /** @description The choice in words, for the page's subtitle. */
+            message: string;
+            /**
+             * @description other_span: the same worker's other span; other_worker: another worker of the same run; similar_run: the run whose operator names overlap most; none: no candidate.
+             * @enum {unknown}
+             */
+            reason: "none" | "other_span" | "other_worker" | "similar_run";
+            /** @description The proposed run; null when there is nothing to compare with. */
+            run: string | null;
+            /** @description similar_run: shared operator names / all operator names of both (0..1). */
+            similarity: number | null;
+            /** @description Its span. */
+            span: string | null;
+            /** @description Its worker. */
+            worker: string | null;
         };
     };
     responses: {
-        /** @description The view's data (JSON). */
-        Json: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": Record<string, never>;
-            };
-        };
-        /** @description The view's data (JSON), or CSV with `format=csv`. */
-        Payload: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": Record<string, never>;
-                "text/csv": unknown;
-            };
-        };
         /** @description The worker span (or, for `/views`, every file of the run) is still loading. */
         Loading: {
             headers: {
@@ -1200,13 +4113,6 @@ export interface components {
          *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
          */
         format: "json" | "csv";
-        operatorGroupBy: "operator" | "operator_input_shape";
-        /** @description Range start, in trace microseconds (the `ts` clock of the trace). */
-        startUs: number;
-        /** @description Range end, in trace microseconds; must be greater than `start_us`. */
-        endUs: number;
-        /** @description Number of slices (1 to 1000000); absent means all. */
-        topN: number;
     };
     requestBodies: never;
     headers: never;

@@ -3,17 +3,18 @@
 // in views/<name>/api.ts.
 import { getJson as getHttpJson, routeUrl, type Params } from './http'
 import type {
+  CallStackRow,
+  CallStacks,
   KernelGroupBy,
   KernelPies,
   KernelTable,
   OperatorGroupBy,
   OperatorPies,
-  OperatorRow,
   OperatorTable,
   Overview,
   RunsResponse,
   Selection,
-  ViewSpec,
+  ViewSpecs,
 } from './types'
 
 export { ApiError, LoadingError, routeUrl, setBaseUrl, type Params } from './http'
@@ -27,7 +28,7 @@ export function getJson<T>(route: string, params: Params = {}, signal?: AbortSig
 export const api = {
   runs: (signal?: AbortSignal) => getJson<RunsResponse>('runs', {}, signal),
 
-  viewSpecs: (signal?: AbortSignal) => getJson<{ views: ViewSpec[] }>('viewspecs', {}, signal).then((body) => body.views),
+  viewSpecs: (signal?: AbortSignal) => getJson<ViewSpecs>('viewspecs', {}, signal).then((body) => body.views),
 
   views: (run: string, signal?: AbortSignal) => getJson<string[]>('views', { run }, signal),
 
@@ -43,9 +44,9 @@ export const api = {
   operatorPies: (sel: Selection, groupBy: OperatorGroupBy, topN: number | null, signal?: AbortSignal) =>
     getJson<OperatorPies>('operators/pies', { ...sel, group_by: groupBy, top_n: topN ?? undefined }, signal),
 
-  operatorStacks(sel: Selection, groupBy: OperatorGroupBy, name: string, inputShape: string | undefined, signal?: AbortSignal): Promise<OperatorRow[]> {
+  operatorStacks(sel: Selection, groupBy: OperatorGroupBy, name: string, inputShape: string | undefined, signal?: AbortSignal): Promise<CallStackRow[]> {
     const input_shape = groupBy === 'operator_input_shape' ? (inputShape ?? '') : undefined
-    return getJson<OperatorTable>('operators/stack', { ...sel, group_by: groupBy, name, input_shape }, signal).then((t) => t.rows)
+    return getJson<CallStacks>('operators/stack', { ...sel, group_by: groupBy, name, input_shape }, signal).then((t) => t.rows)
   },
 
   kernels: (sel: Selection, groupBy: KernelGroupBy, signal?: AbortSignal) => getJson<KernelTable>('kernels', { ...sel, group_by: groupBy }, signal),

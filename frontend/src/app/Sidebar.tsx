@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'react'
 import type { RunInfo, SpanStatus } from '../api'
 import { Banner, ProgressBar } from '../components/ui'
 import { count } from '../format'
+import { shareableUrl, type UiState } from '../urlState'
 
 export function runLabel(r: RunInfo): string {
   if (r.state === 'loading') return `${r.name} (loading ${Math.round(r.progress * 100)}%)`
@@ -136,12 +137,12 @@ export function WorkerStatusList({
   )
 }
 
-export function SidebarFooter({ logdir }: { logdir: string }) {
+export function SidebarFooter({ logdir, state }: { logdir: string; state: UiState }) {
   const [copied, setCopied] = useState(false)
   const timer = useRef<number | undefined>(undefined)
   useEffect(() => () => window.clearTimeout(timer.current), [])
   const copy = () => {
-    const text = window.location.href
+    const text = shareableUrl(state)
     const done = () => {
       setCopied(true)
       window.clearTimeout(timer.current)
@@ -157,7 +158,7 @@ export function SidebarFooter({ logdir }: { logdir: string }) {
           <span className="ellipsis mono">{logdir}</span>
         </div>
       )}
-      <button type="button" className="button subtle" onClick={copy} title="Copy a link to exactly this view (run, worker, span, filters)" data-testid="copy-link">
+      <button type="button" className="button subtle" onClick={copy} title="Copy a TensorBoard link that opens exactly this view (run, worker, span, filters)" data-testid="copy-link">
         {copied ? 'Link copied' : 'Copy link to this view'}
       </button>
     </div>

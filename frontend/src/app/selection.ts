@@ -81,7 +81,10 @@ export function useSelection(runs: RunInfo[], ready: boolean, state: UiState, up
   const view = pickOne(state.view, views)
 
   const workersState = useAsync('workers', run && view ? `${runName}\u0000${view}\u0000${fingerprint}` : null, (signal) => api.workers(runName, view, signal))
-  const viewWorkers = workersState.status === 'ok' ? workersState.data : workersState.status === 'pending' ? workersState.previous : undefined
+  // While the new list loads, keep only the previous workers that this run has: after a run
+  // switch no request may go out with the previous run's worker (a 404 in the console).
+  const runWorkers = useMemo(() => new Set((run?.workers ?? []).map((w) => w.name)), [run])
+  const viewWorkers = workersState.status === 'ok' ? workersState.data : workersState.status === 'pending' ? workersState.previous?.filter((w) => runWorkers.has(w)) : undefined
   // Workers whose files all failed offer no view, so /workers leaves them out; list them anyway
   // (flagged) so their error can be selected and read.
   const workers = useMemo(() => {
@@ -93,7 +96,8 @@ export function useSelection(runs: RunInfo[], ready: boolean, state: UiState, up
   const worker = pickOne(state.worker, workers)
 
   const spansState = useAsync('spans', run && worker ? `${runName}\u0000${worker}\u0000${fingerprint}` : null, (signal) => api.spans(runName, worker, signal))
-  const spans = spansState.status === 'ok' ? spansState.data : spansState.status === 'pending' && spansState.previous ? spansState.previous : []
+  const workerSpans = run?.workers.find((w) => w.name === worker)?.spans.map((x) => x.span) ?? []
+  const spans = spansState.status === 'ok' ? spansState.data : spansState.status === 'pending' && spansState.previous ? spansState.previous.filter((x) => workerSpans.includes(x)) : []
   const span = pickOne(state.span, spans)
 
   useEffect(() => {

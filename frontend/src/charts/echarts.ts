@@ -1,6 +1,6 @@
 // The only place ECharts is imported: just the pieces the views use (tree-shaken build), all
 // registered here so no view depends on a side-effect import.
-import { BarChart, LineChart, PieChart } from 'echarts/charts'
+import { BarChart, LineChart, PieChart, ScatterChart } from 'echarts/charts'
 import {
   DataZoomInsideComponent,
   DataZoomSliderComponent,
@@ -17,6 +17,7 @@ echarts.use([
   PieChart,
   BarChart,
   LineChart,
+  ScatterChart,
   GridComponent,
   LegendComponent,
   TooltipComponent,

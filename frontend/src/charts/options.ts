@@ -10,7 +10,7 @@ export const PALETTE = [
   '#1976d2', '#f57c00', '#43a047', '#8e24aa', '#e53935', '#00acc1',
   '#fbc02d', '#6d4c41', '#d81b60', '#3949ab', '#7cb342', '#5e35b1',
 ]
-export const OTHER_COLOR = '#9e9e9e'
+const OTHER_COLOR = '#9e9e9e'
 
 export const CATEGORY_COLORS: Record<string, string> = {
   Kernel: '#1976d2',

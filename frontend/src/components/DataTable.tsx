@@ -1,6 +1,7 @@
 // A sortable, virtualised table: only the rows in view (plus a small overscan) are in the DOM,
 // so 100k rows scroll as smoothly as 100. Rows may expand into a detail panel of any height
-// (measured after render).
+// (measured after render). Headers wrap onto two lines (never cut) and every header has a
+// tooltip; the first column stays in place while the table scrolls sideways.
 
 import { useVirtualizer } from '@tanstack/react-virtual'
 import { Fragment, useCallback, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from 'react'
@@ -54,6 +55,13 @@ interface Props<T> {
 }
 
 const HEADER_HEIGHT = 40
+const EXPANDER_WIDTH = 36
+
+/** A header's tooltip: its full text (headers wrap, but a tooltip never cuts) and what it means. */
+function headerTip<T>(column: Column<T>): string {
+  const text = column.header.replace(/\n/g, ' ')
+  return column.title && column.title !== text ? `${text}: ${column.title}` : text
+}
 
 /** Numbers numerically; text case-insensitively by code point (predictable, and fast on 100k rows). */
 function compare(a: number | string, b: number | string): number {
@@ -115,7 +123,7 @@ export function DataTable<T>({
 
   const template = columns.map((c) => c.width).join(' ')
   const expandable = Boolean(renderExpanded)
-  const gridTemplate = expandable ? `36px ${template}` : template
+  const gridTemplate = expandable ? `${EXPANDER_WIDTH}px ${template}` : template
 
   const toggle = useCallback((key: string) => {
     setExpanded((prev) => {
@@ -157,16 +165,17 @@ export function DataTable<T>({
     >
       <div className="table-inner">
         <div className="table-header" role="row" style={{ gridTemplateColumns: gridTemplate, height: HEADER_HEIGHT }} aria-rowindex={1}>
-          {expandable && <div className="th" role="columnheader" aria-label="Expand" />}
+          {expandable && <div className="th pinned" style={{ left: 0 }} role="columnheader" aria-label="Expand" />}
           {columns.map((column) => {
             const active = sort?.key === column.key
             const sortable = Boolean(column.sortValue)
             return (
               <div
                 key={column.key}
-                className={`th${column.align === 'right' ? ' right' : ''}${sortable ? ' sortable' : ''}${active ? ' active' : ''}`}
+                className={`th${column.align === 'right' ? ' right' : ''}${sortable ? ' sortable' : ''}${active ? ' active' : ''}${column === columns[0] ? ' pinned' : ''}`}
                 role="columnheader"
-                title={column.title}
+                title={headerTip(column)}
+                style={column === columns[0] ? { left: expandable ? EXPANDER_WIDTH : 0 } : undefined}
                 aria-sort={active ? (sort?.desc ? 'descending' : 'ascending') : sortable ? 'none' : undefined}
                 tabIndex={sortable ? 0 : undefined}
                 onClick={() => onHeaderClick(column)}
@@ -198,7 +207,7 @@ export function DataTable<T>({
                 >
                   <div className={`tr${isOpen ? ' open' : ''}`} role="row" aria-rowindex={item.index + 2} style={{ gridTemplateColumns: gridTemplate, minHeight: rowHeight }} data-testid="table-row">
                     {expandable && (
-                      <div className="td expander" role="cell">
+                      <div className="td expander pinned" style={{ left: 0 }} role="cell">
                         {can && (
                           <button
                             type="button"
@@ -216,7 +225,8 @@ export function DataTable<T>({
                     {columns.map((column) => (
                       <div
                         key={column.key}
-                        className={`td${column.align === 'right' ? ' right' : ''}`}
+                        className={`td${column.align === 'right' ? ' right' : ''}${column === columns[0] ? ' pinned' : ''}`}
+                        style={column === columns[0] ? { left: expandable ? EXPANDER_WIDTH : 0 } : undefined}
                         role="cell"
                         data-col={column.key}
                         title={column.cellTitle?.(row)}

@@ -7,6 +7,7 @@ import type { Theme } from '../theme'
 import type { UiState } from '../urlState'
 import { DiffView } from './diff/DiffView'
 import { DistributedView } from './distributed/DistributedView'
+import { GpuIdleView } from './gpu_idle/GpuIdleView'
 import { KernelView } from './kernels/KernelView'
 import { MemoryView } from './memory/MemoryView'
 import { ModuleView } from './modules/ModuleView'
@@ -46,4 +47,5 @@ export const VIEWS: Record<string, ViewEntry> = {
   Distributed: { component: DistributedView },
   Module: { component: ModuleView },
   Diff: { component: DiffView, perWorker: true },
+  'GPU Idle': { component: GpuIdleView },
 }

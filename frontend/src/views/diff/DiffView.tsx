@@ -8,15 +8,16 @@ import { Chart } from '../../charts/Chart'
 import type { EChartsCoreOption } from '../../charts/echarts'
 import { FONT, chartColors, escapeHtml, tooltipBase } from '../../charts/options'
 import { DataTable, type Column, type SortState } from '../../components/DataTable'
-import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox } from '../../components/ui'
-import { count, deltaPct, deltaPctValue, duration, signedUs, us } from '../../format'
+import { Banner, Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented } from '../../components/ui'
+import { count, deltaPct, deltaPctValue, duration, signedDuration } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { SelectionState } from '../../urlState'
 import type { DiffState } from './state'
 import { StatCard } from '../../components/StatCard'
 import { useViewStyle } from '../../components/style'
-import { diffCsvUrl, fetchDiff, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
+import { diffCsvUrl, fetchDiff, type Basis, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
+import { KernelDeltas } from './KernelDeltas'
 import css from './diff.css?inline'
 
 interface Props {
@@ -43,7 +44,8 @@ export function DiffView({ selection, state, update, theme }: Props) {
     if (pairKey !== null) lastPair.current = pairKey
   }, [pairKey, update])
 
-  const diff = useAsync('diff', pairKey ? `${pairKey}\u0000${path}` : null, (signal) => fetchDiff(selection, exp!, path, signal))
+  const basis: Basis = state.diffBasis
+  const diff = useAsync('diff', pairKey ? `${pairKey}\u0000${path}\u0000${basis}` : null, (signal) => fetchDiff(selection, exp!, path, basis, signal))
   const unknownPath = diff.status === 'error' && diff.error instanceof ApiError && diff.error.status === 404 && path !== '0'
   useEffect(() => {
     if (unknownPath) update({ diffPath: '' })
@@ -86,7 +88,8 @@ export function DiffView({ selection, state, update, theme }: Props) {
   return (
     <div className="view diff" data-testid="diff-view">
       {header}
-      <DiffContent data={data} path={path} names={names.current} go={go} theme={theme} pending={diff.status === 'pending'} csvUrl={diffCsvUrl(selection, exp, path)} />
+      <DiffContent data={data} path={path} names={names.current} go={go} theme={theme} pending={diff.status === 'pending'} csvUrl={diffCsvUrl(selection, exp, path, basis)} state={state} update={update} />
+      {state.diffTable === 'kernels' && <KernelDeltas selection={selection} exp={exp} basis={basis} update={update} />}
     </div>
   )
 }
@@ -101,14 +104,38 @@ function childLabel(child: DiffChild): string {
   const { left, right } = child
   if (left.type === 'blank') return `${shortName(right.type === 'composite' ? `${right.count} nodes` : right.name)} (experiment only)`
   if (right.type === 'blank') return `${shortName(left.type === 'composite' ? `${left.count} nodes` : left.name)} (baseline only)`
-  if (left.type === 'composite' || right.type === 'composite') return `Unmatched: ${left.count} vs ${right.count} nodes`
+  if (left.type === 'composite' || right.type === 'composite') return `Unmatched: ${count(left.count)} vs ${count(right.count)} nodes`
   return left.name === right.name ? shortName(left.name) : `${shortName(left.name)} / ${shortName(right.name)}`
 }
 
+const KIND_WORDS: Record<string, string> = {
+  root: 'the whole span',
+  operator: 'operator',
+  profiler_step: 'profiler step',
+  dataloader: 'data loading',
+  optimizer: 'optimizer step',
+  module: 'module',
+  user_annotation: 'annotation',
+  python: 'Python function',
+  pl_module: 'Lightning module',
+  backward: 'backward pass',
+  thread: 'another thread',
+}
+
+/** One side of a node in words: "nothing", "3 unmatched nodes", "module", "the whole span". */
 function sideLabel(side: DiffSide): string {
   if (side.type === 'blank') return 'nothing'
-  if (side.type === 'composite') return `${side.count} nodes`
-  return `${side.type}${side.count > 1 ? ` ×${side.count}` : ''}`
+  if (side.type === 'composite') return `${count(side.count)} unmatched nodes`
+  return KIND_WORDS[side.type] ?? side.type.replace(/_/g, ' ')
+}
+
+export type TimeKey = 'host_duration_us' | 'device_duration_us'
+
+/** The time the page shows: the user's choice, else device time when either side ran any. */
+export function timeKey(data: DiffPayload, choice: DiffState['diffTime']): TimeKey {
+  if (choice === 'host') return 'host_duration_us'
+  if (choice === 'device') return 'device_duration_us'
+  return data.left.device_duration_us > 0 || data.right.device_duration_us > 0 ? 'device_duration_us' : 'host_duration_us'
 }
 
 function deltaClass(value: number): string {
@@ -123,6 +150,8 @@ function DiffContent({
   theme,
   pending,
   csvUrl,
+  state,
+  update,
 }: {
   data: DiffPayload
   path: string
@@ -131,7 +160,12 @@ function DiffContent({
   theme: Theme
   pending: boolean
   csvUrl: string
+  state: DiffState
+  update: (patch: Partial<DiffState>) => void
 }) {
+  const key = timeKey(data, state.diffTime)
+  const timeWord = key === 'device_duration_us' ? 'device' : 'host'
+  const basisWords = data.basis === 'per_step' ? `per step (each side divided by its own steps: ${count(data.base.steps)} vs ${count(data.exp.steps)})` : `over the whole span (${count(data.base.steps)} vs ${count(data.exp.steps)} steps)`
   const segments = path.split('-')
   const crumbs = segments.map((_, i) => {
     const p = segments.slice(0, i + 1).join('-')
@@ -141,7 +175,7 @@ function DiffContent({
   crumbs[crumbs.length - 1].label = current
   const parent = segments.length > 1 ? segments.slice(0, -1).join('-') : null
 
-  const option = useMemo(() => childrenOption(data.children, theme), [data, theme])
+  const option = useMemo(() => childrenOption(data.children, theme, key), [data, theme, key])
   const onEvents = useMemo(
     () => ({
       click: (params: unknown) => {
@@ -153,7 +187,7 @@ function DiffContent({
     [data, go],
   )
 
-  const total = data.delta.total_duration_us
+  const total = data.delta[key]
   return (
     <>
       <Card
@@ -183,21 +217,34 @@ function DiffContent({
           </span>
         }
         subtitle={
-          data.per_step
-            ? `Whole-span numbers are averages per step (${data.base.steps} vs ${data.exp.steps} steps); each child below is one node or one run of nodes`
-            : `${sideLabel(data.left)} vs ${sideLabel(data.right)}`
+          <span data-testid="diff-basis-words">
+            {path === '0' ? 'Every thread of both traces' : `${sideLabel(data.left)} vs ${sideLabel(data.right)}`} · {timeWord} time {basisWords}
+            {path === '0' ? ' · the sum of the children below' : ''}
+          </span>
         }
         testId="diff-summary"
+        actions={
+          <span className="diff-controls">
+            <Segmented value={state.diffBasis} onChange={(v) => update({ diffBasis: v })} label="Basis" testId="diff-basis" options={[{ value: 'per_step', label: 'Per step' }, { value: 'total', label: 'Whole span' }]} />
+            <Segmented
+              value={key === 'device_duration_us' ? 'device' : 'host'}
+              onChange={(v) => update({ diffTime: v })}
+              label="Time"
+              testId="diff-time"
+              options={[{ value: 'device', label: 'Device time' }, { value: 'host', label: 'Host time' }]}
+            />
+          </span>
+        }
       >
         <div className="diff-stats">
-          <StatCard className="diff-stat" label={<SideLabel color={BASE_COLOR} text="Baseline" />} value={`${us(data.left.total_duration_us)} us`} sub={duration(data.left.total_duration_us)} testId="diff-base-total" />
-          <StatCard className="diff-stat" label={<SideLabel color={EXP_COLOR} text="Experiment" />} value={`${us(data.right.total_duration_us)} us`} sub={duration(data.right.total_duration_us)} testId="diff-exp-total" />
+          <StatCard className="diff-stat" label={<SideLabel color={BASE_COLOR} text="Baseline" />} value={duration(data.left[key])} sub={`${timeWord} time, ${sideLabel(data.left)}`} testId="diff-base-total" />
+          <StatCard className="diff-stat" label={<SideLabel color={EXP_COLOR} text="Experiment" />} value={duration(data.right[key])} sub={`${timeWord} time, ${sideLabel(data.right)}`} testId="diff-exp-total" />
           <StatCard
             className="diff-stat"
             label="Delta"
-            value={`${signedUs(total)} us`}
+            value={signedDuration(total)}
             valueClassName={deltaClass(total)}
-            sub={`${deltaPct(data.left.total_duration_us, data.right.total_duration_us)}${total > 0 ? ' · experiment slower' : total < 0 ? ' · experiment faster' : ''}`}
+            sub={`${deltaPct(data.left[key], data.right[key])}${total > 0 ? ' · experiment slower' : total < 0 ? ' · experiment faster' : ''}`}
             testId="diff-delta-total"
           />
         </div>
@@ -205,7 +252,7 @@ function DiffContent({
 
       <Card
         title="Time by child"
-        subtitle={data.children.length ? 'Baseline and experiment time of each child (us), and the delta accumulated from left to right · click a bar to drill down' : undefined}
+        subtitle={data.children.length ? `Baseline and experiment ${timeWord} time of each child, ${data.basis === 'per_step' ? 'per step' : 'whole span'}, and the delta accumulated from left to right · click a bar to drill down` : undefined}
         testId="diff-children-card"
         actions={pending ? <span className="muted small">Loading…</span> : undefined}
       >
@@ -214,12 +261,13 @@ function DiffContent({
         ) : (
           <>
             <Chart option={option} height={340} label="Baseline and experiment time by child" testId="diff-chart" onEvents={onEvents} />
-            <ChildrenTable children={data.children} go={go} />
+            <ChildrenTable children={data.children} go={go} timeKey={key} />
           </>
         )}
       </Card>
 
-      <OperatorDeltas data={data} csvUrl={csvUrl} />
+      <Segmented value={state.diffTable} onChange={(v) => update({ diffTable: v })} label="Table" testId="diff-table-switch" options={[{ value: 'operators', label: 'Operators' }, { value: 'kernels', label: 'GPU kernels' }]} />
+      {state.diffTable === 'operators' && <OperatorDeltas data={data} csvUrl={csvUrl} />}
     </>
   )
 }
@@ -233,11 +281,11 @@ function SideLabel({ color, text }: { color: string; text: string }) {
   )
 }
 
-function childrenOption(children: DiffChild[], theme: Theme): EChartsCoreOption {
+function childrenOption(children: DiffChild[], theme: Theme, key: TimeKey): EChartsCoreOption {
   const c = chartColors(theme)
   const labels = children.map(childLabel)
   let acc = 0
-  const accumulated = children.map((ch) => (acc += ch.delta.total_duration_us))
+  const accumulated = children.map((ch) => (acc += ch.delta[key]))
   const many = children.length > 24
   return {
     animation: false,
@@ -257,10 +305,10 @@ function childrenOption(children: DiffChild[], theme: Theme): EChartsCoreOption 
         return (
           `<div style="font-weight:500;margin-bottom:4px;max-width:420px;white-space:normal;overflow-wrap:anywhere">${escapeHtml(labels[i])}</div>` +
           `<table style="border-spacing:0;font-size:12px">` +
-          row(`Baseline (${escapeHtml(sideLabel(ch.left))})`, BASE_COLOR, `${us(ch.left.total_duration_us)} us`) +
-          row(`Experiment (${escapeHtml(sideLabel(ch.right))})`, EXP_COLOR, `${us(ch.right.total_duration_us)} us`) +
-          row('Delta', 'transparent', `${signedUs(ch.delta.total_duration_us)} us (${deltaPct(ch.left.total_duration_us, ch.right.total_duration_us)})`) +
-          row('Accumulated delta', DELTA_COLOR, `${signedUs(accumulated[i])} us`) +
+          row(`Baseline (${escapeHtml(sideLabel(ch.left))})`, BASE_COLOR, duration(ch.left[key])) +
+          row(`Experiment (${escapeHtml(sideLabel(ch.right))})`, EXP_COLOR, duration(ch.right[key])) +
+          row('Delta', 'transparent', `${signedDuration(ch.delta[key])} (${deltaPct(ch.left[key], ch.right[key])})`) +
+          row('Accumulated delta', DELTA_COLOR, signedDuration(accumulated[i])) +
           `</table>` +
           (ch.expandable ? '<div style="margin-top:4px;opacity:.7">Click to drill down</div>' : '')
         )
@@ -274,11 +322,17 @@ function childrenOption(children: DiffChild[], theme: Theme): EChartsCoreOption 
       axisTick: { show: false },
       triggerEvent: true,
     },
-    yAxis: { type: 'value', axisLabel: { color: c.muted, formatter: (v: number) => us(v) }, splitLine: { lineStyle: { color: c.grid } } },
+    yAxis: {
+      type: 'value',
+      name: key === 'device_duration_us' ? 'Device time' : 'Host time',
+      nameTextStyle: { color: c.muted, align: 'left' },
+      axisLabel: { color: c.muted, formatter: (v: number) => duration(v) },
+      splitLine: { lineStyle: { color: c.grid } },
+    },
     dataZoom: many ? [{ type: 'slider', xAxisIndex: 0, height: 16, bottom: 4, startValue: 0, endValue: 23 }] : undefined,
     series: [
-      { name: 'Baseline', type: 'bar', barMaxWidth: 36, itemStyle: { color: BASE_COLOR }, cursor: 'pointer', data: children.map((ch) => ch.left.total_duration_us) },
-      { name: 'Experiment', type: 'bar', barMaxWidth: 36, itemStyle: { color: EXP_COLOR }, cursor: 'pointer', data: children.map((ch) => ch.right.total_duration_us) },
+      { name: 'Baseline', type: 'bar', barMaxWidth: 36, itemStyle: { color: BASE_COLOR }, cursor: 'pointer', data: children.map((ch) => ch.left[key]) },
+      { name: 'Experiment', type: 'bar', barMaxWidth: 36, itemStyle: { color: EXP_COLOR }, cursor: 'pointer', data: children.map((ch) => ch.right[key]) },
       {
         name: 'Accumulated delta',
         type: 'line',
@@ -293,7 +347,8 @@ function childrenOption(children: DiffChild[], theme: Theme): EChartsCoreOption 
   }
 }
 
-function ChildrenTable({ children, go }: { children: DiffChild[]; go: (child: DiffChild) => void }) {
+function ChildrenTable({ children, go, timeKey: key }: { children: DiffChild[]; go: (child: DiffChild) => void; timeKey: TimeKey }) {
+  const what = key === 'device_duration_us' ? 'device time' : 'host time' 
   return (
     <div className="diff-children-scroll">
       <table className="simple-table diff-children" data-testid="diff-children">
@@ -301,10 +356,10 @@ function ChildrenTable({ children, go }: { children: DiffChild[]; go: (child: Di
           <tr>
             <th>Child</th>
             <th>Kind</th>
-            <th className="right">Baseline (us)</th>
-            <th className="right">Experiment (us)</th>
-            <th className="right">Delta (us)</th>
-            <th className="right">Delta %</th>
+            <th className="right" title={`Baseline ${what}`}>Baseline</th>
+            <th className="right" title={`Experiment ${what}`}>Experiment</th>
+            <th className="right" title={`Experiment − baseline ${what}`}>Delta</th>
+            <th className="right" title="Delta relative to the baseline">Delta %</th>
           </tr>
         </thead>
         <tbody>
@@ -319,18 +374,18 @@ function ChildrenTable({ children, go }: { children: DiffChild[]; go: (child: Di
                   <span title="Nothing below to compare">{childLabel(ch)}</span>
                 )}
               </td>
-              <td className="muted">{ch.left.type === ch.right.type ? ch.left.type : `${ch.left.type} / ${ch.right.type}`}</td>
-              <td className="right" data-col="base">
-                {us(ch.left.total_duration_us)}
+              <td className="muted">{ch.left.type === ch.right.type ? sideLabel(ch.left) : `${sideLabel(ch.left)} / ${sideLabel(ch.right)}`}</td>
+              <td className="right" data-col="base" data-us={ch.left[key]}>
+                {duration(ch.left[key])}
               </td>
-              <td className="right" data-col="exp">
-                {us(ch.right.total_duration_us)}
+              <td className="right" data-col="exp" data-us={ch.right[key]}>
+                {duration(ch.right[key])}
               </td>
-              <td className={`right ${deltaClass(ch.delta.total_duration_us)}`} data-col="delta">
-                {signedUs(ch.delta.total_duration_us)}
+              <td className={`right ${deltaClass(ch.delta[key])}`} data-col="delta">
+                {signedDuration(ch.delta[key])}
               </td>
-              <td className={`right ${deltaClass(ch.delta.total_duration_us)}`} data-col="delta_pct">
-                {deltaPct(ch.left.total_duration_us, ch.right.total_duration_us)}
+              <td className={`right ${deltaClass(ch.delta[key])}`} data-col="delta_pct">
+                {deltaPct(ch.left[key], ch.right[key])}
               </td>
             </tr>
           ))}
@@ -352,9 +407,11 @@ const GROUPS = [
 
 type GroupKey = (typeof GROUPS)[number]['key']
 
-function numberOf(row: OperatorDelta, key: string): number {
-  const v = row[key]
-  return typeof v === 'number' ? v : Number(v ?? 0)
+/** base_/exp_/delta_ + a group's key: the numeric columns of an operator delta. */
+type DeltaKey = Exclude<keyof OperatorDelta, 'name'>
+
+function numberOf(row: OperatorDelta, key: DeltaKey): number {
+  return row[key]
 }
 
 function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string }) {
@@ -378,7 +435,7 @@ function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string })
     ]
     for (const g of GROUPS) {
       if (!groups.has(g.key)) continue
-      const fmt = g.key === 'calls' ? (v: number) => count(Math.round(v * 100) / 100) : us
+      const fmt = g.key === 'calls' ? (v: number) => count(Math.round(v * 100) / 100) : duration
       cols.push(
         { key: `base_${g.key}`, header: `${g.label}\nbaseline`, title: `Baseline ${g.label.toLowerCase()}${g.unit}`, width: '96px', align: 'right', render: (r) => fmt(numberOf(r, `base_${g.key}`)), sortValue: (r) => numberOf(r, `base_${g.key}`) },
         { key: `exp_${g.key}`, header: `${g.label}\nexperiment`, title: `Experiment ${g.label.toLowerCase()}${g.unit}`, width: '96px', align: 'right', render: (r) => fmt(numberOf(r, `exp_${g.key}`)), sortValue: (r) => numberOf(r, `exp_${g.key}`) },
@@ -390,7 +447,7 @@ function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string })
           align: 'right',
           render: (r) => {
             const v = numberOf(r, `delta_${g.key}`)
-            return <span className={deltaClass(v)}>{g.key === 'calls' ? (v > 0 ? `+${count(v)}` : count(v)) : signedUs(v)}</span>
+            return <span className={deltaClass(v)}>{g.key === 'calls' ? (v > 0 ? `+${count(v)}` : count(v)) : signedDuration(v)}</span>
           },
           sortValue: (r) => numberOf(r, `delta_${g.key}`),
         },
@@ -424,7 +481,7 @@ function OperatorDeltas({ data, csvUrl }: { data: DiffPayload; csvUrl: string })
       subtitle={
         <span data-testid="diff-ops-count">
           {count(rows.length)} operators under this node{sort ? '' : ` · sorted by |Δ ${metricLabel}|`}
-          {data.per_step ? ' · per step' : ''}
+          {data.basis === 'per_step' ? ' · per step' : ' · whole span'}
         </span>
       }
       testId="diff-ops-card"

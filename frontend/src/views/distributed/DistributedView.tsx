@@ -14,6 +14,7 @@ import { useViewStyle } from '../../components/style'
 import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDevice, type DistributedPayload } from './api'
 import css from './distributed.css?inline'
 import { Async } from '../../components/Async'
+import { BandwidthCard, ClockNotes, CollectivesCard, CoverageBanner, HeatMapCard, StragglersCard } from './CrossRank'
 
 interface Props {
   selection: Selection
@@ -30,16 +31,17 @@ export function DistributedView({ selection, theme }: Props) {
   )
 }
 
-export const OVERLAP_SERIES = [
+const OVERLAP_SERIES = [
   { key: 'computation', label: 'Computation', color: '#1976d2', hint: 'Computation not overlapped by communication' },
   { key: 'overlap', label: 'Overlapping', color: '#43a047', hint: 'Computation and communication at the same time' },
   { key: 'communication', label: 'Communication', color: '#8e24aa', hint: 'Communication not overlapped by computation' },
   { key: 'other', label: 'Other', color: '#9e9e9e', hint: 'Neither (host work, idle, data loading...)' },
 ] as const
 
-export const WAIT_SERIES = [
+const WAIT_SERIES = [
   { key: 'transfer', label: 'Data transfer', color: '#00897b', hint: 'The shortest duration of each collective over the workers' },
   { key: 'synchronizing', label: 'Synchronizing', color: '#f57c00', hint: 'The rest: waiting for the other workers' },
+  { key: 'unmatched', label: 'Unmatched', color: '#9e9e9e', hint: 'Collectives seen on this rank only (ranks missing): neither transfer nor wait' },
 ] as const
 
 function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload; theme: Theme; csvUrl: string }) {
@@ -48,6 +50,7 @@ function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload;
   const anyComm = data.workers.some((w) => (data.comm_ops[w]?.rows.length ?? 0) > 0)
   return (
     <div className="view distributed" data-testid="distributed-view">
+      <CoverageBanner data={data} />
       {data.messages.length > 0 && (
         <Banner kind="warning" title="Communication warnings" testId="dist-messages">
           <ul className="messages">
@@ -85,7 +88,7 @@ function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload;
         />
         <StackedCard
           title="Data transfer vs synchronizing"
-          subtitle="Communication time per worker, us"
+          subtitle="Communication time per worker, us; per step it adds up to the overlap chart's communication"
           byStep={data.wait}
           steps={data.steps}
           workers={data.workers}
@@ -94,6 +97,15 @@ function DistributedContent({ data, theme, csvUrl }: { data: DistributedPayload;
           testId="dist-wait"
         />
       </div>
+      <ClockNotes data={data} />
+      {anyComm && (
+        <>
+          <StragglersCard data={data} />
+          <HeatMapCard data={data} theme={theme} />
+          <CollectivesCard data={data} fileName="collectives.csv" />
+          <BandwidthCard rows={data.bandwidth} />
+        </>
+      )}
       <CommOpsCard data={data} csvUrl={csvUrl} />
     </div>
   )

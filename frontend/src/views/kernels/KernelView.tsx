@@ -3,7 +3,7 @@ import { api, type KernelGroupBy, type KernelRow, type Pie, type Selection } fro
 import { Donut, pieOf } from '../../charts/Donut'
 import { DataTable, formatSort, parseSort, type Column, type SortState } from '../../components/DataTable'
 import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../../components/ui'
-import { count, num2, pct, us, yesNo } from '../../format'
+import { count, duration, num2, pct, yesNo } from '../../format'
 import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { KernelState } from './state'
@@ -40,13 +40,15 @@ export function KernelView({ selection, state, update, theme }: Props) {
   const sort = state.kSort ? parseSort(state.kSort, defaultSort) : defaultSort
   const opMode = groupBy === 'kernel_op_launch'
 
-  const rows = useMemo(() => {
-    if (!data) return []
+  // `matches` counts what the searches found, before any top N (shown only when asked).
+  const [rows, matches] = useMemo(() => {
+    if (!data) return [[], 0] as [KernelRow[], number]
     let list = data.rows
     if (search) list = list.filter((r) => r.name.toLowerCase().includes(search))
     if (opMode && opSearch) list = list.filter((r) => (r.operator ?? '').toLowerCase().includes(opSearch))
+    const found = list.length
     if (topN !== null && list.length > topN) list = [...list].sort((a, b) => b.total_us - a.total_us).slice(0, topN)
-    return list
+    return [list, found] as const
   }, [data, search, opSearch, opMode, topN])
 
   const hasBlocks = Boolean(data?.rows.some((r) => r.blocks_per_sm != null))
@@ -124,7 +126,8 @@ export function KernelView({ selection, state, update, theme }: Props) {
         subtitle={
           data ? (
             <span data-testid="k-count">
-              {count(rows.length)} of {count(total)} {opMode ? 'kernel groups' : 'kernels'}
+              {search || (opMode && opSearch) ? `${count(matches)} of ${count(total)} ${opMode ? 'kernel groups' : 'kernels'} match` : `${count(total)} ${opMode ? 'kernel groups' : 'kernels'}`}
+              {rows.length < matches ? ` · top ${count(rows.length)} shown` : ''}
             </span>
           ) : undefined
         }
@@ -178,7 +181,8 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
       { key: 'block', header: 'Block', width: '112px', render: (r) => <span className="mono">{r.block ?? '–'}</span>, sortValue: (r) => r.block ?? '' },
       {
         key: 'registers_per_thread',
-        header: 'Regs/thread',
+        header: 'Registers\nper thread',
+        title: 'Registers each thread of the kernel uses',
         width: '100px',
         align: 'right',
         render: (r) => String(r.registers_per_thread ?? '–'),
@@ -186,7 +190,8 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
       },
       {
         key: 'shared_memory',
-        header: 'Shared mem',
+        header: 'Shared\nmemory',
+        title: 'Shared memory per block, bytes',
         width: '104px',
         align: 'right',
         render: (r) => String(r.shared_memory ?? '–'),
@@ -196,8 +201,8 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
   }
   cols.push({
     key: 'tensor_cores',
-    header: 'Tensor Cores',
-    title: 'Whether the kernel uses Tensor Cores',
+    header: 'Uses Tensor\nCores',
+    title: 'Tensor Cores (TC) are the GPU units for matrix math: whether this kernel runs on them',
     width: '100px',
     align: 'right',
     render: (r) => yesNo(r.tensor_cores),
@@ -207,8 +212,8 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
   if (opMode) {
     cols.push({
       key: 'op_tc_eligible',
-      header: 'Op TC eligible',
-      title: 'Whether the launching operator is eligible for Tensor Cores',
+      header: 'Operator TC\neligible',
+      title: 'TC = Tensor Cores: whether the operator that launched the kernel could use them',
       width: '116px',
       align: 'right',
       render: (r) => yesNo(r.op_tc_eligible),
@@ -217,11 +222,11 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
     })
   }
   cols.push(
-    { key: 'calls', header: 'Calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls },
-    { key: 'total_us', header: 'Total (us)', width: '104px', align: 'right', render: (r) => us(r.total_us), sortValue: (r) => r.total_us },
-    { key: 'mean_us', header: 'Mean (us)', width: '96px', align: 'right', render: (r) => us(r.mean_us), sortValue: (r) => r.mean_us },
-    { key: 'max_us', header: 'Max (us)', width: '88px', align: 'right', render: (r) => us(r.max_us), sortValue: (r) => r.max_us },
-    { key: 'min_us', header: 'Min (us)', width: '88px', align: 'right', render: (r) => us(r.min_us), sortValue: (r) => r.min_us },
+    { key: 'calls', header: 'Calls', title: 'Number of launches', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls },
+    { key: 'total_us', header: 'Total\ntime', title: 'Sum of the kernel durations', width: '100px', align: 'right', render: (r) => duration(r.total_us), sortValue: (r) => r.total_us },
+    { key: 'mean_us', header: 'Mean\nduration', title: 'Mean duration of one launch', width: '96px', align: 'right', render: (r) => duration(r.mean_us), sortValue: (r) => r.mean_us },
+    { key: 'max_us', header: 'Max\nduration', title: 'Longest launch', width: '96px', align: 'right', render: (r) => duration(r.max_us), sortValue: (r) => r.max_us },
+    { key: 'min_us', header: 'Min\nduration', title: 'Shortest launch', width: '96px', align: 'right', render: (r) => duration(r.min_us), sortValue: (r) => r.min_us },
   )
   if (hasBlocks) {
     cols.push({
@@ -237,7 +242,7 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
   if (hasOcc) {
     cols.push({
       key: 'occupancy_pct',
-      header: 'Est. occ. (%)',
+      header: 'Est. achieved\noccupancy %',
       title: 'Mean estimated achieved occupancy (time-weighted), percent',
       width: '108px',
       align: 'right',

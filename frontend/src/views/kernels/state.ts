@@ -5,7 +5,7 @@ export const kernelSlice = {
   kGroup: choice('k_group', ['kernel', 'kernel_op_launch']),
   kSearch: text('k_q'),
   kOpSearch: text('k_op_q'),
-  kTopN: text('k_top', '10'),
+  kTopN: text('k_top'), // every row unless the user asks for a top N
   kSort: text('k_sort'),
 }
 

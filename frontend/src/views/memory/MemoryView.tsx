@@ -1,6 +1,7 @@
 // Memory view: per-device allocated/reserved curves with zoom-to-filter, peaks against the
-// device capacity, leak callouts, the alloc/free events and per-operator statistics of the
-// zoomed range, and the memory-timeline categories when the span has that export.
+// device capacity, growth (leak) callouts, the alloc/free events and per-operator statistics of
+// the zoomed range, the memory-timeline categories when the span has that export, and the run's
+// allocator snapshot (SnapshotCard) on the same time axis when it covers the span.
 import { useCallback, useEffect, useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from 'react'
 import { ApiError, type Selection } from '../../api'
 import { Chart, type EChartsInstance } from '../../charts/Chart'
@@ -15,6 +16,7 @@ import type { MemoryState } from './state'
 import { fetchMemory, fetchMemoryTimeline, memoryCsvUrl, type Leak, type MemoryPayload, type MemoryTimeline } from './api'
 import { CATEGORY_COLORS, categoryLabel, curveOption, timelineOption, type CurvePoints, type MsRange } from './charts'
 import css from './memory.css?inline'
+import { SnapshotCard } from './SnapshotCard'
 import { EventsCard, OperatorsCard } from './tables'
 
 interface Props {
@@ -75,6 +77,7 @@ export function MemoryView({ selection, state, update, theme }: Props) {
         <MemoryContent key={`${selKey}\u0000${shown}`} selection={selection} data={data} device={shown} theme={theme} timeline={timelineData} />
       )}
       {data.devices.length === 0 && timelineData && <TimelineCard timeline={timelineData} origin={null} range={null} theme={theme} />}
+      {data.devices.length === 0 && <SnapshotCard source={selection} origin={data.time_origin_us} trace={null} theme={theme} />}
       {timeline.status === 'error' && <ErrorBanner error={timeline.error} what="the memory timeline" />}
     </div>
   )
@@ -88,10 +91,12 @@ export function MemoryExportView({ run, theme }: { run: string; theme: Theme }) 
     <Async state={timeline} what="the memory timeline" label="Loading the memory timeline">
       {(data) => (
         <div className="view memory" data-testid="memory-view">
-          <Banner kind="info" title="This run holds a memory-timeline export but no trace" testId="mem-export-only">
-            Only the memory by category is available; record the trace too (on_trace_ready) for the curves, events and operators.
+          <Banner kind="info" title="This run holds memory files but no trace" testId="mem-export-only">
+            Only what the memory-timeline export or allocator snapshot holds is shown; record the trace too (on_trace_ready) for the curves, events and
+            operators.
           </Banner>
-          {data ? <TimelineCard timeline={data} origin={null} range={null} theme={theme} /> : <Empty title="No memory timeline" />}
+          {data && <TimelineCard timeline={data} origin={null} range={null} theme={theme} />}
+          <SnapshotCard source={{ run }} origin={null} trace={null} theme={theme} />
         </div>
       )}
     </Async>
@@ -183,11 +188,7 @@ function MemoryContent({
     return max
   }, [range, zoomed, device])
 
-  const endValue = useMemo(() => {
-    const values = data.curves[device]?.allocated ?? []
-    for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i]
-    return null
-  }, [data, device])
+  const traceCurve = useMemo(() => ({ device, points }), [device, points])
   const leaks = data.leaks.filter((l) => !l.device || l.device === device)
   const curve = data.curves[device]
 
@@ -201,7 +202,13 @@ function MemoryContent({
           sub={peak ? `${count(peak.bytes)} bytes${peak.t_us != null ? ` · at ${msText(peak.t_us - origin)} ms` : ''}` : undefined}
           testId="mem-peak"
         />
-        <StatCard className="mem-stat" label="Peak reserved" value={bytes(peak?.reserved_bytes)} sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : 'not recorded'} testId="mem-peak-reserved" />
+        <StatCard
+          className="mem-stat"
+          label="Peak reserved"
+          value={peak?.reserved_bytes != null ? bytes(peak.reserved_bytes) : 'none'}
+          sub={peak?.reserved_bytes != null ? `${count(peak.reserved_bytes)} bytes` : device === 'CPU' ? 'no reserved pool on the CPU' : 'not recorded in the trace'}
+          testId="mem-peak-reserved"
+        />
         <StatCard
           className="mem-stat"
           label="Device capacity"
@@ -209,7 +216,13 @@ function MemoryContent({
           sub={peak?.capacity_bytes ? `peak = ${pct((peak.fraction_of_capacity ?? 0) * 100)} of it` : 'not in the trace’s device properties'}
           testId="mem-capacity"
         />
-        <StatCard className="mem-stat" label="At trace end" value={bytes(endValue)} sub="still allocated when the trace ended" testId="mem-end" />
+        <StatCard
+          className="mem-stat"
+          label="Still allocated at the end"
+          value={bytes(peak?.end_bytes)}
+          sub="all live memory then; not a leak by itself"
+          testId="mem-end"
+        />
       </div>
 
       {leaks.map((leak, i) => (
@@ -256,6 +269,8 @@ function MemoryContent({
       </Card>
 
       {timeline && <TimelineCard timeline={timeline} origin={origin} range={msRange} theme={theme} />}
+
+      <SnapshotCard source={selection} origin={origin} trace={traceCurve} theme={theme} />
 
       {range && zoomed.status === 'error' && <ErrorBanner error={zoomed.error} what="the zoomed range" />}
       <div className="mem-tables">
@@ -360,50 +375,31 @@ function toPoints(curve: MemoryPayload['curves'][string] | undefined, origin: nu
 
 // ---------------------------------------------------------------------------------------------
 
-/** Unfreed memory below this is reported as information, above it as a warning. */
-const NOTABLE_UNFREED_BYTES = 1 << 20
-
 function LeakCallout({ leak }: { leak: Leak }) {
-  if (leak.kind === 'growth') {
-    const basis = leak.basis === 'windows' ? 'equal slices of the timeline' : 'steps'
-    return (
-      <Banner kind="warning" title={`Possible leak: allocated memory grows at every one of ${leak.steps.length} ${basis}`} testId="mem-leak">
-        <div>
-          +{bytes(leak.growth_bytes)} in all, about {signedBytes(leak.per_step_bytes)} per step
-          {leak.device ? ` on ${leak.device}` : ''}
-          {leak.approximate ? ' (approximate: rebuilt from allocation sizes)' : ''}.
-        </div>
-        <div className="leak-steps">
-          {leak.steps.map((s, i) => (
-            <span key={i} className="leak-step">
-              {leak.basis === 'windows' ? s : `step ${s}`}: {bytes(leak.allocated_at_step_end[i])}
-            </span>
-          ))}
-        </div>
-      </Banner>
-    )
-  }
-  const parts = leak.top_ops?.length
-    ? leak.top_ops.map((o) => `${o.name}: ${bytes(o.bytes)} in ${count(o.count)}`)
-    : (leak.by_category ?? []).map((c) => `${categoryLabel(c.category)} ${bytes(c.bytes)}`)
-  const title = leak.by_category
-    ? `${bytes(leak.bytes)} created while profiling was never freed before the trace ended`
-    : `${count(leak.count)} allocation${leak.count === 1 ? '' : 's'} (${bytes(leak.bytes)}) ${leak.count === 1 ? 'was' : 'were'} never freed before the trace ended`
+  // /memory's flags name a device and the operators allocating what stays; /memory/timeline's
+  // are on the export's total.
+  const device = 'device' in leak ? leak.device : ''
+  const approximate = 'approximate' in leak && leak.approximate
+  const topOps = 'top_ops' in leak ? leak.top_ops : []
   return (
-    <Banner
-      kind={leak.bytes >= NOTABLE_UNFREED_BYTES ? 'warning' : 'info'}
-      title={title}
-      testId="mem-leak"
-    >
+    <Banner kind="warning" title={`Possible leak: allocated memory grew at the end of every one of ${leak.steps.length} steps`} testId="mem-leak">
       <div>
-        Expected for outputs kept across steps; a leak if it repeats every step.{' '}
-        {parts.length > 0 && (
-          <>
-            {leak.top_ops ? 'Largest by operator: ' : 'By category: '}
-            <span className="leak-ops">{parts.join(', ')}</span>
-          </>
-        )}
+        +{bytes(leak.growth_bytes)} in all, about {signedBytes(leak.per_step_bytes)} per step{device ? ` on ${device}` : ''}; every rise was above the
+        noise ({bytes(leak.noise_bytes)}){approximate ? ' (approximate: rebuilt from allocation sizes)' : ''}.
       </div>
+      <div className="leak-steps">
+        {leak.steps.map((s, i) => (
+          <span key={i} className="leak-step">
+            step {s}: {bytes(leak.allocated_at_step_end[i])}
+          </span>
+        ))}
+      </div>
+      {topOps.length > 0 && (
+        <div data-testid="mem-leak-ops">
+          Still allocated at the end, allocated after the first step by:{' '}
+          <span className="leak-ops">{topOps.map((o) => `${o.name}: ${bytes(o.bytes)} in ${count(o.count)}`).join(', ')}</span>
+        </div>
+      )}
     </Banner>
   )
 }
@@ -431,7 +427,7 @@ function TimelineCard({ timeline, origin, range, theme }: { timeline: MemoryTime
     const parts = series.map((s) => ({ name: s.name, bytes: s.values[at] ?? 0 })).filter((p) => p.bytes > 0)
     return { t: timeline.t_us[at] - zero, parts: parts.sort((a, b) => b.bytes - a.bytes) }
   }, [timeline, series, zero])
-  const growth = timeline.leaks.filter((l) => l.kind === 'growth' || (l.kind === 'unfreed' && l.bytes > 0))
+  const growth = timeline.leaks
   return (
     <Card
       title="Memory by category"

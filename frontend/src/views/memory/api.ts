@@ -1,91 +1,19 @@
-// API client of the Memory view: `memory` (build_memory) and `memory/timeline` (the
-// export_memory_timeline categories). Times are trace us, sizes bytes.
-import { ApiError, getJson, routeUrl, type Selection } from '../../api'
+// API client of the Memory view: `memory` (build_memory), `memory/timeline` (the
+// export_memory_timeline categories) and `memory/snapshot` (an allocator snapshot of the run).
+// Times are trace us (snapshot: its `clock`), sizes bytes.
+import { ApiError, getJson, routeUrl, type Schemas, type Selection } from '../../api'
 
-export interface MemoryCurve {
-  t_us: (number | null)[]
-  allocated: (number | null)[]
-  reserved: (number | null)[]
-  approximate: boolean
-}
+/** A growth flag of `/memory` (per device, with the operators allocating what stays) or of
+ * `/memory/timeline` (on the export's total). */
+export type Leak = Schemas['MemoryLeak'] | Schemas['MemoryTimelineLeak']
 
-export interface MemoryPeak {
-  bytes: number
-  t_us: number | null
-  reserved_bytes: number | null
-  capacity_bytes: number | null
-  fraction_of_capacity: number | null
-  approximate: boolean
-}
-
-export interface MemoryEvent {
-  device: string
-  op: string
-  bytes: number
-  alloc_t_us: number | null
-  free_t_us: number | null
-  duration_us: number | null
-}
-
-export interface MemoryOperator {
-  device: string
-  name: string
-  calls: number
-  self_increase_bytes: number
-  self_alloc_bytes: number
-  self_alloc_count: number
-  increase_bytes: number
-  alloc_bytes: number
-  alloc_count: number
-}
-
-export interface GrowthLeak {
-  device?: string
-  kind: 'growth'
-  steps: string[]
-  allocated_at_step_end: number[]
-  growth_bytes: number
-  per_step_bytes: number
-  approximate?: boolean
-  basis?: 'steps' | 'windows'
-}
-
-export interface UnfreedLeak {
-  device?: string
-  kind: 'unfreed'
-  count: number
-  bytes: number
-  top_ops?: { name: string; count: number; bytes: number }[]
-  by_category?: { category: string; bytes: number }[]
-}
-
-export type Leak = GrowthLeak | UnfreedLeak
-
-export interface MemoryPayload {
-  devices: string[]
-  default_device: string | null
-  time_origin_us: number | null
-  range_us: [number | null, number | null]
-  curves: Record<string, MemoryCurve>
-  peaks: Record<string, MemoryPeak>
-  events: { rows: MemoryEvent[]; total: number; truncated: boolean }
-  operators: { rows: MemoryOperator[] }
-  leaks: Leak[]
-  messages: string[]
-}
-
-export interface MemoryTimeline {
-  categories: string[]
-  t_us: number[]
-  series: Record<string, number[]>
-  total: number[]
-  peak: { bytes: number; t_us: number } | null
-  records: number
-  skipped: number
-  messages: string[]
-  base_time_ns: number | null
-  leaks: Leak[]
-}
+export type MemoryPayload = Schemas['MemoryPayload']
+export type MemoryEvent = Schemas['MemoryEventRow']
+export type MemoryOperator = Schemas['MemoryOperatorRow']
+export type MemoryTimeline = Schemas['MemoryTimelinePayload']
+export type MemorySnapshot = Schemas['MemorySnapshotPayload']
+export type SnapshotSegment = Schemas['SnapshotSegment']
+export type SnapshotAllocation = Schemas['SnapshotAllocation']
 
 export interface MemoryQuery {
   device?: string
@@ -112,4 +40,30 @@ export async function fetchMemoryTimeline(sel: Selection | { run: string }, sign
     if (err instanceof ApiError && err.status === 404) return null
     throw err
   }
+}
+
+export interface SnapshotQuery {
+  snapshot?: string
+  device?: string
+  start?: number
+  end?: number
+  at?: number
+}
+
+/**
+ * An allocator snapshot of the run (on the span's clock when `sel` names a span); null when the
+ * run holds none (404 without a snapshot name). A refused pickle is a 422 ApiError whose message
+ * says why.
+ */
+export async function fetchSnapshot(sel: Selection | { run: string }, query: SnapshotQuery, signal?: AbortSignal): Promise<MemorySnapshot | null> {
+  try {
+    return await getJson<MemorySnapshot>('memory/snapshot', { ...sel, ...query }, signal)
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404 && !query.snapshot && !query.device) return null
+    throw err
+  }
+}
+
+export function snapshotCsvUrl(sel: Selection | { run: string }, query: SnapshotQuery): string {
+  return routeUrl('memory/snapshot', { ...sel, ...query, format: 'csv' })
 }

@@ -21,23 +21,40 @@ export interface CurveMarks {
 /** [start, end] of the x axis in ms, or null for everything. */
 export type MsRange = [number, number] | null
 
-function timeAxis(theme: Theme) {
+/**
+ * Tick labels of a time axis spanning `spanMs`: seconds from 10 s up, else ms, with as many
+ * decimals as the span needs (never "10001031.92"): 2.5 ms -> 2 decimals, 800 ms -> 0.
+ */
+export function timeTickLabel(spanMs: number): (valueMs: number) => string {
+  const seconds = spanMs >= 10_000
+  const span = seconds ? spanMs / 1000 : spanMs
+  const decimals = span > 0 ? Math.min(3, Math.max(0, 2 - Math.floor(Math.log10(span)))) : 0
+  const fmt = new Intl.NumberFormat('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals })
+  return (v: number) => `${fmt.format(seconds ? v / 1000 : v)} ${seconds ? 's' : 'ms'}`
+}
+
+export function spanOf(t: number[], range: MsRange): number {
+  if (range) return range[1] - range[0]
+  return t.length ? t[t.length - 1] - t[0] : 0
+}
+
+export function timeAxis(theme: Theme, spanMs: number, name = 'Time since profile start') {
   const c = chartColors(theme)
   return {
     type: 'value',
-    name: 'Time since profile start (ms)',
+    name,
     nameLocation: 'middle',
     nameGap: 28,
     nameTextStyle: { color: c.muted, fontSize: 12 },
     min: 'dataMin',
     max: 'dataMax',
-    axisLabel: { color: c.muted, formatter: (v: number) => `${Math.round(v * 100) / 100}` },
+    axisLabel: { color: c.muted, hideOverlap: true, formatter: timeTickLabel(spanMs) },
     axisLine: { lineStyle: { color: c.grid } },
     splitLine: { show: false },
   }
 }
 
-function bytesAxis(theme: Theme, top: number, max?: number) {
+export function bytesAxis(theme: Theme, top: number, max?: number) {
   const c = chartColors(theme)
   const interval = bytesInterval(max ?? top)
   return {
@@ -50,7 +67,7 @@ function bytesAxis(theme: Theme, top: number, max?: number) {
   }
 }
 
-function zoom(range: MsRange, theme: Theme) {
+export function zoom(range: MsRange, theme: Theme) {
   const c = chartColors(theme)
   const window = range ? { startValue: range[0], endValue: range[1] } : { start: 0, end: 100 }
   return [
@@ -93,7 +110,7 @@ export function curveOption(points: CurvePoints, marks: CurveMarks, range: MsRan
         return `<div style="font-weight:500;margin-bottom:4px">${msText(params[0].value[0] * 1000)} ms</div><table style="border-spacing:0;font-size:12px">${rows}</table>`
       },
     },
-    xAxis: timeAxis(theme),
+    xAxis: timeAxis(theme, spanOf(points.t, range)),
     yAxis: bytesAxis(theme, Math.max(maxOf(points.allocated), maxOf(reservedValues(points))), capacity ? capacity * 1.04 : undefined),
     dataZoom: zoom(range, theme),
     series: [
@@ -141,7 +158,7 @@ export function curveOption(points: CurvePoints, marks: CurveMarks, range: MsRan
   }
 }
 
-function maxOf(values: number[]): number {
+export function maxOf(values: number[]): number {
   let max = 0
   for (const v of values) if (v > max) max = v
   return max
@@ -193,7 +210,7 @@ export function timelineOption(t: number[], series: { name: string; values: numb
         return `<div style="font-weight:500;margin-bottom:4px">${msText(params[0].value[0] * 1000)} ms &middot; ${bytes(total)}</div><table style="border-spacing:0;font-size:12px">${rows}</table>`
       },
     },
-    xAxis: timeAxis(theme),
+    xAxis: timeAxis(theme, spanOf(t, range)),
     yAxis: bytesAxis(theme, maxOf(totals(t, series))),
     dataZoom: [{ type: 'inside', xAxisIndex: 0, filterMode: 'none', zoomOnMouseWheel: 'shift', ...(range ? { startValue: range[0], endValue: range[1] } : { start: 0, end: 100 }) }],
     series: series.map((s) => ({

@@ -6,7 +6,7 @@ import { Banner, Card, DownloadLink, Empty, SearchBox } from '../../components/u
 import { count, us } from '../../format'
 import { useAsync, useDebounced } from '../../hooks'
 import { useViewStyle } from '../../components/style'
-import { fetchModules, modulesCsvUrl, type ModuleRow, type ModulesPayload } from './api'
+import { fetchModules, modulesCsvUrl, type ModuleRow, type Modules } from './api'
 import { FlameGraph } from './FlameGraph'
 import css from './modules.css?inline'
 import { Async } from '../../components/Async'
@@ -25,7 +25,7 @@ export function ModuleView({ selection }: Props) {
   )
 }
 
-function NoModules({ message }: { message: string | null }) {
+function NoModules({ message }: { message: string }) {
   return (
     <div className="view modules" data-testid="module-view">
       <Card title="Modules" testId="module-unavailable">
@@ -59,7 +59,7 @@ interface ColumnSpec {
   width: number
 }
 
-function columnsOf(data: ModulesPayload): ColumnSpec[] {
+function columnsOf(data: Modules): ColumnSpec[] {
   const cols: ColumnSpec[] = [
     { key: 'occurrences', header: 'Occurrences', title: 'Number of calls of this module at this place in the tree', width: 112 },
     { key: 'operators', header: 'Operators', title: 'Operators called directly by the module', width: 96 },
@@ -91,7 +91,7 @@ interface FlatRow {
   hasChildren: boolean
 }
 
-function ModuleContent({ data, csvUrl }: { data: ModulesPayload; csvUrl: string }) {
+function ModuleContent({ data, csvUrl }: { data: Modules; csvUrl: string }) {
   const columns = useMemo(() => columnsOf(data), [data])
   // Every row with children, and how many rows the tree has.
   const { allKeys, moduleCount } = useMemo(() => {

@@ -3,13 +3,15 @@ import { api, type OperatorGroupBy, type OperatorRow, type Pie, type Selection, 
 import { Donut, pieOf } from '../../charts/Donut'
 import { DataTable, formatSort, parseSort, type Column, type SortState } from '../../components/DataTable'
 import { Card, DownloadLink, Empty, ErrorBanner, Loading, SearchBox, Segmented, TopNInput } from '../../components/ui'
-import { count, num2, us, yesNo } from '../../format'
+import { count, duration, num2, us, yesNo } from '../../format'
 import { chartSlices, parseTopN, useAsync, useDebounced } from '../../hooks'
 import type { Theme } from '../../theme'
 import type { OperatorState } from './state'
 import { useViewStyle } from '../../components/style'
 import css from './operators.css?inline'
 import { Async } from '../../components/Async'
+import { CompiledSection, RooflineSection } from './Efficiency'
+import { jumpToSource } from './source'
 
 interface Props {
   selection: Selection
@@ -39,16 +41,18 @@ export function OperatorView({ selection, state, update, theme }: Props) {
   const defaultSort: SortState = { key: data?.sort_by ?? 'host_self_us', desc: true }
   const sort = state.opSort ? parseSort(state.opSort, defaultSort) : defaultSort
 
-  // Search over all rows, then keep the top N by the default metric, then the user's sort.
-  const rows = useMemo(() => {
-    if (!data) return []
+  // Search over all rows, then keep the top N by the default metric (only when asked), then the
+  // user's sort. `matches` counts what the search found, before any top N.
+  const [rows, matches] = useMemo(() => {
+    if (!data) return [[], 0] as [OperatorRow[], number]
     let list = data.rows
     if (search) list = list.filter((r) => r.name.toLowerCase().includes(search))
+    const found = list.length
     if (topN !== null && list.length > topN) {
       const key = data.sort_by
       list = [...list].sort((a, b) => (b[key] ?? 0) - (a[key] ?? 0)).slice(0, topN)
     }
-    return list
+    return [list, found] as const
   }, [data, search, topN])
 
   const columns = useMemo(() => operatorColumns(groupBy, hasDevice), [groupBy, hasDevice])
@@ -115,8 +119,8 @@ export function OperatorView({ selection, state, update, theme }: Props) {
         subtitle={
           data ? (
             <span data-testid="op-count">
-              {count(rows.length)} of {count(total)} {groupBy === 'operator' ? 'operators' : 'operator + shape groups'}
-              {search ? ` matching “${state.opSearch.trim()}”` : ''}
+              {search ? `${count(matches)} of ${count(total)} ${groupBy === 'operator' ? 'operators' : 'operator + shape groups'} match “${state.opSearch.trim()}”` : `${count(total)} ${groupBy === 'operator' ? 'operators' : 'operator + shape groups'}`}
+              {rows.length < matches ? ` · top ${count(rows.length)} shown` : ''}
               {!hasDevice ? ' · CPU-only trace' : ''}
             </span>
           ) : undefined
@@ -144,6 +148,9 @@ export function OperatorView({ selection, state, update, theme }: Props) {
           }
         </Async>
       </Card>
+
+      <CompiledSection selection={selection} />
+      <RooflineSection selection={selection} theme={theme} />
     </div>
   )
 }
@@ -169,23 +176,23 @@ function operatorColumns(groupBy: OperatorGroupBy, hasDevice: boolean): Column<O
       sortValue: (r) => r.input_shape ?? '',
     })
   }
-  cols.push({ key: 'calls', header: 'Calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls })
+  cols.push({ key: 'calls', header: 'Calls', title: 'Number of calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls })
   if (hasDevice) {
     cols.push(
-      { key: 'device_self_us', header: 'Device self (us)', width: '120px', align: 'right', render: (r) => us(r.device_self_us), sortValue: (r) => r.device_self_us },
-      { key: 'device_total_us', header: 'Device total (us)', width: '124px', align: 'right', render: (r) => us(r.device_total_us), sortValue: (r) => r.device_total_us },
+      { key: 'device_self_us', header: 'Device self\ntime', title: "GPU time of the kernels the operator itself launched (not its children's)", width: '112px', align: 'right', render: (r) => duration(r.device_self_us), sortValue: (r) => r.device_self_us },
+      { key: 'device_total_us', header: 'Device total\ntime', title: 'GPU time of the kernels launched by the operator and its children', width: '112px', align: 'right', render: (r) => duration(r.device_total_us), sortValue: (r) => r.device_total_us },
     )
   }
   cols.push(
-    { key: 'host_self_us', header: 'Host self (us)', width: '112px', align: 'right', render: (r) => us(r.host_self_us), sortValue: (r) => r.host_self_us },
-    { key: 'host_total_us', header: 'Host total (us)', width: '116px', align: 'right', render: (r) => us(r.host_total_us), sortValue: (r) => r.host_total_us },
+    { key: 'host_self_us', header: 'Host self\ntime', title: "CPU time in the operator itself, not in its children", width: '104px', align: 'right', render: (r) => duration(r.host_self_us), sortValue: (r) => r.host_self_us },
+    { key: 'host_total_us', header: 'Host total\ntime', title: 'CPU time of the operator including its children (wall time of its calls)', width: '104px', align: 'right', render: (r) => duration(r.host_total_us), sortValue: (r) => r.host_total_us },
   )
   if (hasDevice) {
     cols.push(
       {
         key: 'tc_eligible',
-        header: 'TC eligible',
-        title: 'Whether the operator can run on Tensor Cores',
+        header: 'Tensor Core\neligible',
+        title: 'TC = Tensor Cores, the GPU units for matrix math: whether this operator can use them',
         width: '92px',
         align: 'right',
         render: (r) => yesNo(r.tc_eligible),
@@ -194,8 +201,8 @@ function operatorColumns(groupBy: OperatorGroupBy, hasDevice: boolean): Column<O
       },
       {
         key: 'tc_self_pct',
-        header: 'TC self (%)',
-        title: 'Share of the self device time on Tensor Cores',
+        header: 'Tensor Core\nself %',
+        title: 'TC = Tensor Cores: share of the self device time spent in kernels that use them (percent)',
         width: '92px',
         align: 'right',
         render: (r) => num2(r.tc_self_pct),
@@ -203,8 +210,8 @@ function operatorColumns(groupBy: OperatorGroupBy, hasDevice: boolean): Column<O
       },
       {
         key: 'tc_total_pct',
-        header: 'TC total (%)',
-        title: 'Share of the total device time on Tensor Cores',
+        header: 'Tensor Core\ntotal %',
+        title: 'TC = Tensor Cores: share of the total device time spent in kernels that use them (percent)',
         width: '96px',
         align: 'right',
         render: (r) => num2(r.tc_total_pct),
@@ -222,7 +229,7 @@ interface Frame {
   func: string
 }
 
-export function parseFrames(stack: string): Frame[] {
+function parseFrames(stack: string): Frame[] {
   return stack
     .split(';')
     .map((s) => s.trim())
@@ -231,17 +238,6 @@ export function parseFrames(stack: string): Frame[] {
       const m = /^(.*)\((\d+)\):\s*(.*)$/.exec(text)
       return m ? { text, file: m[1], line: Number(m[2]), func: m[3] } : { text, file: null, line: null, func: text }
     })
-}
-
-/** Ask VS Code (the TensorBoard integration) to open a source line; addressed to our own origin. */
-function jumpToSource(filename: string, line: number): void {
-  try {
-    const origin = window.location.origin
-    if (!origin || origin === 'null') return
-    window.parent.parent.postMessage({ filename, line }, origin)
-  } catch {
-    // no parent to talk to
-  }
 }
 
 function CallStacks({ selection, groupBy, row, hasDevice }: { selection: Selection; groupBy: OperatorGroupBy; row: OperatorRow; hasDevice: boolean }) {

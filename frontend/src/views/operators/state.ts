@@ -4,7 +4,7 @@ import { choice, text, type SliceState } from '../../urlSlice'
 export const operatorSlice = {
   opGroup: choice('op_group', ['operator', 'operator_input_shape']),
   opSearch: text('op_q'),
-  opTopN: text('op_top', '10'),
+  opTopN: text('op_top'), // every row unless the user asks for a top N
   opSort: text('op_sort'),
 }
 

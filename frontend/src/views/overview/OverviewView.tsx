@@ -1,5 +1,5 @@
 import { useMemo } from 'react'
-import { api, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../../api'
+import { api, type Category, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../../api'
 import { Chart } from '../../charts/Chart'
 import { Donut } from '../../charts/Donut'
 import { categoryColor, stepsOption } from '../../charts/options'
@@ -31,9 +31,9 @@ export function OverviewView({ selection, workerCount, theme, onNavigate, views 
   )
 }
 
-function categoriesOf(data: Overview): string[] {
+function categoriesOf(data: Overview): Category[] {
   if (data.categories.length) return data.categories
-  return Object.keys(data.average.breakdown_us)
+  return Object.keys(data.average.breakdown_us) as Category[]
 }
 
 function OverviewContent({
@@ -51,7 +51,7 @@ function OverviewContent({
 }) {
   const categories = useMemo(() => categoriesOf(data), [data])
   const total = data.average.total_us
-  const deviceType = typeof data.environment.device_type === 'string' ? data.environment.device_type : data.gpus.length ? 'GPU' : 'CPU'
+  const deviceType = data.environment.device_type
 
   const pie: Pie | null = useMemo(() => {
     const slices = categories.map((name) => ({ name, value: data.average.breakdown_us[name] ?? 0 }))
@@ -95,6 +95,7 @@ function OverviewContent({
                   <th>Name</th>
                   <th className="right">Memory</th>
                   <th className="right">Compute capability</th>
+                  <th>Architecture</th>
                 </tr>
               </thead>
               <tbody>
@@ -104,6 +105,7 @@ function OverviewContent({
                     <td>{g.name ?? '–'}</td>
                     <td className="right">{g.memory_gb != null ? `${num2(g.memory_gb)} GB` : '–'}</td>
                     <td className="right">{g.compute_capability ?? '–'}</td>
+                    <td>{[g.vendor, g.architecture].filter(Boolean).join(' ') || '–'}</td>
                   </tr>
                 ))}
               </tbody>
@@ -250,11 +252,26 @@ function GpuSummary({ gpu }: { gpu: GpuInfo }) {
       <div className="gpu-name">
         GPU {String(gpu.id)}
         {gpu.name ? <span className="muted"> · {gpu.name}</span> : null}
+        {gpu.vendor || gpu.architecture ? (
+          <span className="muted" data-testid="gpu-arch">
+            {' '}
+            · {[gpu.vendor, gpu.architecture].filter(Boolean).join(' ')}
+          </span>
+        ) : null}
       </div>
       <Meter label="GPU utilization" value={gpu.utilization_pct} hint="Share of the step time in which at least one kernel ran on this GPU." />
       <Meter label="Est. SM efficiency" value={gpu.sm_efficiency_pct} hint="Estimated share of streaming multiprocessors busy, weighted by time (blocks per SM, capped at 1)." />
       <Meter label="Est. achieved occupancy" value={gpu.achieved_occupancy_pct} hint="Time-weighted estimated achieved occupancy of the kernels." />
-      <Meter label="Kernel time on Tensor Cores" value={gpu.tensor_core_pct} hint="Share of kernel time spent in kernels that use Tensor Cores." />
+      <Meter label="Kernel time on Tensor Cores" value={gpu.tensor_core_pct} hint="Share of kernel time spent in kernels that use Tensor Cores (AMD: MFMA matrix cores)." />
+      <Meter
+        label="MFU"
+        value={gpu.mfu_pct}
+        hint={
+          gpu.peaks_model
+            ? `Model FLOPs utilisation: the operators' FLOPs at the ${gpu.peaks_model} peak of their dtype, over the step time (see the Operator view's roofline).`
+            : 'Unknown device: not in the peaks table, so no MFU.'
+        }
+      />
     </div>
   )
 }
@@ -271,9 +288,8 @@ function safeLink(link: string | null | undefined): string | null {
   }
 }
 
-function metricText(rec: Recommendation): string | null {
-  if (rec.metric === null || rec.metric === undefined || rec.metric === '') return null
-  const value = typeof rec.metric === 'number' ? num2(rec.metric) : String(rec.metric)
+function metricText(rec: Recommendation): string {
+  const value = num2(rec.metric)
   const unit = rec.unit ? (rec.unit === '%' ? ' %' : ` ${rec.unit}`) : ''
   return `${value}${unit}`
 }
@@ -295,6 +311,11 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
           {metric && <span className="rec-metric">{metric}</span>}
         </div>
         <div className="rec-text">{rec.text}</div>
+        {rec.start_us !== null && rec.end_us !== null && (
+          <div className="rec-evidence muted" data-testid="rec-evidence">
+            Evidence: a {duration(rec.end_us - rec.start_us)} range at trace time {us(rec.start_us)} us
+          </div>
+        )}
         <div className="rec-actions">
           {available && (
             <button type="button" className="link-button" onClick={() => onNavigate(target)} data-testid="rec-view-link">

@@ -59,37 +59,10 @@ function ArgValue({ name, value }: { name: string; value: unknown }) {
 
 export function DetailsPanel({ state, tracks, traceStart, onJump, onClose, onZoom }: Props) {
   if (state.status === 'none') {
+    // Nothing selected: one line, so the timeline keeps the height (the keys are in the status line).
     return (
       <aside className="trace-details empty" data-testid="trace-details" aria-label="Event details">
-        <div className="trace-help">
-          <div className="trace-help-title">Click an event to see its details</div>
-          <ul className="trace-keys">
-            <li>
-              <kbd>Wheel</kbd> zoom at the pointer
-            </li>
-            <li>
-              <kbd>Drag</kbd> pan
-            </li>
-            <li>
-              <kbd>W</kbd>
-              <kbd>S</kbd> zoom in / out
-            </li>
-            <li>
-              <kbd>A</kbd>
-              <kbd>D</kbd> pan left / right
-            </li>
-            <li>
-              <kbd>Shift</kbd>+<kbd>Wheel</kbd> scroll tracks (or the wheel over their names)
-            </li>
-            <li>
-              <kbd>Double-click</kbd> fit the whole trace
-            </li>
-            <li>
-              <kbd>F</kbd> zoom to the selection
-            </li>
-            <li>Hatched blocks: events too small to draw one by one (click to zoom in)</li>
-          </ul>
-        </div>
+        Click an event for its details and its flows · <kbd>F</kbd> zooms to it · hatched blocks are events too small to draw one by one (click to zoom in)
       </aside>
     )
   }

@@ -11,6 +11,7 @@ import { traceApi, type Partner, type SearchMatch, type SearchResult, type Track
 import { DetailsPanel, type DetailsState } from './DetailsPanel'
 import { TraceEngine, type EventRef } from './engine'
 import { openInPerfetto } from './perfetto'
+import { RangePanel, type RangeSel } from './RangePanel'
 import css from './trace.css?inline'
 
 const SEARCH_LIMIT = 200
@@ -78,6 +79,7 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
   const [search, setSearch] = useState<SearchState>(NO_SEARCH)
   const [perfetto, setPerfetto] = useState<{ text: string | null; error: boolean }>({ text: null, error: false })
   const [height, setHeight] = useState(640)
+  const [range, setRange] = useState<RangeSel | null>(null)
 
   const traceStart = first.status === 'ok' ? first.traceStart : 0
 
@@ -113,6 +115,7 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
       },
       onSelect: (ref) => setPicked(ref ? { id: ref.id, ref, reveal: false } : null),
       onFrameError: setFrameError,
+      onRange: setRange,
     })
     engineRef.current = engine
     return () => {
@@ -379,8 +382,18 @@ function TraceSession({ selection, theme }: { selection: Selection; theme: Theme
         </div>
         <div className="trace-status">
           <span className="trace-info" ref={infoRef} data-testid="trace-info" />
-          <span className="trace-hint">Wheel/W S: zoom · Drag/A D: pan · Shift+wheel or wheel over names: scroll · Double-click: fit</span>
+          <span className="trace-hint">Wheel/W S: zoom · Drag/A D: pan · Shift+drag (or drag on the ruler): select a range · Shift+wheel: scroll · Double-click: fit</span>
         </div>
+        {range && (
+          <RangePanel
+            selection={selection}
+            range={range}
+            onClose={() => {
+              setRange(null)
+              engineRef.current?.clearRange()
+            }}
+          />
+        )}
         <DetailsPanel
           state={details}
           tracks={first.status === 'ok' ? first.tracks : []}

@@ -2,126 +2,20 @@
 // `trace/download`), through the shared HTTP path (api/http.ts): URLs relative to the module,
 // ApiError / LoadingError (202) as everywhere else.
 
-import { getJson, routeUrl, type Selection } from '../../api'
+import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
 import { getJson as getUrl } from '../../api/http'
 
-export type TrackKind = 'cpu' | 'gpu' | 'other'
-
-export interface TrackInfo {
-  id: number
-  pid: string
-  tid: string
-  kind: TrackKind
-  process: string
-  thread: string
-  /** Number of rows (nesting depth) of the whole track, whatever the window. */
-  depth: number
-  event_count: number
-}
-
-export interface RawRow {
-  depth: number
-  events: { name: number[]; start: number[]; dur: number[]; id: number[] }
-  blocks: { start: number[]; end: number[]; count: number[] }
-}
-
-export interface RawTrack extends TrackInfo {
-  rows: RawRow[]
-}
-
-export interface RawTimeline {
-  view: string
-  start_us: number
-  end_us: number
-  width: number
-  us_per_px: number
-  origin_us: number
-  trace_start_us: number
-  trace_end_us: number
-  merge_px: number
-  names: string[]
-  tracks: RawTrack[]
-  steps: { total: number; capped: boolean; name: string[]; start: number[]; end: number[] }
-  flows: {
-    total: number
-    capped: boolean
-    limit: number
-    crossing: number
-    cats: string[]
-    cat: number[]
-    from_track: number[]
-    from_depth: number[]
-    from_ts: number[]
-    from_id: number[]
-    to_track: number[]
-    to_depth: number[]
-    to_ts: number[]
-    to_id: number[]
-  }
-  counters: { name: string; kind: string; device: string; unit: string; t: number[]; v: number[] }[]
-  stats: { events: number; shown: number; blocks: number; hidden: number }
-}
-
-export interface Partner {
-  id: number
-  name: string | null
-  kind: string
-  ts: number | null
-  dur: number | null
-  track: number | null
-  depth: number | null
-}
-
-export interface EventFlow {
-  cat: string
-  id: number | string | null
-  direction: 'in' | 'out'
-  other_track: number
-  other_ts: number
-  other_id: number | null
-}
-
-export interface EventDetails {
-  id: number
-  name: string | null
-  ts: number | null
-  dur: number | null
-  ph?: string | null
-  cat?: string | null
-  pid?: string | null
-  tid?: string | null
-  external_id?: number | null
-  correlation?: number | null
-  kind: string
-  args: Record<string, Record<string, unknown>>
-  track: number | null
-  depth: number | null
-  parent: number | null
-  drawn_end_us?: number
-  correlated: Partner[]
-  flows: EventFlow[]
-  [key: string]: unknown
-}
-
-export interface SearchMatch {
-  id: number
-  name: string
-  track: number
-  depth: number
-  /** Absolute trace time (us). */
-  ts: number
-  dur: number
-}
-
-export interface SearchResult {
-  query: string
-  total: number
-  limit: number
-  truncated: boolean
-  names: string[]
-  name_count: number
-  matches: SearchMatch[]
-}
+export type RawTimeline = Schemas['TimelinePayload']
+export type RawTrack = Schemas['Track']
+/** A track without its rows: what the layout and the details need of it, whatever the window. */
+export type TrackInfo = Omit<RawTrack, 'rows'>
+export type EventDetails = Schemas['TimelineEventPayload']
+/** A correlated launch or kernel of the selected event. */
+export type Partner = Schemas['CorrelatedEvent']
+export type SearchResult = Schemas['TimelineSearchPayload']
+export type SearchMatch = Schemas['SearchMatch']
+export type RangeAggregate = Schemas['TimelineRangePayload']
+export type RangeRow = Schemas['RangeRow']
 
 /** Absolute us as a query value: enough digits for sub-us windows on 1.7e15 us timestamps. */
 function usParam(value: number | undefined): string | undefined {
@@ -145,6 +39,15 @@ export const traceApi = {
 
   search(sel: Selection, q: string, limit: number, startUs?: number, signal?: AbortSignal): Promise<SearchResult> {
     return getJson<SearchResult>('timeline/search', { ...sel, q, limit, start_us: usParam(startUs) }, signal)
+  },
+
+  /** Counts, total and self time by name over [start, end] (absolute us) on `tracks`. */
+  range(sel: Selection, start: number, end: number, tracks: number[], signal?: AbortSignal): Promise<RangeAggregate> {
+    return getJson<RangeAggregate>('timeline/range', { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(',') }, signal)
+  },
+
+  rangeCsvUrl(sel: Selection, start: number, end: number, tracks: number[]): string {
+    return routeUrl('timeline/range', { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(','), format: 'csv' })
   },
 
   downloadUrl(sel: Selection): string {

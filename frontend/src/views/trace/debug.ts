@@ -38,6 +38,11 @@ export class DebugProbe {
     this.root = root
   }
 
+  /** Flows of the selected event drawn by the last frame (`data-selected-flows`). */
+  recordSelectedFlows(count: number): void {
+    this.root.dataset.selectedFlows = String(count)
+  }
+
   recordDraw(ms: number): void {
     this.drawMs.push(ms)
     if (this.drawMs.length > 120) this.drawMs.shift()

@@ -20,7 +20,7 @@ import { LodLoader } from './lod-loader'
 import { Painter, type Scene } from './painter'
 import { fmtLoaded } from './timefmt'
 import { Tooltip, describe } from './tooltip'
-import { MIN_SPAN_US, clampView, makeViewport, revealWindow, zoomCentered, type TimeWindow, type Viewport } from './viewport'
+import { MIN_SPAN_US, clampView, makeViewport, revealWindow, timeAt, zoomCentered, type TimeWindow, type Viewport } from './viewport'
 
 export type { EventRef } from './hit'
 
@@ -31,6 +31,8 @@ export interface EngineCallbacks {
   onSelect: (ref: EventRef | null) => void
   /** A later request failed (the view keeps the last frame). */
   onFrameError: (error: Error | null) => void
+  /** A time range was selected (absolute trace us, track ids), or cleared (null). */
+  onRange: (range: { start: number; end: number; tracks: number[] } | null) => void
 }
 
 export interface EngineElements {
@@ -62,6 +64,7 @@ export class TraceEngine implements InputHost {
   private loading = false
   private selected: EventRef | null = null
   private related: EventRef[] = []
+  private range: { start: number; end: number; y0: number; y1: number } | null = null
   private flows: Scene['flows'] = { on: false, catsOff: new Set() }
   private searchNames: ReadonlySet<string> | null = null
   private raf = 0
@@ -224,6 +227,30 @@ export class TraceEngine implements InputHost {
     this.tooltip.hide()
   }
 
+  /** The range being dragged: its times (trace us) and the tracks whose rows it covers. */
+  selectRange(x0: number, y0: number, x1: number, y1: number, allTracks: boolean, done: boolean): void {
+    const v = this.viewport
+    const start = Math.max(0, timeAt(v, Math.max(v.left, Math.min(x0, x1))))
+    const end = timeAt(v, Math.max(v.left, Math.max(x0, x1)))
+    const top = allTracks ? HEADER_H : Math.min(y0, y1)
+    const bottom = allTracks ? this.h : Math.max(y0, y1)
+    const tracks: number[] = []
+    for (const item of this.layout.items) {
+      const a = this.top + item.y
+      if (a + item.h < top || a > bottom) continue
+      if (item.type === 'track') tracks.push(item.track.id)
+      else if (item.type === 'group' && item.collapsed) tracks.push(...item.trackIds)
+    }
+    this.range = end > start && tracks.length ? { start, end, y0: top, y1: bottom } : null
+    this.requestDraw()
+    if (done) this.cb.onRange(this.range ? { start: this.traceStartUs + start, end: this.traceStartUs + end, tracks: [...new Set(tracks)].sort((a, b) => a - b) } : null)
+  }
+
+  clearRange(): void {
+    this.range = null
+    this.requestDraw()
+  }
+
   resize(): void {
     const { scroller, canvas } = this.els
     const w = scroller.clientWidth
@@ -303,8 +330,9 @@ export class TraceEngine implements InputHost {
     const hit = pointer ? this.hitTest(pointer.x, pointer.y) : null
     this.draws++
     const hover = hit?.type === 'event' ? refOf(hit) : null
-    const { w, h, dpr, frames, layout, selected, related, flows, counterMax } = this
-    this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax })
+    const { w, h, dpr, frames, layout, selected, related, flows, counterMax, range } = this
+    this.painter.paint({ w, h, dpr, viewport: this.viewport, frames, layout, top: this.top, selected, related, hover, pointer, flows, search: this.searchNames, counterMax, range })
+    this.probe?.recordSelectedFlows(this.painter.selectedFlows)
     if (!this.frames.base || this.w <= GUTTER_W) return
     this.updateInfo()
     // The tooltip follows what is under the pointer now (a zoom or a new frame changes it too).

@@ -74,7 +74,7 @@ describe('decodeFrame', () => {
 describe('counterMaxima', () => {
   it('takes the largest value of each counter over the frames, skipping null', () => {
     const a = decodeFrame(raw())
-    const b = decodeFrame({ ...raw(), counters: [{ name: 'mem', kind: 'k', device: 'd', unit: 'bytes', t: [0], v: [4] }, { name: 'util', kind: 'k', device: 'd', unit: 'fraction', t: [0], v: [0.5] }] })
+    const b = decodeFrame({ ...raw(), counters: [{ name: 'mem', kind: 'memory_allocated', device: 'd', unit: 'bytes', t: [0], v: [4] }, { name: 'util', kind: 'gpu_utilization', device: 'd', unit: 'fraction', t: [0], v: [0.5] }] })
     expect(Object.fromEntries(counterMaxima(a, null, b))).toEqual({ mem: 9, util: 0.5 })
   })
 })

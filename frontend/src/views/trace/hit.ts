@@ -30,7 +30,7 @@ export type Hit =
   | null
 
 /** The frame that holds data at trace time t: the current one inside its window. */
-export function frameAt(frames: Frames, t: number): Frame | null {
+function frameAt(frames: Frames, t: number): Frame | null {
   const cur = frames.cur
   if (cur && t >= cur.start && t <= cur.end) return cur
   return frames.base

@@ -26,6 +26,9 @@ export interface InputHost {
   redraw(): void
   /** A drag began: no tooltip while dragging. */
   dragStarted(): void
+  /** Shift+drag, or a drag on the time ruler: a range from (x0, y0) to (x1, y1), canvas px;
+   * `allTracks` when it began on the ruler. `done` when the button is released. */
+  selectRange(x0: number, y0: number, x1: number, y1: number, allTracks: boolean, done: boolean): void
   resize(): void
 }
 
@@ -35,6 +38,8 @@ interface Drag {
   viewport: Viewport
   scrollTop: number
   moved: boolean
+  /** Selects a time range instead of panning (Shift held, or begun on the ruler). */
+  range: boolean
 }
 
 export class Input {
@@ -131,7 +136,8 @@ export class Input {
   private onPointerDown(e: PointerEvent): void {
     if (e.button !== 0) return
     const p = this.pos(e)
-    this.drag = { x: p.x, y: p.y, viewport: this.host.viewport, scrollTop: this.els.scroller.scrollTop, moved: false }
+    const range = this.host.ready && p.x >= this.host.viewport.left && (e.shiftKey || p.y < HEADER_H)
+    this.drag = { x: p.x, y: p.y, viewport: this.host.viewport, scrollTop: this.els.scroller.scrollTop, moved: false, range }
     try {
       this.els.canvas.setPointerCapture(e.pointerId)
     } catch {
@@ -152,6 +158,10 @@ export class Input {
         this.els.root.classList.add('is-dragging')
         this.host.dragStarted()
       }
+      if (d.moved && d.range) {
+        this.host.selectRange(d.x, d.y, p.x, p.y, d.y < HEADER_H, false)
+        return
+      }
       if (d.moved) {
         this.host.setView(panByPx(d.viewport, -dx))
         this.els.scroller.scrollTop = d.scrollTop - dy
@@ -167,6 +177,11 @@ export class Input {
     this.drag = null
     root.classList.remove('is-dragging')
     if (canvas.hasPointerCapture?.(e.pointerId)) canvas.releasePointerCapture(e.pointerId)
+    if (d?.moved && d.range) {
+      const p = this.pos(e)
+      this.host.selectRange(d.x, d.y, p.x, p.y, d.y < HEADER_H, true)
+      return
+    }
     if (!d || d.moved) return
     root.focus({ preventScroll: true })
     const p = this.pos(e)

@@ -7,7 +7,7 @@ import type { TrackInfo } from './api'
 export const ROW_H = 18
 export const TRACK_PAD = 3
 export const GROUP_H = 24
-export const COUNTER_H = 36
+const COUNTER_H = 36
 export const HEADER_H = 42 // time ruler (24) + step band (18), fixed above the scrolled content
 export const RULER_H = 24
 export const GUTTER_W = 232

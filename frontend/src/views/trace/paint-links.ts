@@ -50,9 +50,12 @@ function arrow(kit: PaintKit, x0: number, y0: number, x1: number, y1: number, co
   ctx.fill()
 }
 
+/**
+ * All flows (on request): only arrows whose two ends are both on screen, so arrows from
+ * off-screen sources never cross the rows as flat bands and a full zoom-out is not a wall.
+ */
 export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): void {
   const f = frame.flows
-  const { ctx } = kit
   const v = s.viewport
   const shown: number[] = []
   for (let i = 0; i < f.count; i++) {
@@ -61,17 +64,60 @@ export function drawFlows(kit: PaintKit, s: Scene, frame: Frame): void {
     const y0 = rowCenter(s, f.fromTrack[i], f.fromDepth[i])
     const y1 = rowCenter(s, f.toTrack[i], f.toDepth[i])
     if (y0 === null || y1 === null) continue
-    if (Math.max(y0, y1) < HEADER_H || Math.min(y0, y1) > s.h) continue
+    if (Math.min(y0, y1) < HEADER_H || Math.max(y0, y1) > s.h) continue
     const x0 = xAt(v, f.fromT[i])
     const x1 = xAt(v, f.toT[i])
-    if (Math.max(x0, x1) < v.left || Math.min(x0, x1) > s.w) continue
+    if (Math.min(x0, x1) < v.left || Math.max(x0, x1) > s.w) continue
     shown.push(i, x0, y0, x1, y1)
   }
+  drawArrows(kit, f, shown, 1)
+}
+
+/**
+ * The flows of the selected event and their chain (by default, without the Flows toggle): every
+ * flow with an end on the selection (by event id), then the flows of the events at their other
+ * ends, a few hops deep. Ends may be off screen: the arrow is clipped.
+ */
+export function drawSelectedFlows(kit: PaintKit, s: Scene, frame: Frame): number {
+  const sel = s.selected
+  const f = frame.flows
+  if (!sel || f.count === 0) return 0
+  const picked = new Set<number>()
+  let events = new Set<number>([sel.id])
+  const seen = new Set<number>(events)
+  for (let hop = 0; hop < 5 && events.size; hop++) {
+    const next = new Set<number>()
+    for (let i = 0; i < f.count; i++) {
+      if (picked.has(i) || !(events.has(f.fromId[i]) || events.has(f.toId[i]))) continue
+      picked.add(i)
+      for (const id of [f.fromId[i], f.toId[i]]) {
+        if (id >= 0 && !seen.has(id)) {
+          seen.add(id)
+          next.add(id)
+        }
+      }
+    }
+    events = next
+  }
+  const v = s.viewport
+  const shown: number[] = []
+  for (const i of picked) {
+    const y0 = rowCenter(s, f.fromTrack[i], f.fromDepth[i])
+    const y1 = rowCenter(s, f.toTrack[i], f.toDepth[i])
+    if (y0 === null || y1 === null) continue
+    shown.push(i, xAt(v, f.fromT[i]), y0, xAt(v, f.toT[i]), y1)
+  }
+  drawArrows(kit, f, shown, 1.5)
+  return picked.size
+}
+
+function drawArrows(kit: PaintKit, f: Frame['flows'], shown: number[], width: number): void {
+  const { ctx } = kit
   for (const halo of [true, false]) {
-    ctx.globalAlpha = halo ? 0.6 : 0.85
+    ctx.globalAlpha = halo ? 0.6 : 0.9
     for (let k = 0; k < shown.length; k += 5) {
       const cat = f.cats[f.cat[shown[k]]] ?? ''
-      arrow(kit, shown[k + 1], shown[k + 2], shown[k + 3], shown[k + 4], FLOW_COLORS[cat] ?? '#757575', 1, halo)
+      arrow(kit, shown[k + 1], shown[k + 2], shown[k + 3], shown[k + 4], FLOW_COLORS[cat] ?? '#757575', width, halo)
     }
   }
   ctx.globalAlpha = 1
@@ -124,4 +170,30 @@ export function drawHoverOutline(kit: PaintKit, s: Scene): void {
   const ref = s.hover
   if (!ref || (s.selected && s.selected.id === ref.id)) return
   outline(kit, s, ref, kit.colors.muted, 1)
+}
+
+/** The selected range: the time span shaded over every row, the chosen tracks' rows stronger. */
+export function drawRange(kit: PaintKit, s: Scene): void {
+  const r = s.range
+  if (!r) return
+  const v = s.viewport
+  const x0 = Math.max(v.left, xAt(v, r.start))
+  const x1 = Math.min(s.w, xAt(v, r.end))
+  if (x1 <= x0) return
+  const { ctx } = kit
+  ctx.fillStyle = kit.colors.accent
+  ctx.globalAlpha = 0.08
+  ctx.fillRect(x0, HEADER_H, x1 - x0, s.h - HEADER_H)
+  ctx.globalAlpha = 0.16
+  const y0 = Math.max(HEADER_H, r.y0)
+  ctx.fillRect(x0, y0, x1 - x0, Math.max(0, Math.min(s.h, r.y1) - y0))
+  ctx.globalAlpha = 1
+  ctx.strokeStyle = kit.colors.accent
+  ctx.lineWidth = 1
+  ctx.beginPath()
+  ctx.moveTo(x0 + 0.5, HEADER_H)
+  ctx.lineTo(x0 + 0.5, s.h)
+  ctx.moveTo(x1 - 0.5, HEADER_H)
+  ctx.lineTo(x1 - 0.5, s.h)
+  ctx.stroke()
 }

@@ -11,7 +11,7 @@ import type { EventRef, Frames } from './hit'
 import { COUNTERS_GROUP, GROUP_H, HEADER_H, ROW_H, TRACK_PAD, firstVisible, type Layout } from './layout'
 import { drawCrosshair, drawGutter, drawHeader, forEachStep, tickStep } from './paint-chrome'
 import { FONT, PaintKit, RectBatch } from './paint-kit'
-import { drawFlows, drawHoverOutline, drawRelated, drawSelection } from './paint-links'
+import { drawFlows, drawHoverOutline, drawRange, drawRelated, drawSelectedFlows, drawSelection } from './paint-links'
 import { timeAt, xAt, type Viewport } from './viewport'
 
 /** Everything one frame of the canvas shows. Built by the engine, never changed afterwards. */
@@ -36,6 +36,8 @@ export interface Scene {
   readonly search: ReadonlySet<string> | null
   /** The largest value of each counter in the loaded frames (the counter tracks' scale). */
   readonly counterMax: ReadonlyMap<string, number>
+  /** The selected time range (trace us) and the canvas rows it covers, or null. */
+  readonly range: { readonly start: number; readonly end: number; readonly y0: number; readonly y1: number } | null
 }
 
 export class Painter {
@@ -43,6 +45,8 @@ export class Painter {
   private pendingTheme: Theme | null = null
   private matchCache = new WeakMap<Frame, Uint8Array>()
   private matchFor: ReadonlySet<string> | null = null
+  /** Flows of the selected event drawn in the last frame (its own and its chain's). */
+  selectedFlows = 0
 
   constructor(ctx: CanvasRenderingContext2D, theme: Theme) {
     this.kit = new PaintKit(ctx, theme)
@@ -109,6 +113,8 @@ export class Painter {
     }
     this.drawGroupBands(s, first, visible1)
     if (s.flows.on && cur) drawFlows(this.kit, s, cur)
+    if (cur) this.selectedFlows = drawSelectedFlows(this.kit, s, cur)
+    if (s.range) drawRange(this.kit, s)
     drawRelated(this.kit, s)
     drawSelection(this.kit, s)
     drawHoverOutline(this.kit, s)

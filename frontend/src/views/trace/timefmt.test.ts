@@ -59,14 +59,14 @@ describe('fmtTime', () => {
 describe('counters', () => {
   it('formats bytes in binary units', () => {
     expect(fmtBytes(500)).toBe('500 B')
-    expect(fmtBytes(1536)).toBe('1.5 KB')
-    expect(fmtBytes(10 * 1024 * 1024)).toBe('10 MB')
-    expect(fmtBytes(300 * 1024 ** 3)).toBe('300 GB')
+    expect(fmtBytes(1536)).toBe('1.5 KiB')
+    expect(fmtBytes(10 * 1024 * 1024)).toBe('10 MiB')
+    expect(fmtBytes(300 * 1024 ** 3)).toBe('300 GiB')
   })
 
   it('formats a counter by its unit', () => {
     expect(fmtCounter(0.456, 'fraction')).toBe('45.6 %')
-    expect(fmtCounter(1536, 'bytes')).toBe('1.5 KB')
+    expect(fmtCounter(1536, 'bytes')).toBe('1.5 KiB')
     expect(fmtCounter(3.14159, 'count')).toBe('3.14')
     expect(fmtCounter(Number.NaN, 'count')).toBe('–')
   })

@@ -61,7 +61,7 @@ export function fmtLoaded(stats: { events: number; blocks: number; hidden: numbe
   return `${stats.events.toLocaleString('en-US')} events loaded${merged}`
 }
 
-const bytesFmt = ['B', 'KB', 'MB', 'GB', 'TB']
+const bytesFmt = ['B', 'KiB', 'MiB', 'GiB', 'TiB'] // binary, as the Memory view
 
 export function fmtBytes(value: number): string {
   let v = value

@@ -1,0 +1,24 @@
+// API client of the GPU Idle view: `gpu_idle?run&worker&span` (analysis/gpu_idle.py). Times are
+// trace us; every analysis carries its formula in `formulas`.
+import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
+
+export type GpuIdlePayload = Schemas['GpuIdlePayload']
+export type Histogram = Schemas['Histogram']
+export type DeviceTime = Schemas['DeviceTime']
+export type StreamIdle = Schemas['StreamIdle']
+export type LaunchOutlier = Schemas['LaunchOutlier']
+export type StreamQueue = Schemas['StreamQueue']
+export type CriticalStep = Schemas['CriticalStep']
+export type CriticalPath = Schemas['CriticalPath']
+
+function params(s: Selection) {
+  return { run: s.run, worker: s.worker, span: s.span }
+}
+
+export function fetchGpuIdle(selection: Selection, signal?: AbortSignal): Promise<GpuIdlePayload> {
+  return getJson<GpuIdlePayload>('gpu_idle', params(selection), signal)
+}
+
+export function gpuIdleCsvUrl(selection: Selection): string {
+  return routeUrl('gpu_idle', { ...params(selection), format: 'csv' })
+}

@@ -1,0 +1,173 @@
+"""Roofline and model FLOPs utilisation: FLOPs/bytes per operator against the device's peaks.
+
+Only the outermost FLOP-carrying operators count (an `aten::conv2d` and the
+`aten::convolution` -> `aten::mkldnn_convolution` it calls are one convolution), so totals never
+double count. An operator's time is its device time (kernels it launched, children included)
+on a GPU trace, its host time on a CPU-only trace.
+
+- achieved TFLOP/s = FLOPs / time; achieved TB/s = bytes / time; arithmetic intensity =
+  FLOPs / bytes; `bound` = "compute" when the intensity is at or above the device's ridge point
+  (peak FLOP/s of the row's dtype / peak bandwidth), else "memory"; null without known peaks.
+- MFU of a step = sum over its operators of FLOPs / peak FLOP/s of the operator's dtype,
+  divided by the step's duration: the fraction of the step the device would need at peak
+  (the usual FLOPs / (time * peak) when one dtype dominates). Per GPU in the Overview.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..ingest.schema import TraceTable
+from .compiled import enclosing
+from .flops import op_flops
+from .hardware import PEAKS, architecture, device_vendor, match_peaks, peak_tflops
+from .launch import device_properties
+from .memo import memoised
+from .optree import build_op_tree
+from .steps import compute_steps
+
+
+def device_info(table: TraceTable, device: int) -> dict[str, Any]:
+    """Vendor, architecture and matched peaks of one GPU of the trace."""
+    props = device_properties(table, device)
+    listed = [p for p in table.metadata.device_properties or [] if isinstance(p, dict)]
+    if not props and listed and len({str(p.get("name")) for p in listed}) == 1:
+        props = listed[0]  # the GPU is not listed, but every listed GPU is the same model
+    vendor = device_vendor(props, table.metadata.extra)
+    key = match_peaks(props, vendor)
+    return {"id": device, "name": props.get("name"), "vendor": vendor,
+            "architecture": architecture(props, vendor), "peaks_model": key,
+            "peak_tflops": dict(PEAKS[key].tflops) if key else None,
+            "memory_tbps": PEAKS[key].memory_tbps if key else None}
+
+
+def flop_nodes(table: TraceTable) -> pd.DataFrame:
+    """The outermost FLOP-carrying op nodes: node, event, name, start, flops, bytes, dtype,
+    estimate, device_us, host_us (computed once)."""
+    return memoised(table, "flop_nodes", lambda: _flop_nodes(table))
+
+
+def _flop_nodes(table: TraceTable) -> pd.DataFrame:
+    tree = build_op_tree(table)
+    per_op = op_flops(table)
+    node_of_event = np.full(len(table.events), -1, dtype=np.int64)
+    real = tree.event >= 0
+    node_of_event[tree.event[real]] = np.flatnonzero(real)
+    nodes = node_of_event[per_op["event"].to_numpy()] if len(per_op) else np.empty(0, int)
+    known = (nodes >= 0) & (np.isfinite(per_op["flops"].to_numpy()) |
+                            np.isfinite(per_op["bytes"].to_numpy()))
+    mask = np.zeros(len(tree), dtype=bool)
+    mask[nodes[known]] = True
+    above = enclosing(tree, mask)[np.maximum(tree.parent, 0)]
+    outer = mask & ((tree.parent < 0) | (above < 0))
+    keep = known & outer[np.maximum(nodes, 0)]
+    sel, chosen = per_op[keep], nodes[keep]
+    return pd.DataFrame({
+        "node": chosen,
+        "event": sel["event"].to_numpy(),
+        "name": tree.name_categories.to_numpy(dtype=object)[tree.name_code[chosen]],
+        "start": tree.start[chosen],
+        "flops": sel["flops"].to_numpy(),
+        "bytes": sel["bytes"].to_numpy(),
+        "dtype": sel["dtype"].to_numpy(),
+        "estimate": sel["estimate"].to_numpy(),
+        "device_us": tree.device_total[chosen],
+        "host_us": tree.end[chosen] - tree.start[chosen],
+    })
+
+
+def _main_device(table: TraceTable) -> Optional[int]:
+    tree = build_op_tree(table)
+    rows = tree.device_rows
+    if not len(rows):
+        return None
+    device = pd.to_numeric(table.device_args.drop_duplicates("event").set_index("event")
+                           .reindex(rows)["device"], errors="coerce").dropna()
+    return int(device.mode().iloc[0]) if len(device) else 0
+
+
+def _peaks_of(dtypes: np.ndarray, key: Optional[str]) -> np.ndarray:
+    return np.array([peak_tflops(key, d or "fp32") or np.nan for d in dtypes], dtype=float)
+
+
+def build_roofline(table: TraceTable) -> dict[str, Any]:
+    """Per operator name and dtype: FLOPs, bytes, time, achieved TFLOP/s and TB/s, intensity,
+    bound; the device and its peaks; MFU per step. See the module docstring."""
+    return memoised(table, "roofline", lambda: _build_roofline(table))
+
+
+def _build_roofline(table: TraceTable) -> dict[str, Any]:
+    nodes = flop_nodes(table)
+    device = _main_device(table)
+    info = device_info(table, device) if device is not None else None
+    key = info["peaks_model"] if info else None
+    on_gpu = device is not None
+    work = nodes.assign(time_us=nodes["device_us"] if on_gpu else nodes["host_us"],
+                        dtype=nodes["dtype"].fillna("unknown"))
+    grouped = work.groupby(["name", "dtype"], sort=False).agg(
+        calls=("flops", "size"), flops=("flops", lambda v: float(v.sum(min_count=1))),
+        bytes=("bytes", lambda v: float(v.sum(min_count=1))), time_us=("time_us", "sum"),
+        estimate=("estimate", "any")).reset_index()
+    grouped = grouped.sort_values(["flops", "name"], ascending=[False, True], kind="stable")
+    rows = [_row(r, key, info) for r in grouped.itertuples(index=False)]
+    return {"device": info, "time_basis": "device" if on_gpu else "host", "rows": rows,
+            "steps": _steps(table, work, key)}
+
+
+def _ratio(a: float, b: float) -> Optional[float]:
+    return float(a / b) if b > 0 and np.isfinite(a) and a > 0 else None
+
+
+def _row(r: Any, key: Optional[str], info: Optional[dict[str, Any]]) -> dict[str, Any]:
+    seconds = r.time_us * 1e-6
+    tflops = _ratio(r.flops, seconds * 1e12)
+    tbps = _ratio(r.bytes, seconds * 1e12)
+    intensity = _ratio(r.flops, r.bytes)
+    peak = peak_tflops(key, r.dtype) if key else None
+    bound = None
+    if peak and info and info["memory_tbps"] and intensity is not None:
+        bound = "compute" if intensity >= peak / info["memory_tbps"] else "memory"
+    return {"name": r.name, "dtype": r.dtype, "calls": int(r.calls),
+            "flops": float(r.flops) if np.isfinite(r.flops) else None,
+            "bytes": float(r.bytes) if np.isfinite(r.bytes) else None,
+            "time_us": round(float(r.time_us), 3), "achieved_tflops": tflops,
+            "achieved_tbps": tbps, "intensity": intensity, "bound": bound,
+            "peak_tflops": peak, "estimate": bool(r.estimate)}
+
+
+def _steps(table: TraceTable, work: pd.DataFrame, key: Optional[str]) -> list[dict[str, Any]]:
+    steps = compute_steps(table)
+    if not len(steps):
+        return []
+    index = np.searchsorted(steps.host_starts, work["start"].to_numpy(), side="right") - 1
+    inside = (index >= 0) & (work["start"].to_numpy() < steps.host_ends[np.maximum(index, 0)])
+    flops = np.nan_to_num(work["flops"].to_numpy(dtype=float))
+    peaks = _peaks_of(work["dtype"].to_numpy(), key) * 1e12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ideal = np.where(np.isfinite(peaks), flops / peaks, 0.0)
+    per_flops = np.bincount(index[inside], weights=flops[inside], minlength=len(steps))
+    per_ideal = np.bincount(index[inside], weights=ideal[inside], minlength=len(steps))
+    out = []
+    for i, name in enumerate(steps.names):
+        seconds = float(steps.lengths[i]) * 1e-6
+        mfu = float(per_ideal[i] / seconds * 100.0) if key and seconds > 0 else None
+        out.append({"step": name, "flops": float(per_flops[i]),
+                    "tflops": float(per_flops[i] / seconds / 1e12) if seconds > 0 else None,
+                    "mfu_pct": mfu})
+    return out
+
+
+def mfu_pct(table: TraceTable) -> Optional[float]:
+    """MFU over all steps (their FLOPs at peak / their summed duration), percent; None when
+    the device's peaks are unknown or there are no steps."""
+    payload = build_roofline(table)
+    steps = compute_steps(table)
+    if payload["device"] is None or payload["device"]["peaks_model"] is None or not len(steps):
+        return None
+    total = float(steps.lengths.sum()) * 1e-6
+    ideal = sum(s["mfu_pct"] / 100.0 * float(steps.lengths[i]) * 1e-6
+                for i, s in enumerate(payload["steps"]) if s["mfu_pct"] is not None)
+    return ideal / total * 100.0 if total > 0 else None

@@ -1,0 +1,104 @@
+"""Kernel-level diff and the default experiment of the Diff view, against hand-derived numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tb_plugin.analysis.diff_kernels import build_diff_kernels
+from tb_plugin.analysis.diff_pick import Candidate, pick_experiment
+from tb_plugin.load import load_trace
+from tests.support import SHARED_TRACES, needs_shared
+
+from .helpers import cpu_op, kernel, make_table, runtime, step
+
+GEMM, RELU = "void gemm_kernel<float>()", "void relu_kernel<float>()"
+
+
+def _trace(steps: int, gemm_us: float, relu_calls: int) -> list[dict[str, Any]]:
+    """Per step: aten::mm launches one GEMM; aten::relu launches `relu_calls` RELUs of 5 us;
+    the autograd thread (tid 300) launches one more GEMM of 7 us."""
+    events: list[dict[str, Any]] = []
+    corr = 1
+    for i in range(steps):
+        t = 1000 * i
+        events += [step(i + 1, t, 900), cpu_op("aten::mm", t + 10, 50, ext=corr),
+                   runtime(t + 20, 5, corr, ext=corr), kernel(t + 100, gemm_us, corr)]
+        corr += 1
+        relu = corr
+        events.append(cpu_op("aten::relu", t + 200, 100, ext=relu))
+        for j in range(relu_calls):
+            events += [runtime(t + 210 + 10 * j, 2, corr, ext=relu),
+                       kernel(t + 400 + 10 * j, 5, corr, name=RELU)]
+            corr += 1
+        events += [cpu_op("MmBackward0", t + 500, 50, ext=corr, tid=300),
+                   runtime(t + 510, 5, corr, ext=corr, tid=300), kernel(t + 600, 7, corr)]
+        corr += 1
+    return events
+
+
+@pytest.fixture
+def pair(tmp_path):
+    return (make_table(_trace(2, 40, 1), tmp_path), make_table(_trace(4, 30, 3), tmp_path))
+
+
+def test_by_kernel_per_step_and_total(pair):
+    per_step = build_diff_kernels(*pair)
+    assert per_step["basis"] == "per_step" and (per_step["base_steps"], per_step["exp_steps"]) \
+        == (2, 4)
+    rows = {r["name"]: r for r in per_step["rows"]}
+    # GEMM per step: base 40 + 7 (autograd thread), exp 30 + 7; RELU: 1 x 5 vs 3 x 5
+    assert (rows[GEMM]["base_total_us"], rows[GEMM]["exp_total_us"]) == (47, 37)
+    assert (rows[GEMM]["base_calls"], rows[GEMM]["exp_calls"]) == (2, 2)
+    assert (rows[RELU]["base_total_us"], rows[RELU]["exp_total_us"]) == (5, 15)
+    assert [r["name"] for r in per_step["rows"]] == [GEMM, RELU]  # |-10| = |+10|: by name
+    assert per_step["delta_total_us"] == (37 + 15) - (47 + 5)
+    total = build_diff_kernels(*pair, basis="total")
+    rows = {r["name"]: r for r in total["rows"]}
+    assert (rows[GEMM]["base_total_us"], rows[GEMM]["exp_total_us"]) == (2 * 47, 4 * 37)
+    assert (rows[RELU]["base_calls"], rows[RELU]["exp_calls"]) == (2, 12)
+    assert rows[RELU]["base_mean_us"] == rows[RELU]["exp_mean_us"] == 5
+    assert [r["name"] for r in total["rows"]] == [GEMM, RELU]  # +54 before +50
+
+
+def test_by_operator_and_kernel(pair):
+    rows = build_diff_kernels(*pair, group_by="operator_kernel", basis="total")["rows"]
+    keyed = {(r["operator"], r["name"]): r for r in rows}
+    assert set(keyed) == {("aten::mm", GEMM), ("MmBackward0", GEMM), ("aten::relu", RELU)}
+    assert keyed[("MmBackward0", GEMM)]["delta_total_us"] == 4 * 7 - 2 * 7
+    assert keyed[("aten::mm", GEMM)]["delta_total_us"] == 4 * 30 - 2 * 40
+    deltas = [abs(r["delta_total_us"]) for r in rows]
+    assert deltas == sorted(deltas, reverse=True)
+
+
+@needs_shared
+def test_resnet50_kernel_diff_totals_are_every_kernel():
+    files = sorted((SHARED_TRACES / "resnet50_gpu_pt19").glob("*.pt.trace.json*"))
+    base, exp = (load_trace(str(f), use_cache=False) for f in files[:2])
+    payload = build_diff_kernels(base, exp, basis="total")
+    for table, key in ((base, "base_total_us"), (exp, "exp_total_us")):
+        events = table.events
+        kernels = events[events["cat"].astype(str).str.lower() == "kernel"]
+        assert payload[key] == pytest.approx(kernels["dur"].sum(), abs=1e-2)
+        assert sum(r[key] for r in payload["rows"]) == pytest.approx(payload[key], abs=1)
+
+
+def _c(run: str, worker: str, span: str, ops: str = "") -> Candidate:
+    return Candidate(run, worker, span, frozenset(ops.split()))
+
+
+def test_default_experiment_order():
+    runs = [_c("a", "w0", "1", "mm relu"), _c("a", "w0", "2", "mm relu"),
+            _c("a", "w1", "1", "mm"), _c("b", "w", "1", "mm relu add"),
+            _c("c", "w", "1", "conv")]
+    assert pick_experiment(runs[0], runs)["span"] == "2"  # the same worker's other span
+    assert pick_experiment(runs[1], runs)["span"] == "1"  # the last span: the previous one
+    other = pick_experiment(runs[2], runs)  # no other span: another worker of the run
+    assert (other["reason"], other["worker"], other["span"]) == ("other_worker", "w0", "1")
+    similar = pick_experiment(runs[3], runs)  # alone in its run: the most similar run
+    assert (similar["reason"], similar["run"]) == ("similar_run", "a")
+    assert similar["similarity"] == pytest.approx(2 / 3, abs=1e-4)
+    assert "67% of operator names shared" in similar["message"]
+    alone = pick_experiment(runs[4], runs[4:])
+    assert alone["reason"] == "none" and alone["run"] is None
