@@ -15,12 +15,12 @@ log = logging.getLogger(__name__)
 
 
 def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
-                processes: Optional[int] = None, min_split_bytes: Optional[int] = None
-                ) -> TraceTable:
+                processes: Optional[int] = None, min_split_bytes: Optional[int] = None,
+                limits: Optional[Limits] = None) -> TraceTable:
     """Parse one file; never raises. `min_split_bytes` overrides the size from which a file is
-    split across processes (tests use tiny values). The limits (`Limits.for_file`) apply to
-    the whole file, whichever process parses which part."""
-    parse = TraceParse(limits=Limits.for_file(ref.size))
+    split across processes (tests use tiny values). The limits (default `Limits.for_file`,
+    from the settings) apply to the whole file, whichever process parses which part."""
+    parse = TraceParse(limits=limits or Limits.for_file(ref.size))
     job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes,
                          limits=parse.limits)
     try:

@@ -5,6 +5,7 @@ real forked process SIGKILLed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -12,15 +13,22 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from tb_plugin.analysis.dist_summary import summary_builtins
+from tb_plugin.analysis.features import summarize
 from tb_plugin.cache import TraceCache
 from tb_plugin.children import die_with_parent
 from tb_plugin.discovery import discover_runs, looks_like_chrome_trace
+from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.decode import try_decode_batch
+from tb_plugin.ingest.plain import to_plain
 from tb_plugin.ingest.scanner import EventStreamScanner, TokenTooLarge
-from tb_plugin.load import load_trace
+from tb_plugin.load import load_snapshot, load_trace
 from tb_plugin.payloads.overview import OverviewPayload
+from tb_plugin.server.filestate import FileState
+from tb_plugin.server.tables import Tables
 from tb_plugin.storage import (
     NotRegularFile,
     OutsideLogdir,
@@ -30,6 +38,8 @@ from tb_plugin.storage import (
     open_ref,
     open_to_serve,
 )
+from tb_plugin.views.registry import SPECS
+from tests.ingest import snapshots
 from tests.support import SAMPLES
 from tests.support.hostile import events, write
 from tests.support.processes import wait_for, wait_gone
@@ -73,6 +83,50 @@ def test_corrupt_table_manifest_is_discarded(tmp_path: Path) -> None:
     document["status"]["messages"], document["status"]["state"] = [], "exploded"
     next(tmp_path.rglob("manifest.json")).write_text(json.dumps(document))
     assert cache.load_table(ref) is None  # an unknown state is corrupt too
+
+
+def test_tampered_rank_summary_from_the_cache_writer_is_recomputed(tmp_path: Path) -> None:
+    """The server's background writer stores the Distributed view's per-rank summary of a
+    handed-over table; read back, a tampered one is deleted and recomputed, never served."""
+    ref = open_ref(str(sorted((SAMPLES / "ddp_gloo").glob("*rank0*.pt.trace.json.gz"))[0]))
+    table = parse_trace(ref, processes=1)
+    tables = Tables(TraceCache(tmp_path), 1 << 30)
+    state = FileState(ref, ref.identity())
+    tables.adopt(state, to_plain(table), summarize(table))
+    assert tables.wait_written(60)
+    spec = SPECS["distributed"]
+    name = hashlib.sha1(spec.summary_key().encode()).hexdigest() + ".json"
+    path = next(tmp_path.rglob(name))  # written by the writer, not by this test
+    stored = json.loads(path.read_text())
+    expected = json.loads(json.dumps(summary_builtins(table)))
+    assert stored["value"] == expected
+    stored["value"]["groups"] = "five"  # valid JSON, wrong type
+    path.write_text(json.dumps(stored))
+    served = tables.payload(state, spec.summary_key(), spec.summarize, spec.summary_type)
+    assert json.loads(json.dumps(served)) == expected
+    assert json.loads(path.read_text())["value"] == expected  # stored again, repaired
+
+
+@pytest.mark.parametrize("tamper", ["manifest", "index"])
+def test_tampered_snapshot_columns_are_discarded(tmp_path: Path, tamper: str) -> None:
+    ref = open_ref(str(snapshots.write(tmp_path / "snap.pickle", snapshots.hand_snapshot())))
+    cache = TraceCache(tmp_path / "cache")
+    good = load_snapshot(ref, cache=cache)
+    assert cache.load_snapshot(ref) is not None
+    entry = next((tmp_path / "cache").rglob("snapshot.npz")).parent
+    if tamper == "manifest":
+        manifest = json.loads((entry / "manifest.json").read_text())
+        manifest["messages"] = "abc"  # would be read as the messages a, b, c
+        (entry / "manifest.json").write_text(json.dumps(manifest))
+    else:  # a block pointing past the segments: an IndexError (500) in the analysis
+        with np.load(entry / "snapshot.npz") as arrays:
+            columns = dict(arrays)
+        columns["blocks.segment"] = columns["blocks.segment"] + 100
+        np.savez(entry / "snapshot.npz", **columns)
+    assert cache.load_snapshot(ref) is None and not entry.exists()
+    again = load_snapshot(ref, cache=cache)  # read from the pickle again
+    assert (again.stacks, again.messages) == (good.stacks, good.messages)
+    assert (again.blocks["segment"] == good.blocks["segment"]).all()
 
 
 # -- 8: payload files per trace are bounded -----------------------------------------------------
