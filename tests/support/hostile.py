@@ -97,16 +97,35 @@ class CliRun:
     peak_rss: int  # bytes: the CLI process's maximum resident set (getrusage of the child)
 
 
+#: Started by the test process, it starts the CLI and reports the CLI's wait4 peak RSS. Linux
+#: carries a process's peak RSS over exec from the memory it was forked (or vforked) with, so
+#: a CLI started by pytest directly would report pytest's own size (hundreds of MB late in a
+#: full run); started by this small interpreter it reports only its own.
+_MEASURE = """
+import os, signal, subprocess, sys
+process = subprocess.Popen([sys.executable, "-m", "tb_plugin", *sys.argv[2:]])
+_, status, usage = os.wait4(process.pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss * 1024))
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
 def run_cli(*args: str, env: Optional[dict[str, str]] = None) -> CliRun:
     """`python -m tb_plugin ARGS` as a real process; its peak RSS from wait4's rusage (the
-    process itself, not its children: run with TORCH_PROF_PARSE_PROCESSES=1 to count all)."""
+    process itself, not its children: run with TORCH_PROF_PARSE_PROCESSES=1 to count all),
+    measured by a small parent (`_MEASURE`), not by the test process."""
     environment = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen([sys.executable, "-m", "tb_plugin", *args], cwd=REPO,
-                                   env=environment, stdout=out, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "peak_rss"
+        process = subprocess.run([sys.executable, "-c", _MEASURE, str(report), *args],
+                                 cwd=REPO, env=environment, stdout=out, stderr=err)
         out.seek(0)
         err.seek(0)
         return CliRun(process.returncode, out.read().decode(), err.read().decode(),
-                      usage.ru_maxrss * 1024)
+                      int(report.read_text()))
