@@ -9,6 +9,7 @@ recomputed, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -16,8 +17,9 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Literal, Optional, Union
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -46,6 +48,41 @@ log = logging.getLogger(__name__)
 
 _FORMAT = 1
 _EXPORT_ARRAYS = ("ts_ns", "action", "bytes", "category")
+
+
+class _Status(msgspec.Struct):
+    """A manifest's parse status, validated on read (a wrong type is a corrupt entry)."""
+
+    state: Literal["ok", "partial", "truncated", "error"]
+    messages: list[str]
+    skipped_events: int
+    bytes_read: int
+
+
+class _TableManifest(msgspec.Struct):
+    format: int
+    parser_version: int
+    identity: str
+    categories: dict[str, list[str]]
+    metadata: dict[str, Any]
+    status: _Status
+
+
+class _ExportManifest(msgspec.Struct):
+    format: int
+    export_version: int
+    identity: str
+    skipped: int
+    messages: list[str]
+
+
+class _SnapshotManifest(msgspec.Struct):
+    format: int
+    snapshot_version: int
+    identity: str
+    skipped: int
+    messages: list[str]
+    stacks: list[list[tuple[str, int, str]]]
 
 
 def default_cache_dir() -> Path:
@@ -163,55 +200,60 @@ class TraceCache:
 
     # -- analysed payloads ---------------------------------------------------------------------
 
-    def get_payload(self, ref: FileRef, key: str) -> Optional[Any]:
+    def get_payload(self, ref: FileRef, key: str, schema: Any = None, pinned: bool = False
+                    ) -> Optional[Any]:
         """The payload stored under `key` for this file version, or None when there is none
-        (caching off, never computed, unreadable); never computes one."""
+        (caching off, never computed, unreadable, or not of type `schema`: then it is
+        deleted); never computes one."""
         if not self.enabled:
             return None
         if self.shared is not None:
-            return _payload_value(self.shared.get_json(self._payload_path(ref, key)), key)
-        path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
-        try:
-            stored = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key \
-            else None
+            stored = self.shared.get_json(self._shared_payload_path(ref, key, pinned))
+            return _valid_value(stored, key, schema)
+        return self._read_payload(self._payload_path(ref, key, pinned), key, schema)
 
-    def payload(self, ref: FileRef, key: str, compute: Callable[[], Any]) -> Any:
-        """A JSON-serialisable analysis result for this file, computed once across restarts."""
+    def payload(self, ref: FileRef, key: str, compute: Callable[[], Any], schema: Any = None,
+                pinned: bool = False) -> Any:
+        """A JSON-serialisable analysis result for this file, computed once across restarts.
+
+        With `schema` (a TypedDict or Struct type), what is read back is validated against it
+        (msgspec): a tampered or foreign value is deleted and recomputed, never served. The
+        payloads of one file are bounded by $TORCH_PROF_PAYLOAD_CACHE_MB: the least recently
+        used are deleted when a new one takes the folder over (`pinned` ones never are: the
+        file's summary)."""
         if not self.enabled:
             return compute()
         if self.shared is not None:
-            return self._shared_payload(ref, key, compute)
-        path = self._entry(ref) / "payloads" / (hashlib.sha1(key.encode()).hexdigest() + ".json")
-        try:
-            stored = json.loads(path.read_text())
-            if stored.get("key") == key:
-                return stored["value"]
-        except (OSError, ValueError, KeyError, AttributeError):
-            pass
+            return self._shared_payload(ref, key, compute, schema, pinned)
+        path = self._payload_path(ref, key, pinned)
+        stored = self._read_payload(path, key, schema)
+        if stored is not None:
+            return stored
         value = compute()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"key": key, "value": value}))
             os.replace(tmp, path)
+            _evict_payloads(path.parent, settings().payload_cache, keep=path)
         except (OSError, TypeError, ValueError) as exc:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
 
-    def _payload_path(self, ref: FileRef, key: str) -> str:
+    def _shared_payload_path(self, ref: FileRef, key: str, pinned: bool = False) -> str:
         assert self.shared is not None
-        return self.shared.payload_path(self._key(ref),
-                                        hashlib.sha1(key.encode()).hexdigest() + ".json")
+        name = hashlib.sha1(key.encode()).hexdigest() + ".json"
+        return self.shared.payload_path(self._key(ref), _PINNED + name if pinned else name)
 
-    def _shared_payload(self, ref: FileRef, key: str, compute: Callable[[], Any]) -> Any:
+    def _shared_payload(self, ref: FileRef, key: str, compute: Callable[[], Any], schema: Any,
+                        pinned: bool) -> Any:
+        """`payload` on a shared (fsspec URL) cache: validated like the local one; a bad value
+        is recomputed and overwritten (no eviction there: entries are per file version)."""
         assert self.shared is not None
-        path = self._payload_path(ref, key)
-        stored = self.shared.get_json(path)
-        if isinstance(stored, dict) and stored.get("key") == key and "value" in stored:
-            return stored["value"]
+        path = self._shared_payload_path(ref, key, pinned)
+        stored = _valid_value(self.shared.get_json(path), key, schema)
+        if stored is not None:
+            return stored
         value = compute()
         try:
             self.shared.put_json(path, {"key": key, "value": value})
@@ -219,9 +261,75 @@ class TraceCache:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
 
+    def _payload_path(self, ref: FileRef, key: str, pinned: bool = False) -> Path:
+        name = hashlib.sha1(key.encode()).hexdigest() + ".json"
+        return self._entry(ref) / "payloads" / (_PINNED + name if pinned else name)
 
-def _payload_value(stored: Any, key: str) -> Any:
-    return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key else None
+    @staticmethod
+    def _read_payload(path: Path, key: str, schema: Any) -> Optional[Any]:
+        try:
+            stored = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError) as exc:
+            return _discard(path, f"unreadable ({exc})")
+        if not isinstance(stored, dict) or stored.get("key") != key or "value" not in stored:
+            return _discard(path, "not an entry of this key")
+        value = stored["value"]
+        if schema is not None:
+            try:
+                msgspec.convert(value, schema)
+            except msgspec.ValidationError as exc:
+                return _discard(path, f"not a valid payload ({exc})")
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used: evicted last
+        return value
+
+
+def _valid_value(stored: Any, key: str, schema: Any) -> Optional[Any]:
+    """The value of a stored `{"key", "value"}` entry when it is this key's and of `schema`."""
+    if not isinstance(stored, dict) or stored.get("key") != key or "value" not in stored:
+        return None
+    if schema is not None:
+        try:
+            msgspec.convert(stored["value"], schema)
+        except msgspec.ValidationError as exc:
+            log.warning("ignoring a cached payload of %s: not valid (%s); it is recomputed",
+                        key, exc)
+            return None
+    return stored["value"]
+
+
+def _discard(path: Path, why: str) -> None:
+    log.warning("discarding cached payload %s: %s; it is recomputed", path, why)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return None
+
+
+_PINNED = "pinned-"  # payload files never evicted
+
+
+def _evict_payloads(folder: Path, budget: int, keep: Path) -> None:
+    """Delete the least recently used payload files of `folder` until it fits in `budget`
+    bytes (`keep`, the one just written, stays whatever its size)."""
+    entries = []
+    total = 0
+    with os.scandir(folder) as listing:
+        for entry in listing:
+            if entry.name.endswith(".json") and not entry.name.startswith(_PINNED):
+                stat = entry.stat()
+                entries.append((stat.st_mtime_ns, entry.path, stat.st_size))
+                total += stat.st_size
+    if total <= budget:
+        return
+    for _, path, size in sorted(entries):
+        if total <= budget:
+            break
+        if path != str(keep):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                total -= size
 
 
 def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
@@ -250,6 +358,7 @@ def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
 
 def _read_table(folder: Path, ref: FileRef) -> TraceTable:
     manifest = json.loads((folder / "manifest.json").read_text())
+    msgspec.convert(manifest, _TableManifest)  # raises on any field of the wrong type
     if manifest.get("identity") != ref.identity() or manifest.get("parser_version") != (
         PARSER_VERSION
     ):
@@ -287,6 +396,7 @@ def _write_export(folder: Path, ref: FileRef, raw: RawTimeline) -> None:
 
 def _read_export(folder: Path, ref: FileRef) -> RawTimeline:
     manifest = json.loads((folder / "manifest.json").read_text())
+    msgspec.convert(manifest, _ExportManifest)  # raises on any field of the wrong type
     if manifest.get("identity") != ref.identity() or manifest.get("export_version") != (
         EXPORT_VERSION
     ):
@@ -312,6 +422,7 @@ def _write_snapshot(folder: Path, ref: FileRef, snap: Snapshot) -> None:
 
 def _read_snapshot(folder: Path, ref: FileRef) -> Snapshot:
     manifest = json.loads((folder / "manifest.json").read_text())
+    msgspec.convert(manifest, _SnapshotManifest)  # raises on any field of the wrong type
     if manifest.get("identity") != ref.identity() or manifest.get("snapshot_version") != (
         SNAPSHOT_VERSION
     ):
@@ -319,10 +430,29 @@ def _read_snapshot(folder: Path, ref: FileRef) -> Snapshot:
     with np.load(folder / "snapshot.npz", allow_pickle=False) as arrays:
         parts = {part: {name: arrays[f"{part}.{name}"] for name in names}
                  for part, names in _SNAPSHOT_PARTS}
+    _check_snapshot_columns(parts, len(manifest["stacks"]))
     stacks = [[(str(f), int(line), str(n)) for f, line, n in stack]
               for stack in manifest["stacks"]]
     return Snapshot(**parts, stacks=stacks, skipped=int(manifest["skipped"]),
                     messages=list(manifest["messages"]))
+
+
+def _check_snapshot_columns(parts: dict[str, dict[str, np.ndarray]], stacks: int) -> None:
+    """The columns as `ingest.snapshot` makes them: 1-D, int64 (float64 times), one length per
+    part, and every index (stack, segment) inside what it indexes; raises ValueError if not."""
+    for part, columns in parts.items():
+        lengths = {values.shape for values in columns.values()}
+        if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+            raise ValueError(f"snapshot {part} columns of different shapes")
+        for name, values in columns.items():
+            wanted = np.float64 if name == "time_us" else np.int64
+            if values.dtype != wanted:
+                raise ValueError(f"snapshot column {part}.{name} is {values.dtype}")
+    segments = len(parts["segments"]["address"])
+    for values, bound in ((parts["entries"]["stack"], stacks), (parts["blocks"]["stack"], stacks),
+                          (parts["blocks"]["segment"], segments)):
+        if values.size and (values.min() < -1 or values.max() >= bound):
+            raise ValueError("snapshot index out of range")
 
 
 _default: Optional[TraceCache] = None

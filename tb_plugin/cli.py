@@ -402,7 +402,8 @@ def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str,
     status = table.status
     if status.state == "error" or spec.summarize is None:
         return status.state, status.messages, table
-    summary = cache.payload(span.ref, spec.summary_key(), lambda: spec.summarize(table))
+    summary = cache.payload(span.ref, spec.summary_key(), lambda: spec.summarize(table),
+                            spec.summary_type)
     return status.state, status.messages, summary
 
 

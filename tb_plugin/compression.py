@@ -15,6 +15,8 @@ except ImportError:  # pragma: no cover - exercised only on exotic platforms
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 31
+OUT_CHUNK = 2 << 20  # most decompressed bytes handed out at a time
+TRAILER = 8  # a gzip member ends with CRC32 and ISIZE, 4 bytes each
 
 
 class GzipStream:
@@ -26,8 +28,29 @@ class GzipStream:
         self.error: str | None = None
         self._between_members = b""  # start of a next member's header cut by a read boundary
         self._trailing_garbage = False
+        self._held = b""
+        self.trailer_error = False  # only the trailer (CRC, length) was corrupt
 
-    def feed(self, data: bytes) -> Iterator[bytes]:
+    def feed(self, data: bytes, max_out: int = OUT_CHUNK) -> Iterator[bytes]:
+        """Decompressed pieces of at most `max_out` bytes each: a small input that inflates to
+        gigabytes (a gzip bomb) is yielded piece by piece, never held whole.
+
+        The last TRAILER bytes fed are held back until more data or `close()`: they may be the
+        gzip trailer (CRC and length), whose check raises in the call that reads it and would
+        lose that call's output; held back, a corrupt trailer costs no event."""
+        data = self._held + data
+        self._held = data[-TRAILER:]
+        yield from self._inflate(data[:-TRAILER], max_out)
+
+    def close(self, max_out: int = OUT_CHUNK) -> Iterator[bytes]:
+        """The end of the input: inflate the held-back bytes (the trailer, usually)."""
+        held, self._held = self._held, b""
+        before = self.error
+        yield from self._inflate(held, max_out)
+        if self.error is not None and before is None:
+            self.trailer_error = True
+
+    def _inflate(self, data: bytes, max_out: int) -> Iterator[bytes]:
         while data and self.error is None and not self._trailing_garbage:
             if self.finished:  # another gzip member may follow the previous one
                 data = self._between_members + data
@@ -41,7 +64,7 @@ class GzipStream:
                 self._obj = _zlib.decompressobj(_GZIP_WBITS)
                 self.finished = False
             try:
-                out = self._obj.decompress(data)
+                out = self._obj.decompress(data, max_out)
             except _zlib.error as exc:
                 self.error = f"corrupt gzip data: {exc}"
                 return
@@ -51,7 +74,7 @@ class GzipStream:
                 self.finished = True
                 data = self._obj.unused_data
             else:
-                data = b""
+                data = self._obj.unconsumed_tail
 
 
 def decompressor() -> GzipStream:

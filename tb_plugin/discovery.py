@@ -18,13 +18,16 @@ import logging
 import os
 import posixpath
 import re
+import stat as stat_module
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 
 from .compression import GZIP_MAGIC, decompressor
-from .storage import FileRef, file_ref, filesystem
+from .settings import SERVE_OUTSIDE_ENV, settings
+from .storage import FileRef, file_ref, filesystem, inside, is_local, open_file
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,13 @@ SNAPSHOT_NAME = re.compile(r"(?:\.pickle(?:\.gz)?|^.*snapshot.*\.pkl(?:\.gz)?)$"
 OTHER_JSON_NAME = re.compile(r"^(?P<worker>.+)\.json(?:\.gz)?$")
 DEFAULT_SPAN = "default"
 _SNIFF_BYTES = 64 << 10
-_CHROME_TRACE_HINTS = (b'"traceEvents"', b'"deviceProperties"', b'"schemaVersion"')
+#: A JSON object is a trace when its first bytes hold `"traceEvents"`, or both of the keys
+#: torch writes before it (`"schemaVersion"` alone is common in other JSON files).
+_EVENTS_HINT = b'"traceEvents"'
+_HEADER_HINTS = (b'"schemaVersion"', b'"deviceProperties"')
+_SNIFF_MEMO_SIZE = 1 << 18  # remembered sniff verdicts (a rescan re-reads no unchanged file)
+_sniffed: OrderedDict[tuple[str, int, Any], bool] = OrderedDict()
+_reported: set[str] = set()  # paths already logged as skipped (once per process, not per scan)
 _LEGACY_HINT = re.compile(rb'"pid"\s*:\s*"CPU Functions"')
 
 
@@ -67,9 +76,10 @@ class RunInfo:
 def discover_runs(logdir: str) -> list[RunInfo]:
     """All runs under `logdir`, sorted by name. Unreadable folders are logged and skipped."""
     fs, root = filesystem(logdir)
+    real_root = os.path.realpath(root) if is_local(fs) else ""
     runs = []
     for folder, files in _walk(fs, root):
-        run = _run_from_folder(fs, root, folder, files)
+        run = _run_from_folder(fs, root, folder, files, real_root)
         if run is not None:
             runs.append(run)
     return sorted(runs, key=lambda r: r.name)
@@ -104,18 +114,29 @@ def _walk_local(root: str) -> list[tuple[str, dict[str, dict[str, Any]]]]:
                 stat = os.stat(path)
             except OSError:  # dangling link, or removed since the listing
                 continue
+            if not stat_module.S_ISREG(stat.st_mode):  # a FIFO's read may never end
+                if name.endswith((".json", ".json.gz")):
+                    _report_once(path, f"skipping {path}: not a regular file (a FIFO, device "
+                                 "or socket), never opened")
+                continue
             infos[name] = {"name": path, "type": "file", "size": stat.st_size,
                            "mtime": stat.st_mtime_ns}
         folders.append((folder, infos))
     return folders
 
 
+def _report_once(path: str, message: str) -> None:
+    if path not in _reported:
+        _reported.add(path)
+        log.warning("torch-prof: %s", message)
+
+
 def _log_walk_error(exc: OSError) -> None:
     log.warning("cannot list %s: %s", exc.filename, exc)
 
 
-def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str, Any]]
-                     ) -> RunInfo | None:
+def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str, Any]],
+                     real_root: str = "") -> RunInfo | None:
     traces: dict[str, list[tuple[int | None, FileRef]]] = {}
     timelines: list[FileRef] = []
     snapshots: list[FileRef] = []
@@ -126,14 +147,16 @@ def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str,
         path = info.get("name") or posixpath.join(folder, name)
         base = posixpath.basename(path)
         if MEMORY_TIMELINE_NAME.match(base):
-            timelines.append(file_ref(fs, path, info))
+            if _servable(path, real_root):
+                timelines.append(file_ref(fs, path, info, real_root))
             continue
         if SNAPSHOT_NAME.search(base):
-            snapshots.append(file_ref(fs, path, info))
+            if _servable(path, real_root, "allocator snapshot"):
+                snapshots.append(file_ref(fs, path, info, real_root))
             continue
-        worker, timestamp = _classify(fs, path, base)
+        worker, timestamp = _classify(fs, path, base, info)
         if worker is not None:
-            traces.setdefault(worker, []).append((timestamp, file_ref(fs, path, info)))
+            traces.setdefault(worker, []).append((timestamp, file_ref(fs, path, info, real_root)))
     if not traces and not timelines and not snapshots:
         return None
     run = RunInfo(name=_run_name(root, folder), path=folder, memory_timelines=timelines,
@@ -167,30 +190,58 @@ def matching_timeline(trace_name: str, timelines: list[FileRef]) -> FileRef | No
     return timelines[0] if lone else None
 
 
-def _classify(fs: Any, path: str, base: str) -> tuple[str | None, int | None]:
+def _servable(path: str, real_root: str, kind: str = "memory export") -> bool:
+    """A memory export or allocator snapshot is served as data: only from inside the logdir's
+    real path, unless $TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1 (traces found through links are still
+    analysed)."""
+    if not real_root or settings().serve_outside_logdir:
+        return True
+    if inside(os.path.realpath(path), real_root):
+        return True
+    _report_once(path, f"skipping the {kind} {path}: its real path is outside the "
+                 f"logdir (set {SERVE_OUTSIDE_ENV}=1 to allow it)")
+    return False
+
+
+def _classify(fs: Any, path: str, base: str, info: dict[str, Any] | None = None
+              ) -> tuple[str | None, int | None]:
     """(worker, span timestamp) for a trace file, (None, None) for anything else."""
     match = TRACE_NAME.match(base)
     if match:
         span = match.group("span")
         return match.group("worker"), int(span) if span else None
     match = OTHER_JSON_NAME.match(base)
-    if match and looks_like_chrome_trace(fs, path):
+    if match and _sniff(fs, path, info or {}):
         return match.group("worker"), None
     return None, None
+
+
+def _sniff(fs: Any, path: str, info: dict[str, Any]) -> bool:
+    """`looks_like_chrome_trace`, remembered per (path, size, mtime): rescans of a logdir full
+    of other JSON files open none of them again."""
+    key = (path, int(info.get("size") or 0), info.get("mtime"))
+    if key[2] is None:
+        return looks_like_chrome_trace(fs, path)
+    verdict = _sniffed.get(key)
+    if verdict is None:
+        verdict = _sniffed[key] = looks_like_chrome_trace(fs, path)
+        if len(_sniffed) > _SNIFF_MEMO_SIZE:
+            _sniffed.popitem(last=False)
+    return verdict
 
 
 def looks_like_chrome_trace(fs: Any, path: str) -> bool:
     """Sniff the first bytes: a trace object, or the legacy autograd bare-array export."""
     try:
-        with fs.open(path, "rb") as handle:
+        with open_file(fs, path) as handle:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
         return False
     if head.startswith(GZIP_MAGIC):
-        head = b"".join(decompressor().feed(head))[:_SNIFF_BYTES]
+        head = next(iter(decompressor().feed(head, _SNIFF_BYTES)), b"")
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"{"):
-        return any(hint in text for hint in _CHROME_TRACE_HINTS)
+        return _EVENTS_HINT in text or all(hint in text for hint in _HEADER_HINTS)
     if text.startswith(b"["):
         return bool(_LEGACY_HINT.search(text))
     return False

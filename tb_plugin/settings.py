@@ -29,7 +29,15 @@ TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
 START_METHOD_ENV = "TORCH_PROF_START_METHOD"
 WARM_ENV = "TORCH_PROF_WARM"
 CLUSTER_ENV = "TORCH_PROF_CLUSTER"
+MAX_INFLATE_RATIO_ENV = "TORCH_PROF_MAX_INFLATE_RATIO"
+MAX_TOKEN_ENV = "TORCH_PROF_MAX_TOKEN_MB"
+PARSE_DEADLINE_ENV = "TORCH_PROF_PARSE_DEADLINE_S"
+PAYLOAD_CACHE_ENV = "TORCH_PROF_PAYLOAD_CACHE_MB"
+SERVE_OUTSIDE_ENV = "TORCH_PROF_SERVE_OUTSIDE_LOGDIR"
 SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
+
+#: Inflated bytes a gzip file may reach before the ratio limit applies (small files are free).
+INFLATE_FLOOR = 256 << 20
 #: Default size limit of an allocator snapshot, MB (unpickled, about five times that in memory).
 DEFAULT_SNAPSHOT_MAX_MB = 1024
 
@@ -61,6 +69,16 @@ class Settings:
     #: Ray cluster that parses and summarises files (ray://HOST:PORT, HOST:PORT or auto);
     #: None = the local process pool.
     cluster: Optional[str] = None
+    #: A gzip file may inflate to at most this many times its size (beyond INFLATE_FLOOR).
+    max_inflate_ratio: int = 100
+    #: Largest single JSON token (one event, or the header before the events) in bytes.
+    max_token: int = 256 << 20
+    #: Seconds one file's parse may take; the events read by then are kept.
+    parse_deadline_s: int = 1800
+    #: Bytes of computed view payloads kept on disk per trace file (least recently used go).
+    payload_cache: int = 64 << 20
+    #: Serve files (downloads, memory exports) whose real path is outside the logdir.
+    serve_outside_logdir: bool = False
     #: Allocator snapshots (pickles) bigger than this, bytes, are refused (bounded memory).
     snapshot_max_bytes: int = DEFAULT_SNAPSHOT_MAX_MB << 20
 
@@ -83,6 +101,11 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         start_method=_choice(env, START_METHOD_ENV, START_METHODS, "spawn"),
         warm=env.get(WARM_ENV, "").strip() != "0",
         cluster=env.get(CLUSTER_ENV, "").strip() or None,
+        max_inflate_ratio=_positive_int(env, MAX_INFLATE_RATIO_ENV) or 100,
+        max_token=_megabytes(_positive_int(env, MAX_TOKEN_ENV)) or 256 << 20,
+        parse_deadline_s=_positive_int(env, PARSE_DEADLINE_ENV) or 1800,
+        payload_cache=_megabytes(_positive_int(env, PAYLOAD_CACHE_ENV)) or 64 << 20,
+        serve_outside_logdir=env.get(SERVE_OUTSIDE_ENV, "").strip() == "1",
         snapshot_max_bytes=(_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB)
         << 20,
     )

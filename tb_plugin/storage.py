@@ -6,15 +6,19 @@ clear ImportError naming the missing package when one is needed.
 
 from __future__ import annotations
 
+import os
 import posixpath
+import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import fsspec
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
 
 from .compression import GZIP_MAGIC, decompressor
+from .settings import SERVE_OUTSIDE_ENV, settings
 
 CHUNK_SIZE = 2 << 20  # bytes read and decompressed at a time: small batches, small peaks
 
@@ -27,6 +31,9 @@ class FileRef:
     path: str
     size: int
     mtime: str  # modification time or ETag, as the filesystem reports it
+    #: Real path of the local logdir the file was found under ("" = unknown, or not local):
+    #: `open_to_serve` serves nothing from outside it.
+    root: str = field(default="", compare=False)
 
     @property
     def name(self) -> str:
@@ -40,7 +47,58 @@ class FileRef:
         return f"{self.url}|{self.size}|{self.mtime}"
 
     def open(self) -> BinaryIO:
-        return self.fs.open(self.path, "rb")
+        return open_file(self.fs, self.path)
+
+
+class NotRegularFile(OSError):
+    """A FIFO, device or socket where a file was expected: never read (it may never end)."""
+
+
+class OutsideLogdir(PermissionError):
+    """The file's real path is outside the logdir and serving it was not allowed."""
+
+
+def is_local(fs: Any) -> bool:
+    return isinstance(fs, LocalFileSystem)
+
+
+def open_file(fs: Any, path: str) -> BinaryIO:
+    """Open for reading; a local path must be a regular file. The open itself never blocks
+    (O_NONBLOCK, dropped once the file is known to be regular): opening a FIFO would wait for
+    a writer forever. Only fsspec's own local filesystem is opened directly; anything else,
+    a LocalFileSystem subclass included, goes through its `open`."""
+    if type(fs) is not LocalFileSystem:  # noqa: E721 - a subclass may wrap its reads: honour them
+        return fs.open(path, "rb")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{path} is not a regular file (a FIFO, device or socket)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_to_serve(ref: FileRef) -> BinaryIO:
+    """Open a file whose bytes are sent as they are (`/trace/download`): a regular file, and
+    (local) only when its real path, symlinks resolved at open time, is inside the logdir,
+    unless $TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1."""
+    handle = ref.open()
+    if not ref.root or not is_local(ref.fs) or settings().serve_outside_logdir:
+        return handle
+    real = os.path.realpath(f"/proc/self/fd/{handle.fileno()}") \
+        if os.path.isdir("/proc/self/fd") else os.path.realpath(ref.path)
+    if not inside(real, ref.root):
+        handle.close()
+        raise OutsideLogdir(f"the file's real path is outside the logdir (a symlink): not "
+                            f"served; set {SERVE_OUTSIDE_ENV}=1 to allow it")
+    return handle
+
+
+def inside(real_path: str, root: str) -> bool:
+    """Whether `real_path` is `root` or below it (both real paths)."""
+    return real_path == root or real_path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def filesystem(url: str) -> tuple[Any, str]:
@@ -49,11 +107,12 @@ def filesystem(url: str) -> tuple[Any, str]:
     return fs, path.rstrip("/") or path
 
 
-def file_ref(fs: Any, path: str, info: dict[str, Any] | None = None) -> FileRef:
+def file_ref(fs: Any, path: str, info: dict[str, Any] | None = None, root: str = ""
+             ) -> FileRef:
     info = info if info is not None else fs.info(path)
     stamp = info.get("mtime") or info.get("LastModified") or info.get("ETag") or info.get(
         "last_modified") or info.get("created") or ""
-    return FileRef(fs, path, int(info.get("size") or 0), str(stamp))
+    return FileRef(fs, path, int(info.get("size") or 0), str(stamp), root)
 
 
 def open_ref(url_or_path: str) -> FileRef:
@@ -62,10 +121,13 @@ def open_ref(url_or_path: str) -> FileRef:
 
 
 def iter_decompressed(handle: BinaryIO, *, on_truncated_gzip: Any = None) -> Iterator[bytes]:
-    """Yield the file's bytes, gunzipped on the fly when it starts with the gzip magic.
+    """Yield the file's bytes in pieces of at most CHUNK_SIZE, gunzipped on the fly when it
+    starts with the gzip magic.
 
-    A gzip stream that ends early (a job killed mid-write) yields all it could decompress and
-    then calls `on_truncated_gzip()`, instead of raising and losing what came before.
+    A gzip stream that ends early (a job killed mid-write) or is corrupt yields all it could
+    decompress and then calls `on_truncated_gzip(message, trailer_only)`, instead of raising
+    and losing what came before; `trailer_only` is True when every byte inflated and only the
+    gzip trailer (CRC, length) is wrong.
     """
     first = handle.read(CHUNK_SIZE)
     if not first.startswith(GZIP_MAGIC):
@@ -76,24 +138,12 @@ def iter_decompressed(handle: BinaryIO, *, on_truncated_gzip: Any = None) -> Ite
     stream = decompressor()
     chunk = first
     while chunk:
-        for out in stream.feed(chunk):
-            yield from _pieces(out)
+        yield from stream.feed(chunk, CHUNK_SIZE)
         chunk = handle.read(CHUNK_SIZE)
+    yield from stream.close(CHUNK_SIZE)
     if not stream.finished and on_truncated_gzip is not None:
-        on_truncated_gzip(stream.error or "the gzip stream ends early")
+        on_truncated_gzip(stream.error or "the gzip stream ends early", stream.trailer_error)
 
 
-def _pieces(data: bytes) -> Iterator[bytes]:
-    """`data` in chunks of at most CHUNK_SIZE.
-
-    2 MB of gzip inflates to ~20 MB of trace JSON: passed on whole, that made 20 MB batches
-    and +150 MB of transient peak memory over the same file uncompressed.
-    """
-    if len(data) <= CHUNK_SIZE:
-        yield data
-        return
-    for start in range(0, len(data), CHUNK_SIZE):
-        yield data[start : start + CHUNK_SIZE]
-
-
-__all__ = ["FileRef", "filesystem", "file_ref", "open_ref", "iter_decompressed", "fsspec"]
+__all__ = ["FileRef", "NotRegularFile", "OutsideLogdir", "filesystem", "file_ref", "open_ref",
+           "open_file", "open_to_serve", "inside", "iter_decompressed", "fsspec"]

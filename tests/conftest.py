@@ -24,6 +24,8 @@ E2E_FILES = frozenset({
     "tests/test_recorder.py",
     "tests/cluster/test_ray.py",  # a real local Ray instance (its own processes)
     "tests/cluster/test_ray_client.py",  # a real Ray head (`ray start --head`)
+    "tests/test_hostile_cli.py",
+    "tests/server/test_hostile_http.py",
 })
 
 

@@ -30,7 +30,7 @@ from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import encode_json
 from tb_plugin.payloads import CATALOGUE, REPLIES
 from tb_plugin.server.errors import BadRequest, StillLoading, Unprocessable
-from tb_plugin.server.parse_child import SUMMARY_KEY
+from tb_plugin.server.parse_child import store_summary
 from tb_plugin.server.store import RunStore
 from tb_plugin.settings import Settings
 from tb_plugin.views.registry import SPECS, build_view
@@ -189,7 +189,7 @@ def _parsed_store(tmp_path: Path) -> RunStore:
         for spans in run.workers.values():
             for span in spans:
                 table = load_trace(span.ref, cache=cache)
-                cache.payload(span.ref, SUMMARY_KEY, lambda t=table: summarize(t))
+                store_summary(cache, span.ref, summarize(table))
     store = RunStore(str(SAMPLES), cache=cache, config=Settings())
     store.start()  # every file's summary is cached: the first scan marks them all parsed
     assert store.wait_first_scan(60)

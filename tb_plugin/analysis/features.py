@@ -7,7 +7,7 @@ module runs in the parser processes: it imports analysis and ingest code only.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, Optional, TypedDict
 
 import numpy as np
 
@@ -21,6 +21,33 @@ FEATURES_VERSION = 3
 MAX_OPERATOR_NAMES = 2000
 
 Features = dict[str, Any]
+
+
+class FeatureCounts(TypedDict):
+    """`features()`: the counts the view predicates read (events, except the last two)."""
+
+    comm_ops: int
+    module_events: int
+    events: int
+    cpu_ops: int
+    kernels: int
+    memcpy: int
+    memset: int
+    python_functions: int
+    memory_events: int
+    flows: int
+    distributed: bool  # the trace has distributedInfo
+    framework: Optional[str]  # the trace's "Framework" field
+
+
+class FileSummary(TypedDict):
+    """`summarize()`: what the server keeps about one parsed file (also stored in the cache,
+    and validated against this type when read back)."""
+
+    state: Literal["ok", "partial", "truncated", "error"]
+    messages: list[str]
+    events: int
+    features: FeatureCounts
 
 
 def features(table: TraceTable) -> Features:
@@ -62,7 +89,7 @@ def _analysis_counts(table: TraceTable) -> Features:
             "module_events": python_modules + lightning}
 
 
-def summarize(table: TraceTable) -> dict[str, Any]:
+def summarize(table: TraceTable) -> FileSummary:
     """What the server keeps about one parsed file: state, messages, counts, features."""
     status = table.status
     return {

@@ -217,10 +217,11 @@ def _launch_owners(table: TraceTable, sk: _Skeleton, links: Launches
         return np.zeros(0, dtype=np.int64), rows
     ext = events["external_id"].to_numpy()[rows]
     owner = np.full(len(rows), -1, dtype=np.int64)
-    if external_ids_usable(ext, events["correlation"].to_numpy()[rows]):
-        nodes = np.flatnonzero(sk.event >= 0)
-        # modules carry no external id in the reference, so launches never attach to them
-        candidates = nodes[sk.kind[nodes] != NodeKind.MODULE]
+    nodes = np.flatnonzero(sk.event >= 0)
+    # modules carry no external id in the reference, so launches never attach to them
+    candidates = nodes[sk.kind[nodes] != NodeKind.MODULE]
+    # no candidate at all: a GPU-only trace (runtime and kernels, no CPU operator)
+    if len(candidates) and external_ids_usable(ext, events["correlation"].to_numpy()[rows]):
         order = np.lexsort((sk.event[candidates], sk.start[candidates], sk.thread[candidates]))
         rank = np.empty(len(candidates), dtype=np.int64)
         rank[order] = np.arange(len(candidates))
@@ -254,13 +255,14 @@ def _innermost_at(sk: _Skeleton, thread: np.ndarray, ts: np.ndarray) -> np.ndarr
         sel = np.flatnonzero(thread == g)
         pos = np.searchsorted(sk.start[lo:hi], ts[sel], "right") - 1 + lo
         owner[sel] = np.where(pos >= lo, pos, root)
-    while True:
+    while (owner >= 0).any():  # none at all when no thread has a tree (a GPU-only trace)
         node = np.maximum(owner, 0)
         closed = (owner >= 0) & (sk.kind[node] != NodeKind.ROOT) & (
             (sk.end[node] <= ts) | (sk.kind[node] == NodeKind.MODULE))
         if not closed.any():
             return owner
         owner = np.where(closed, sk.parent[node], owner)
+    return owner
 
 
 def _remove_duplicates(events: pd.DataFrame, sk: _Skeleton, owner: np.ndarray

@@ -16,7 +16,7 @@ import pandas as pd
 from ..heap import release_free_memory
 from .decode import EMPTY_ARGS, Args, Event
 from .interning import Interner, id_string, json_repr
-from .schema import CATEGORY_KINDS, TABLE_COLUMNS, Kind
+from .schema import CATEGORY_KINDS, MAX_TIME_US, TABLE_COLUMNS, Kind
 
 
 def floats(values: list[Any]) -> np.ndarray:
@@ -102,7 +102,7 @@ class ColumnBuilder:
             self._add_metadata(_pick(events, np.flatnonzero(group == _META)))
         timed = _pick(events, rows)
         ts = floats(_values(timed, "ts"))
-        has_time = ~np.isnan(ts)
+        has_time = np.abs(ts) <= MAX_TIME_US  # NaN (no time) and absurd times are False
         if not has_time.all():  # an event with no time cannot be placed anywhere
             self.missing_timestamps += int((~has_time).sum())
             rows, ts = rows[has_time], ts[has_time]
@@ -208,7 +208,7 @@ class ColumnBuilder:
         if not events:
             return
         dur = floats(_values(events, "dur"))
-        negative = dur < 0
+        negative = (dur < 0) | (dur > MAX_TIME_US)  # an absurd duration is not kept either
         if negative.any():
             self.negative_durations += int(negative.sum())
             dur[negative] = 0.0

@@ -96,13 +96,16 @@ _BATCH_DECODER = msgspec.json.Decoder(list[Event])
 _EVENT_DECODER = msgspec.json.Decoder(Event)
 _BARE_NA = re.compile(rb'(?<=[:\[,\s])N/A(?=[,\]\}\s])')
 _CONTROL_CHARS = re.compile(rb"[\x00-\x1f]")
+#: What msgspec raises on bad input besides its own errors: invalid UTF-8 inside a string, and
+#: nesting deeper than the interpreter's recursion limit.
+_UNDECODABLE = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 
 
 def try_decode_batch(batch: bytes) -> Optional[list[Event]]:
     """The whole batch, or None if any part of it is malformed."""
     try:
         return _BATCH_DECODER.decode(batch)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _UNDECODABLE:
         return None
 
 
@@ -122,22 +125,30 @@ def recover_batch(batch: bytes) -> tuple[list[Event], int, list[str]]:
 
 def _decode_one(piece: bytes) -> tuple[Optional[Event], Optional[str]]:
     """Decode one event, repairing what the reference tolerated (bare N/A, control chars)."""
-    for attempt in (piece, _BARE_NA.sub(b'"N/A"', piece), _CONTROL_CHARS.sub(b" ", piece)):
+    for attempt in (piece, _BARE_NA.sub(b'"N/A"', piece), _CONTROL_CHARS.sub(b" ", piece),
+                    _valid_utf8(piece)):
         try:
             return _EVENT_DECODER.decode(attempt), None
         except msgspec.ValidationError:
             return _decode_loose(attempt)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError):
             continue
+        except RecursionError:
+            return None, f"skipped an event nested too deeply: {piece[:80]!r}"
     snippet = piece[:80].decode("utf-8", "replace")
     return None, f"skipped malformed event (invalid JSON): {snippet!r}"
+
+
+def _valid_utf8(piece: bytes) -> bytes:
+    """Invalid UTF-8 replaced by U+FFFD: the event is kept with a readable name."""
+    return piece.decode("utf-8", "replace").encode("utf-8")
 
 
 def _decode_loose(piece: bytes) -> tuple[Optional[Event], Optional[str]]:
     """Valid JSON of the wrong shape: keep the event, drop only the arguments we cannot read."""
     try:
         value = msgspec.json.decode(piece)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None, f"skipped malformed event (invalid JSON): {piece[:80]!r}"
     if not isinstance(value, dict):
         return None, f"skipped a non-object in traceEvents: {str(value)[:60]!r}"

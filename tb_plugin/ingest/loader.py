@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..storage import FileRef, iter_decompressed
 from .parallel import SplitJob
-from .parse import ProgressCallback, TraceParse
+from .parse import Limits, ParseLimit, ProgressCallback, TraceParse
 from .scanner import TraceFormatError
 from .schema import LoadState, TraceTable
 
@@ -15,12 +15,14 @@ log = logging.getLogger(__name__)
 
 
 def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
-                processes: Optional[int] = None, min_split_bytes: Optional[int] = None
-                ) -> TraceTable:
+                processes: Optional[int] = None, min_split_bytes: Optional[int] = None,
+                limits: Optional[Limits] = None) -> TraceTable:
     """Parse one file; never raises. `min_split_bytes` overrides the size from which a file is
-    split across processes (tests use tiny values)."""
-    parse = TraceParse()
-    job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes)
+    split across processes (tests use tiny values). The limits (default `Limits.for_file`,
+    from the settings) apply to the whole file, whichever process parses which part."""
+    parse = TraceParse(limits=limits or Limits.for_file(ref.size))
+    job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes,
+                         limits=parse.limits)
     try:
         with ref.open() as handle:
             chunks = iter_decompressed(handle, on_truncated_gzip=parse.truncated_gzip)
@@ -28,6 +30,8 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
                 parse.consume(chunks, progress)
             else:
                 job.run(parse, chunks, progress)
+    except ParseLimit as exc:
+        parse.stop(exc)
     except TraceFormatError as exc:
         parse.warn(LoadState.ERROR, f"not a readable trace: {exc}")
     except OSError as exc:  # not the file's content: may pass (the file is still being made)

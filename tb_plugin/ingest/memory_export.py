@@ -28,6 +28,7 @@ from ..storage import FileRef, iter_decompressed
 
 #: Bumped whenever the reader's output changes; part of the export's cache key.
 EXPORT_VERSION = 1
+_MAX_RECORD = 1 << 20  # a record is `[ts, action, bytes, category]`: tens of bytes
 
 ACTIONS = {1: "PREEXISTING", 2: "CREATE", 3: "INCREMENT_VERSION", 4: "DESTROY"}
 PREEXISTING, CREATE, INCREMENT_VERSION, DESTROY = 1, 2, 3, 4
@@ -74,7 +75,12 @@ def _read(handle: BinaryIO) -> RawTimeline:
     parts: list[np.ndarray] = []
     skipped, tail = 0, b""
     truncated: list[str] = []
-    for chunk in iter_decompressed(handle, on_truncated_gzip=truncated.append):
+    for chunk in iter_decompressed(handle, on_truncated_gzip=lambda why, _: truncated.append(why)):
+        if len(tail) > _MAX_RECORD:  # no record ends: one huge token, not an export's record
+            truncated.append("a record longer than 1 MB (a record is four integers): the rest "
+                             "of the file is not a memory-timeline export and was skipped")
+            tail = b""
+            break
         buffer = tail + chunk
         cut = buffer.rfind(b"]") + 1  # records never nest: this ends a complete record
         records, bad = _parse(buffer[:cut])

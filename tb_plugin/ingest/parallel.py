@@ -44,8 +44,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..storage import FileRef
-from .parse import ProgressCallback, TraceParse
-from .split_child import COLUMN_ORDER, SplitPlan, child_main, wire_dtype
+from .parse import Limits, ProgressCallback, TraceParse
+from .split_child import COLUMN_ORDER, SplitPlan, child_main, limit_plans, wire_dtype
 from .split_plan import plan_split
 
 log = logging.getLogger(__name__)
@@ -193,10 +193,15 @@ class SplitJob:
 
     @classmethod
     def start(cls, ref: FileRef, *, processes: Optional[int] = None,
-              min_bytes: Optional[int] = None) -> Optional[SplitJob]:
-        """Children parsing the later parts of `ref`, or None to parse it alone."""
+              min_bytes: Optional[int] = None, limits: Optional[Limits] = None
+              ) -> Optional[SplitJob]:
+        """Children parsing the later parts of `ref`, or None to parse it alone. With `limits`
+        (the parent's), no child starts beyond the inflation limit and each child stops where
+        the whole file's limits would (its failed part is then the parent's, which stops)."""
         plans = plan_split(ref, processes, min_bytes)
-        if plans is None:
+        if plans is not None and limits is not None:
+            plans = limit_plans(plans, limits)
+        if not plans:
             return None
         if multiprocessing.current_process().daemon:  # e.g. a multiprocessing.Pool worker
             log.debug("not splitting %s: daemonic processes cannot have children", ref.path)

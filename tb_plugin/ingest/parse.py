@@ -7,14 +7,23 @@ parse (parallel.py), which runs one in each process and merges them.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import msgspec
 
+from ..settings import (
+    INFLATE_FLOOR,
+    MAX_INFLATE_RATIO_ENV,
+    MAX_TOKEN_ENV,
+    PARSE_DEADLINE_ENV,
+    settings,
+)
 from .columns import ColumnBuilder
 from .decode import Event, recover_batch, try_decode_batch
-from .scanner import EventStreamScanner, ScanResult
+from .scanner import EventStreamScanner, ScanResult, TokenTooLarge
 from .schema import (
     TABLE_COLUMNS,
     LoadState,
@@ -36,6 +45,28 @@ MAX_PROBLEM_MESSAGES = 5
 PROBLEM = "problem"  # a recorded `TraceParse.problem`, as opposed to a `LoadState`
 
 
+class ParseLimit(Exception):
+    """A configured limit stopped the parse; the message names it and how to raise it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one parse may cost (see `tb_plugin.settings`): every limit stops the parse with a
+    message naming its variable, and the events read before it are kept."""
+
+    max_bytes: int  # decompressed bytes of the file
+    max_token: int  # bytes of one event (or of the header before the events)
+    deadline_s: float  # seconds of parsing
+    ratio: int = 0  # the gzip ratio max_bytes came from (0: none), for the message
+
+    @classmethod
+    def for_file(cls, compressed_size: int = 0) -> Limits:
+        config = settings()
+        ratio = config.max_inflate_ratio
+        return cls(max(INFLATE_FLOOR, ratio * compressed_size) if compressed_size
+                   else 1 << 62, config.max_token, float(config.parse_deadline_s), ratio)
+
+
 class TraceParse:
     """The state of one parse: scanner, growing columns and status.
 
@@ -44,18 +75,43 @@ class TraceParse:
     status a sequential parse would have.
     """
 
-    def __init__(self, scanner: Optional[EventStreamScanner] = None, record: bool = False
-                 ) -> None:
+    def __init__(self, scanner: Optional[EventStreamScanner] = None, record: bool = False,
+                 limits: Optional[Limits] = None) -> None:
         self.status = ParseStatus()
         self.builder = ColumnBuilder()
-        self.scanner = scanner or EventStreamScanner(try_decode=try_decode_batch)
+        self.limits = limits or Limits.for_file()
+        self.scanner = scanner or EventStreamScanner(try_decode_batch, self.limits.max_token)
         self.problems = 0  # problems seen, listed or not
         self.record: Optional[list[tuple[str, str]]] = [] if record else None
+        self.stopped = False  # a limit stopped the parse (see `stop`)
+        self._deadline = time.monotonic() + self.limits.deadline_s
 
     def feed(self, chunk: bytes) -> None:
+        """Scan one chunk; raises ParseLimit when a limit is reached (`stop` records it)."""
         self.status.bytes_read += len(chunk)
-        for batch, decoded in self.scanner.feed(chunk):
-            self._add_batch(batch, decoded)
+        if self.status.bytes_read > self.limits.max_bytes:
+            raise ParseLimit(
+                f"the file inflates to more than {self.limits.max_bytes >> 20} MB, over "
+                f"{self.limits.ratio}x its compressed size (a gzip bomb?); limit "
+                f"{MAX_INFLATE_RATIO_ENV}={self.limits.ratio}")
+        if time.monotonic() > self._deadline:
+            raise ParseLimit(f"parsing took longer than {self.limits.deadline_s:.0f} s; limit "
+                             f"{PARSE_DEADLINE_ENV}={self.limits.deadline_s:.0f}")
+        try:
+            for batch, decoded in self.scanner.feed(chunk):
+                self._add_batch(batch, decoded)
+        except TokenTooLarge as exc:
+            raise ParseLimit(f"{exc}; limit {MAX_TOKEN_ENV}={self.limits.max_token >> 20}"
+                             ) from exc
+
+    def stop(self, limit: ParseLimit) -> None:
+        """A limit stopped the parse: keep the events read so far, say which limit and how to
+        raise it (state TRUNCATED, or ERROR when no event was read)."""
+        self.stopped = True
+        found = self.scanner.result.found_events
+        kept = "the events before are shown" if found else "nothing was read"
+        self.warn(LoadState.TRUNCATED if found else LoadState.ERROR,
+                  f"stopped: {limit}; {kept} (raise the limit to read the whole file)")
 
     def consume(self, chunks: Iterable[bytes], progress: Optional[ProgressCallback]) -> None:
         """Feed the rest of the stream and close it."""
@@ -103,7 +159,11 @@ class TraceParse:
             self.problems += unlisted
             self.status.raise_to(LoadState.PARTIAL)
 
-    def truncated_gzip(self, why: str) -> None:
+    def truncated_gzip(self, why: str, trailer_only: bool = False) -> None:
+        if trailer_only:
+            self.warn(LoadState.PARTIAL, f"{why}: the gzip trailer (checksum or length) is "
+                      "damaged; every event was read, but the file may be corrupt")
+            return
         self.status.cut_off = True
         self.warn(LoadState.TRUNCATED, f"{why}: the file was cut off (still being written, or "
                   "the job was killed); the complete events before the cut are shown")
@@ -122,12 +182,13 @@ class TraceParse:
         """The finished table: metadata, the final state and messages, the built columns."""
         scan = self.scanner.result
         metadata = _metadata(scan, self.status)
-        _judge(scan, self.builder, self.status)
+        _judge(scan, self.builder, self.status, self.stopped)
         metadata.process_metadata = self.builder.process_metadata
         return _build_table(self.builder, metadata, self.status)
 
 
-def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> None:
+def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stopped: bool
+           ) -> None:
     """Turn what the scan saw into the worker's state and messages."""
     if status.state == LoadState.ERROR:
         return
@@ -135,19 +196,23 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus) -> Non
         status.cut_off = status.cut_off or ends_mid_token(scan.header)
         status.warn(LoadState.ERROR, _why_no_events(scan.header))
         return
-    if not scan.events_closed:
+    if not scan.events_closed and not stopped:
         # an unfinished array: cut off unless its last bytes are already invalid JSON
         status.cut_off = status.cut_off or not malformed(scan.leftover)
         status.warn(LoadState.TRUNCATED, "the trace ends in the middle of its events (the file "
                     "was cut off); the complete events before the cut are shown")
+    if status.skipped_events and builder.event_rows == 0 and not builder.process_metadata:
+        status.warn(LoadState.ERROR, f"none of the {status.skipped_events} elements of the "
+                    "events array is a trace event: this is not a Chrome trace")
+        return
     if status.skipped_events:
         status.warn(LoadState.PARTIAL, f"{status.skipped_events} malformed events were skipped")
     if builder.negative_durations:
         status.warn(LoadState.PARTIAL, f"{builder.negative_durations} events had a negative "
-                    "duration; they were read as zero-length")
+                    "duration (or one beyond 1e17 us); they were read as zero-length")
     if builder.missing_timestamps:
         status.warn(LoadState.PARTIAL, f"{builder.missing_timestamps} events had no numeric 'ts' "
-                    "and were skipped")
+                    "(or one beyond 1e17 us) and were skipped")
     if builder.event_rows == 0 and status.state == LoadState.OK:
         status.warn(LoadState.OK, "the trace has no events")
 
@@ -179,8 +244,10 @@ def _why_no_events(document: bytes) -> str:
         return "the file is empty"
     try:
         msgspec.json.decode(document)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return "not valid JSON, or cut off before its events began"
+    except RecursionError:
+        return "the JSON is nested too deeply to read, and has no 'traceEvents' array"
     return "no 'traceEvents' array: this is JSON but not a Chrome trace"
 
 
@@ -200,11 +267,12 @@ def _metadata(scan: ScanResult, status: ParseStatus) -> TraceMetadata:
         try:
             document = msgspec.json.decode(candidate)
             break
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             continue
     if not isinstance(document, dict):
         if scan.events_closed:
-            status.warn(LoadState.PARTIAL, "the trace's top-level metadata is not valid JSON")
+            status.warn(LoadState.PARTIAL, "the trace's top-level metadata is not valid JSON "
+                        "(or is nested too deeply); the events are shown")
         return TraceMetadata()
     device_properties = document.get("deviceProperties")
     base_time = document.get("baseTimeNanoseconds")

@@ -31,6 +31,10 @@ class TraceFormatError(ValueError):
     """The bytes are not a Chrome trace we can read."""
 
 
+class TokenTooLarge(ValueError):
+    """One JSON token (an event) is longer than the configured limit: the scan stops there."""
+
+
 @dataclass
 class Structure:
     """Brackets outside strings in a buffer: their offsets and the depth just after each."""
@@ -49,10 +53,11 @@ def scan_structure(buf: bytes | bytearray | memoryview, depth0: int) -> Structur
     """
     data = np.frombuffer(buf, dtype=np.uint8)
     quotes = _real_quotes(data)
-    is_bracket = (
-        (data == _OPEN_OBJ) | (data == _CLOSE_OBJ) | (data == _OPEN_ARR) | (data == _CLOSE_ARR)
-    )
-    brackets = np.flatnonzero(is_bracket)
+    # One comparison at a time: a single temporary the size of the buffer, not four (a
+    # buffer holding one huge event may be hundreds of MB).
+    brackets = np.sort(np.concatenate([
+        np.flatnonzero(data == char) for char in (_OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR)
+    ]))
     # A bracket is outside strings when an even number of real quotes precede it.
     outside = (np.searchsorted(quotes, brackets) & 1) == 0
     brackets = brackets[outside]
@@ -103,12 +108,17 @@ class EventStreamScanner:
     does not decode as a whole, and the caller recovers event by event.
     """
 
-    def __init__(self, try_decode: Callable[[bytes], Any] = lambda batch: None) -> None:
+    def __init__(self, try_decode: Callable[[bytes], Any] = lambda batch: None,
+                 max_token: int = _HEADER_LIMIT << 2) -> None:
         self.result = ScanResult()
         self._try_decode = try_decode
         self._mode = "header"
         self._buf = bytearray()
         self._array_depth = 0  # depth inside the events array (between its elements)
+        self.max_token = max_token
+        # While one token is longer than the buffer, cutting is retried only once the buffer
+        # has doubled since the last try: one huge value costs O(n), not O(n^2) rescans.
+        self._retry_at = 0
 
     def feed(self, chunk: bytes) -> Iterator[tuple[bytes, Any]]:
         self._buf += chunk
@@ -116,6 +126,8 @@ class EventStreamScanner:
             self._find_events_array()
         if self._mode == "events":
             yield from self._cut_fast()
+            if len(self._buf) > self.max_token:  # checked at every chunk: never overshoots
+                self._hold_one_token()
         self._drain_trailer()
 
     def close(self) -> Iterator[tuple[bytes, Any]]:
@@ -132,10 +144,11 @@ class EventStreamScanner:
     # -- splitting one file across several processes (see parallel.py) ------------------------
 
     @classmethod
-    def resume(cls, try_decode: Callable[[bytes], Any], array_depth: int) -> EventStreamScanner:
+    def resume(cls, try_decode: Callable[[bytes], Any], array_depth: int,
+               max_token: int = _HEADER_LIMIT << 2) -> EventStreamScanner:
         """A scanner for a stream that starts at an event inside the events array (the second
         part of a split file); `array_depth` is the header's: 1 bare array, 2 object form."""
-        scanner = cls(try_decode)
+        scanner = cls(try_decode, max_token)
         scanner._mode = "events"
         scanner._array_depth = array_depth
         scanner.result.found_events = True
@@ -159,6 +172,9 @@ class EventStreamScanner:
         events of the array. Either way feeding on yields the same events as an uninterrupted
         scan: an exact cut only ever falls between complete events, like any other cut.
         """
+        if self._mode == "header":  # look now, whatever the doubling schedule says
+            self._retry_at = 0
+            self._find_events_array()
         if self._mode == "events":
             yield from self._cut_exact()
 
@@ -176,6 +192,12 @@ class EventStreamScanner:
         text = self._buf
         start = _skip_ws(text)
         if start >= len(text):
+            del text[:]  # only whitespace so far: a whitespace bomb costs no memory
+            return
+        if start > 3:
+            del text[:start]
+            start = 0
+        if len(text) < self._retry_at:
             return
         if text[start] == _OPEN_ARR:  # legacy bare array: the document is the events array
             self._enter_events(start, array_depth=1, bare=True)
@@ -189,8 +211,10 @@ class EventStreamScanner:
             if _EVENTS_KEY.search(bytes(text[max(0, offset - 64) : offset])):
                 self._enter_events(offset, array_depth=2, bare=False)
                 return
-        if len(text) > _HEADER_LIMIT:
-            raise TraceFormatError("no 'traceEvents' array in the first 64 MB")
+        limit = min(_HEADER_LIMIT, self.max_token)
+        if len(text) > limit:
+            raise TraceFormatError(f"no 'traceEvents' array in the first {limit >> 20} MB")
+        self._retry_at = 2 * len(text)
 
     def _enter_events(self, open_offset: int, array_depth: int, bare: bool) -> None:
         self.result.header = bytes(self._buf[: open_offset + 1])
@@ -199,8 +223,11 @@ class EventStreamScanner:
         del self._buf[: open_offset + 1]
         self._array_depth = array_depth
         self._mode = "events"
+        self._retry_at = 0
 
     def _cut_fast(self) -> Iterator[tuple[bytes, Any]]:
+        if len(self._buf) < self._retry_at:
+            return
         cut = _last_boundary(self._buf)
         if cut:
             batch = _as_batch(self._buf, cut)
@@ -227,12 +254,25 @@ class EventStreamScanner:
         if batch:
             self.result.batch_count += 1
             yield batch, self._try_decode(batch)
+        elif not closes_array.size:  # no event ends in the buffer: one long event (or spaces)
+            self._hold_one_token()
+            return
+        self._retry_at = 0
         if closes_array.size:
             self.result.events_closed = True
             self._mode = "trailer"
             del self._buf[: batch_end + 1]
         else:
             del self._buf[:batch_end]
+
+
+    def _hold_one_token(self) -> None:
+        """Keep buffering the event in progress, within the limit; separators before it are
+        dropped (the buffer always starts between two events of the array)."""
+        del self._buf[: _LEADING_SEPARATORS.match(self._buf).end()]
+        if len(self._buf) > self.max_token:
+            raise TokenTooLarge(f"one event is longer than {self.max_token >> 20} MB")
+        self._retry_at = 2 * len(self._buf)
 
 
 _BOUNDARY_TAIL = re.compile(rb"\}\s*,\s*$")
@@ -267,14 +307,12 @@ def _as_batch(buf: bytearray, end: int) -> bytes:
         return b"".join((b"[", view[start:end], b"]"))
 
 
+_WHITESPACE = re.compile(rb"[ \t\r\n]*")
+
+
 def _skip_ws(buf: bytearray) -> int:
-    i = 0
-    # UTF-8 byte order mark, then JSON whitespace
-    if buf[:3] == b"\xef\xbb\xbf":
-        i = 3
-    while i < len(buf) and buf[i] in b" \t\r\n":
-        i += 1
-    return i
+    """Offset of the first byte after a UTF-8 byte order mark and JSON whitespace."""
+    return _WHITESPACE.match(buf, 3 if buf[:3] == b"\xef\xbb\xbf" else 0).end()
 
 
 def split_batch_elements(batch: bytes) -> list[bytes]:
@@ -285,7 +323,8 @@ def split_batch_elements(batch: bytes) -> list[bytes]:
     commas = commas[(np.searchsorted(_real_quotes(data), commas) & 1) == 0]
     structure = scan_structure(inner, 0)
     before = np.searchsorted(structure.offsets, commas) - 1
-    depth = np.where(before >= 0, structure.depth_after[np.maximum(before, 0)], 0)
+    depth_after = np.append(structure.depth_after, 0)  # no bracket at all (`[1,2,3]`): depth 0
+    depth = np.where(before >= 0, depth_after[np.maximum(before, 0)], 0)
     bounds = [0, *(commas[depth == 0] + 1).tolist(), len(inner) + 1]
     pieces = (inner[start : end - 1].strip() for start, end in zip(bounds, bounds[1:]))
     return [piece for piece in pieces if piece]

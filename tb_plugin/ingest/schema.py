@@ -20,6 +20,12 @@ PARSER_VERSION = 3  # 2: categories in order of first appearance, batch-independ
 #    (kernel_file, kernel_hash, kernel_backend, kernel_flop, kernel_num_gb)
 
 
+#: Largest |ts| (and duration) read, in microseconds (about 3,170 years): the clock of any real
+#: trace (microseconds since the epoch, ~1.7e15) fits with room to spare; an event beyond it
+#: (`"ts": 1e308`) is skipped like one without a time, and request windows are bounded by it.
+MAX_TIME_US = 1e17
+
+
 class Kind(IntEnum):
     """What an event is, derived from its `cat` (case-insensitive), PyTorch 1.x and 2.x."""
 

@@ -13,6 +13,7 @@ buffer at a time, freeing each as it goes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import re
 import sys
@@ -20,10 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..children import die_with_parent
 from ..heap import release_free_memory
 from ..storage import CHUNK_SIZE, iter_decompressed
 from .decode import try_decode_batch
-from .parse import TraceParse
+from .parse import Limits, TraceParse
 from .scanner import EventStreamScanner
 from .schema import TABLE_COLUMNS
 
@@ -47,6 +49,17 @@ class SplitPlan:
     #: The next child's `mid`: this child needs the parent's `ends` before it reads past it
     #: (every other child's B after ours is at least there). None: the last child.
     next_mid: Optional[int] = None
+    #: The whole file's limits (the parent's); None: this process's settings.
+    limits: Optional[Limits] = None
+
+
+def limit_plans(plans: list[SplitPlan], limits: Limits) -> list[SplitPlan]:
+    """The plans a parse under `limits` can use: none starting beyond the inflation limit (a
+    sequential parse stops before), each carrying the limits to its child."""
+    kept = [plan for plan in plans if plan.mid < limits.max_bytes]
+    return [dataclasses.replace(plan, limits=limits,
+                                next_mid=plan.next_mid if i + 1 < len(kept) else None)
+            for i, plan in enumerate(kept)]
 
 
 class _Unsplittable(Exception):
@@ -60,6 +73,7 @@ def wire_dtype(table: str, column: str) -> str:
 
 def child_main(conn: Any, plan: SplitPlan) -> None:
     """Entry point of the child process: never raises, reports to the parent instead."""
+    die_with_parent()  # no helper left growing when the CLI or the parser is killed
     try:
         parse, end = _parse_part(conn, plan)
         if _wait_for_send(conn):  # the parent reached our boundary and accepted it
@@ -77,12 +91,17 @@ def child_main(conn: Any, plan: SplitPlan) -> None:
 def _parse_part(conn: Any, plan: SplitPlan) -> tuple[TraceParse, Optional[int]]:
     """Parse from our boundary to the first proven boundary of a later child (its offset is
     returned) or to the end of the file (None)."""
-    parse = TraceParse(record=True)
+    parse = TraceParse(record=True, limits=plan.limits)
     with open(plan.path, "rb") as handle:
-        depth, start, stream = _stream_from_middle(handle, plan, parse.truncated_gzip)
-        boundary, first = _find_boundary(stream, start)
+        depth, start, stream = _stream_from_middle(handle, plan, parse.truncated_gzip,
+                                                   parse.limits.max_token)
+        boundary, first = _find_boundary(stream, start, parse.limits.max_token)
         conn.send(("boundary", boundary))
-        parse.scanner = EventStreamScanner.resume(try_decode_batch, depth)
+        # the bytes before our boundary count against the whole file's inflation limit
+        parse.limits = dataclasses.replace(
+            parse.limits, max_bytes=max(0, parse.limits.max_bytes - boundary))
+        parse.scanner = EventStreamScanner.resume(try_decode_batch, depth,
+                                                  parse.limits.max_token)
         ends = _Ends(conn, boundary, plan.next_mid)
         offset = boundary
         for chunk in itertools.chain((first,), stream):
@@ -141,12 +160,12 @@ class _Ends:
             self._targets.pop(0)
 
 
-def _stream_from_middle(handle: Any, plan: SplitPlan, on_truncated_gzip: Callable[[str], None]
-                        ) -> tuple[int, int, Iterator[bytes]]:
+def _stream_from_middle(handle: Any, plan: SplitPlan, on_truncated_gzip: Callable[..., None],
+                        max_token: int) -> tuple[int, int, Iterator[bytes]]:
     """(depth of the events array, start, the uncompressed stream from offset start on): start
     is `plan.mid`, or the end of the header if that is further (small files, big headers)."""
     chunks = iter_decompressed(handle, on_truncated_gzip=on_truncated_gzip)
-    header = EventStreamScanner()
+    header = EventStreamScanner(max_token=max_token)
     offset = 0
     for chunk in chunks:
         offset += len(chunk)
@@ -175,10 +194,13 @@ def _skip_to(first: bytes, offset: int, rest: Iterator[bytes], start: int) -> It
         chunk = next(rest, None)
 
 
-def _find_boundary(stream: Iterator[bytes], start: int) -> tuple[int, bytes]:
-    """(B, the stream's bytes from B up to where we read): B is the `{` of the first `}, {`."""
+def _find_boundary(stream: Iterator[bytes], start: int, max_token: int) -> tuple[int, bytes]:
+    """(B, the stream's bytes from B up to where we read): B is the `{` of the first `}, {`;
+    none within `max_token` bytes (one huge value) leaves the part to the parent."""
     window = bytearray()
     for chunk in stream:
+        if len(window) > max_token:
+            raise _Unsplittable("no event boundary within the token limit after the middle")
         search_from = max(0, len(window) - _BOUNDARY_SPAN)
         window += chunk
         match = _BOUNDARY.search(window, search_from)

@@ -24,6 +24,12 @@ class BadRequest(ApiError):
     code = 400
 
 
+class Forbidden(ApiError):
+    """Serving this file is not allowed (outside the logdir, or not readable)."""
+
+    code = 403
+
+
 class NotFound(ApiError):
     code = 404
 

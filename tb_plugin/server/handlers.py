@@ -33,12 +33,12 @@ from werkzeug import wrappers
 from ..discovery import matching_snapshot
 from ..output.rows import csv_bytes
 from ..output.tabular import csv_filename
-from ..storage import FileRef
+from ..storage import FileRef, NotRegularFile, open_to_serve
 from ..views.options import read_options
 from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SNAPSHOT, SPAN, TABLE, ViewSpec
 from ..views.tabs import views_of_file
 from .api import CSV, JSON, Query, encode_json, gzip_response, gzipped, json_response
-from .errors import BadRequest, NotFound
+from .errors import BadRequest, Forbidden, NotFound
 from .filestate import FileState
 from .provider import TraceProvider
 
@@ -109,7 +109,7 @@ def _table(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> w
 
     def payload() -> Any:
         if cache == DISK:
-            return store.payload(file, key, compute)
+            return store.payload(file, key, compute, spec.payload)
         return compute(store.table(file))
 
     memo = None if cache not in (DISK, MEMORY) else (file.identity, key)
@@ -138,7 +138,7 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
     def payload() -> Any:
         if spec.summarize is not None:  # one small summary per worker, never all the tables
             key, summarize = spec.summary_key(), spec.summarize
-            inputs = {worker: store.payload(state, key, summarize)
+            inputs = {worker: store.payload(state, key, summarize, spec.summary_type)
                       for worker, state in files.items()}
             if spec.span_tables is not None:  # and a few chosen workers' tables
                 return spec.build(inputs, skipped, options, {
@@ -205,7 +205,8 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
     key = spec.payload_key(options, export=export.identity())
 
     def payload() -> Any:
-        return store.payload(state, key, lambda table: spec.build(table, export, options))
+        return store.payload(state, key, lambda table: spec.build(table, export, options),
+                             spec.payload)
 
     return send_payload(request, store, spec, payload, fmt=fmt, memo=(state.identity, key),
                         name=(run, worker, span, "memory-timeline"))
@@ -263,7 +264,8 @@ def _snapshot(store: TraceProvider, request: wrappers.Request, spec: ViewSpec
 
     def payload() -> Any:
         if spec.cache(options) == DISK:
-            return store.payload(file, key, lambda table: spec.build(table, source, options))
+            return store.payload(file, key, lambda table: spec.build(table, source, options),
+                                 spec.payload)
         return spec.build(store.table(file), source, options)
 
     return send_payload(request, store, spec, payload, fmt=fmt, memo=(file.identity, key),
@@ -297,9 +299,15 @@ def trace_download(store: TraceProvider, request: wrappers.Request) -> wrappers.
 def _open(state: FileState) -> tuple[Any, int]:
     ref: FileRef = state.ref
     try:
-        handle = ref.open()
+        handle = open_to_serve(ref)
     except FileNotFoundError as exc:
         raise NotFound("the trace file is gone (removed since the last scan)") from exc
+    except PermissionError as exc:  # unreadable, or outside the logdir (OutsideLogdir)
+        raise Forbidden(f"the trace file cannot be served: {exc}") from exc
+    except NotRegularFile as exc:
+        raise Forbidden(f"the trace file cannot be served: {exc}") from exc
+    except OSError as exc:
+        raise NotFound(f"the trace file cannot be read: {exc}") from exc
     return handle, _size(handle, ref)
 
 

@@ -23,8 +23,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Optional
 
-from ..analysis.features import FEATURES_VERSION, summarize
+from ..analysis.features import FEATURES_VERSION, FileSummary, summarize
 from ..cache import TraceCache, cache_location
+from ..children import die_with_parent
 from ..ingest import parse_trace
 from ..ingest.plain import PlainTable, to_plain
 from ..ingest.schema import LoadState
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 def init_child(progress_queue: Any) -> None:
     """The pool's initializer: keep the progress queue, and run a little below the server."""
     global _progress_queue
+    die_with_parent()  # no parser left running when TensorBoard is killed
     _progress_queue = progress_queue
     with contextlib.suppress(AttributeError, OSError):
         os.nice(CHILD_NICENESS)
@@ -98,7 +100,7 @@ def store_parsed(cache: TraceCache, ref: FileRef, table: Any, summary: dict[str,
     summaries, into the cache (each payload only when missing)."""
     if with_table:
         cache.save_table(ref, table)
-    cache.payload(ref, SUMMARY_KEY, lambda: summary)
+    store_summary(cache, ref, summary)
     store_view_summaries(cache, ref, table, summary["features"])
 
 
@@ -118,16 +120,24 @@ def store_view_summaries(cache: TraceCache, ref: FileRef, table: Any,
         if spec.summarize is None or not spec.summary_wanted(features):
             continue
         try:
-            cache.payload(ref, spec.summary_key(), functools.partial(spec.summarize, table))
+            cache.payload(ref, spec.summary_key(), functools.partial(spec.summarize, table),
+                          spec.summary_type)
         except Exception:  # noqa: BLE001 - the request path reports it with the file's name
             log.warning("torch-prof: %s summary of %s failed", spec.name, ref.url,
                         exc_info=True)
 
 
+def store_summary(cache: TraceCache, ref: FileRef, summary: FileSummary | dict[str, Any]
+                  ) -> None:
+    """Keep the summary next to the table (pinned: payload eviction never removes it)."""
+    cache.payload(ref, SUMMARY_KEY, lambda: summary, FileSummary, pinned=True)
+
+
 def peek_summary(cache: TraceCache, ref: FileRef) -> Optional[dict[str, Any]]:
     """The summary a child stored for this exact file version, if any (no parsing)."""
-    summary = cache.get_payload(ref, SUMMARY_KEY)
-    return summary if isinstance(summary, dict) and "state" in summary else None
+    # validated against FileSummary; a stored summary of the wrong shape is deleted
+    summary = cache.get_payload(ref, SUMMARY_KEY, FileSummary, pinned=True)
+    return summary if isinstance(summary, dict) else None
 
 
 class _CountingReader:

@@ -59,14 +59,15 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         apps = {
             "/index.js": endpoint(functools.partial(_static, name="index.js")),
             "/assets/*": endpoint(_asset),
-            "/runs": endpoint(self._runs),
-            "/views": endpoint(self._views),
-            "/workers": endpoint(self._workers),
-            "/spans": endpoint(self._spans),
-            "/status": endpoint(self._status),
-            "/viewspecs": endpoint(self._viewspecs),
-            "/diff/default": endpoint(self._diff_default),
-            "/trace/download": endpoint(functools.partial(self._handle, handler=trace_download)),
+            "/runs": endpoint(_json_only(self._runs)),
+            "/views": endpoint(_json_only(self._views)),
+            "/workers": endpoint(_json_only(self._workers)),
+            "/spans": endpoint(_json_only(self._spans)),
+            "/status": endpoint(_json_only(self._status)),
+            "/viewspecs": endpoint(_json_only(self._viewspecs)),
+            "/diff/default": endpoint(_json_only(self._diff_default)),
+            "/trace/download": endpoint(_json_only(functools.partial(
+                self._handle, handler=trace_download))),
         }
         for spec in SPECS.values():  # the data routes, one per view spec
             apps[spec.route] = endpoint(functools.partial(self._handle,
@@ -130,6 +131,18 @@ class TorchProfPlugin(base_plugin.TBPlugin):
 
     def _handle(self, request: wrappers.Request, handler: Handler) -> wrappers.Response:
         return handler(self.store, request)
+
+
+def _json_only(route: Any) -> Any:
+    """A route with one form: `format` may be absent or `json`; anything else answers 400 (the
+    data routes check it against their spec: `handlers.output_format`)."""
+
+    @functools.wraps(route)
+    def checked(request: wrappers.Request) -> wrappers.Response:
+        Query(request).choice("format", ("json",), "json")
+        return route(request)
+
+    return checked
 
 
 def _static(request: wrappers.Request, name: str) -> wrappers.Response:

@@ -20,6 +20,7 @@ import heapq
 import itertools
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -33,8 +34,15 @@ from typing import Any, Callable, Optional
 
 from ..executors import CLUSTER_IN_FLIGHT, ClusterError, is_remote, make_executor
 from ..ingest.plain import PlainTable
-from ..settings import Settings, available_memory, settings, usable_cpus
-from ..storage import FileRef
+from ..settings import (
+    INFLATE_FLOOR,
+    LOAD_WORKERS_ENV,
+    Settings,
+    available_memory,
+    settings,
+    usable_cpus,
+)
+from ..storage import FileRef, is_local, open_file
 from .parse_child import ParsedFile, init_child, parse_file, parse_into_cache
 
 log = logging.getLogger(__name__)
@@ -64,8 +72,29 @@ def default_workers(config: Settings, budget: int) -> int:
 
 
 def estimate_memory(ref: FileRef) -> int:
-    expanded = ref.size * GZIP_EXPANSION if ref.path.endswith(".gz") else ref.size
-    return BASE_MEMORY + expanded
+    """A parser's peak memory for this file: the interpreter plus the JSON size (measured in
+    bench/: peak RSS is 0.5-1.0x the JSON beyond the interpreter). The JSON size of a local
+    gzip file is read from its gzip trailer (ISIZE, the inflated size mod 4 GB), not guessed,
+    and is capped by the inflation limit the parser enforces."""
+    if not ref.path.endswith(".gz"):
+        return BASE_MEMORY + ref.size
+    inflated = inflated_size(ref)
+    if inflated is None or inflated < ref.size:  # remote, unreadable, or past 4 GB (wrapped)
+        inflated = ref.size * GZIP_EXPANSION
+    limit = max(INFLATE_FLOOR, settings().max_inflate_ratio * ref.size)
+    return BASE_MEMORY + min(inflated, limit)
+
+
+def inflated_size(ref: FileRef) -> Optional[int]:
+    """ISIZE of a local gzip file's last member (4 bytes at its end), None if unknown."""
+    if not is_local(ref.fs) or ref.size < 18:
+        return None
+    try:
+        with open_file(ref.fs, ref.path) as handle:
+            handle.seek(-4, os.SEEK_END)
+            return int.from_bytes(handle.read(4), "little")
+    except OSError:
+        return None
 
 
 # -- jobs --------------------------------------------------------------------------------------
@@ -134,6 +163,7 @@ class LoadPool:
         self._executor: Optional[Executor] = None
         self._progress_queue: Any = None
         self._broken = False
+        self._seen_processes: dict[int, Any] = {}  # parser processes, for their exit codes
         self._idle_since = time.monotonic()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="torch-prof-loader", daemon=True)
@@ -214,6 +244,7 @@ class LoadPool:
                     self._broken = True
                     break
                 self._queue.pop()
+                self._seen_processes.update(_processes_of(self._executor))
                 job.submitted_at = time.time()
                 if processes > 1:
                     job.processes = processes
@@ -265,18 +296,28 @@ class LoadPool:
                 job.processes, job.estimate = 1, estimate_memory(job.ref)
                 self.submit(job)
                 return None
-            return LoadOutcome(job.key, error="the parser process died while reading this file "
-                               "(out of memory, or killed); try a machine with more memory")
+            return LoadOutcome(job.key, error=self._death_message())
         except Exception as exc:
             log.exception("loading %s failed", job.ref.url)
             return LoadOutcome(job.key, error=f"internal error while loading "
                                f"({type(exc).__name__}: {exc}); please report it")
+
+    def _death_message(self) -> str:
+        """Why the parser process of a file died, from the exit codes of the pool's processes:
+        killed by a signal (the out-of-memory killer sends SIGKILL) or never able to start."""
+        codes = [p.exitcode for p in self._seen_processes.values() if p.exitcode is not None]
+        if not codes or any(code < 0 for code in codes):
+            return ("the parser process was killed while reading this file (out of memory?); "
+                    f"try a machine with more memory, or lower {LOAD_WORKERS_ENV}")
+        return (f"the parser process exited unexpectedly (exit code {codes[-1]}): it could not "
+                "start or crashed; see the TensorBoard log")
 
     def _replace_broken_executor(self) -> None:
         with self._lock:
             executor, self._executor, self._broken = self._executor, None, False
         if executor is not None:
             _kill(executor)
+        self._seen_processes.clear()
 
     def _executor_or_new(self) -> Executor:
         if self._executor is None:
@@ -307,20 +348,23 @@ class LoadPool:
             executor = self._executor if idle else None
             if idle:
                 self._executor = None
+                self._seen_processes.clear()
         if executor is not None:
             executor.shutdown(wait=True)  # idle: the children exit at once
 
 
 def admits(job: LoadJob, running: Iterable[LoadJob], workers: int, memory_budget: int) -> bool:
     """Whether `job` may start beside the `running` ones: one file always runs (however big);
-    a job after a crash runs alone; otherwise a free process slot (a split parse takes two)
-    and the memory estimates within the budget."""
+    a job after a crash runs alone; otherwise a free process slot and the memory estimates
+    within the budget. A split parse counts as one slot here: its helper processes only borrow
+    the other cores while nothing else waits, so one file (a slow or hostile one) never holds
+    more than its own slot and healthy files of other runs start beside it."""
     running = list(running)
     if not running:
         return True
     if job.solo or any(j.solo for j in running):
         return False
-    slots = sum(j.processes for j in running)
+    slots = len(running)
     in_use = sum(j.estimate for j in running)
     return slots < workers and in_use + job.estimate <= memory_budget
 
@@ -379,6 +423,10 @@ class JobQueue:
 
 def _entry(job: LoadJob) -> tuple[int, int, int, str]:
     return (-job.priority, job.ref.size, job.token, job.key)
+
+
+def _processes_of(executor: Optional[Executor]) -> dict[int, Any]:
+    return dict(getattr(executor, "_processes", None) or {})
 
 
 def _kill(executor: Executor) -> None:

@@ -73,8 +73,10 @@ class TraceProvider(Protocol):
     def table(self, state: FileState) -> TraceTable:
         ...
 
-    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any]) -> Any:
-        """A view payload, computed once per file version and key."""
+    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any],
+                schema: Any = None) -> Any:
+        """A view payload, computed once per file version and key; a stored one is validated
+        against `schema` (the spec's payload type) and recomputed when it does not match."""
         ...
 
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:

@@ -134,8 +134,9 @@ class RunStore:
     def table(self, state: FileState) -> TraceTable:
         return self._tables.table(state)
 
-    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any]) -> Any:
-        return self._tables.payload(state, key, compute)
+    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any],
+                schema: Any = None) -> Any:
+        return self._tables.payload(state, key, compute, schema)
 
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         return self._tables.memo_body(memo_key, make)

@@ -104,12 +104,15 @@ class Tables:
         """The file changed or vanished: its table is stale."""
         self._tables.discard(state.identity)
 
-    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any]) -> Any:
-        """A view payload, computed once per file version and key (and kept on disk)."""
+    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any],
+                schema: Any = None) -> Any:
+        """A view payload, computed once per file version and key (and kept on disk; what is
+        read back from disk is validated against `schema`)."""
         return self._flight.do(
             ("payload", state.identity, key),
             lambda: self.cache.payload(state.ref, key, lambda: _timed(key, compute,
-                                                                      self.table(state))))
+                                                                      self.table(state)),
+                                       schema))
 
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         """An encoded body under any key (e.g. the identities of several files), kept in

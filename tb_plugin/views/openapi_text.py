@@ -99,7 +99,8 @@ PATHS: dict[str, Any] = {
                     "content": {
                         "application/json": {"schema": {"$ref": "#/components/schemas/RunListing"}}
                     },
-                }
+                },
+                "400": {"$ref": "#/components/responses/Error"},
             },
         }
     },
@@ -135,6 +136,7 @@ PATHS: dict[str, Any] = {
                         "application/json": {"schema": {"$ref": "#/components/schemas/ViewSpecs"}}
                     },
                 },
+                "400": {"$ref": "#/components/responses/Error"},
             },
         }
     },
@@ -241,7 +243,9 @@ PATHS: dict[str, Any] = {
             '`Content-Disposition: attachment; filename="<file '
             'name>"` and `nosniff`. Served whatever\n'
             "the file's parse state (a broken file can be "
-            "downloaded to be inspected).\n",
+            "downloaded to be inspected).\n"
+            "403 when the file is unreadable, not a regular file, or its real path is "
+            "outside the logdir\n(`TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1` allows that).\n",
             "parameters": [
                 {"$ref": "#/components/parameters/run"},
                 {"$ref": "#/components/parameters/worker"},
@@ -253,6 +257,7 @@ PATHS: dict[str, Any] = {
                     "content": {"application/gzip": {}, "application/json": {}},
                 },
                 "400": {"$ref": "#/components/responses/Error"},
+                "403": {"$ref": "#/components/responses/Error"},
                 "404": {"$ref": "#/components/responses/Error"},
             },
         }

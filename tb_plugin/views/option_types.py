@@ -21,6 +21,7 @@ from ..analysis.timeline import (
     MAX_WIDTH,
     SEARCH_LIMIT,
 )
+from ..ingest.schema import MAX_TIME_US
 
 MAX_TOP_N = 1_000_000
 MAX_SEARCH_LIMIT = 10_000
@@ -28,9 +29,11 @@ MAX_EVENT_ID = 2**62
 
 TopN = Optional[Annotated[int, Meta(ge=1, le=MAX_TOP_N, description=(
     "Number of slices (1 to 1000000); absent means all."))]]
-StartUs = Optional[Annotated[float, Meta(description=(
+#: Request times are bounded like the parser's (`MAX_TIME_US`): `1e308` answers 400, not 500.
+TimeUs = Meta(ge=-MAX_TIME_US, le=MAX_TIME_US)
+StartUs = Optional[Annotated[float, TimeUs, Meta(description=(
     "Range start, in trace microseconds (the `ts` clock of the trace)."))]]
-EndUs = Optional[Annotated[float, Meta(description=(
+EndUs = Optional[Annotated[float, TimeUs, Meta(description=(
     "Range end, in trace microseconds; must be greater than `start_us`."))]]
 OperatorGroup = Literal["operator", "operator_input_shape"]
 
@@ -81,7 +84,7 @@ class SearchOptions(msgspec.Struct, forbid_unknown_fields=True):
                      ] = msgspec.field(name="q")
     limit: Annotated[int, Meta(ge=1, le=MAX_SEARCH_LIMIT, description=(
         "Matches returned; `total` counts all of them."))] = SEARCH_LIMIT
-    start_us: Optional[Annotated[float, Meta(description=(
+    start_us: Optional[Annotated[float, TimeUs, Meta(description=(
         "Only matches starting at or after this trace time (to page on)."))]] = None
 
 
@@ -90,8 +93,8 @@ TrackList = Annotated[str, Meta(pattern=r"^[0-9]{1,9}(,[0-9]{1,9}){0,9999}$", de
 
 
 class RangeOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    start_us: Annotated[float, Meta(description="Range start, in trace microseconds.")]
-    end_us: Annotated[float, Meta(description=(
+    start_us: Annotated[float, TimeUs, Meta(description="Range start, in trace microseconds.")]
+    end_us: Annotated[float, TimeUs, Meta(description=(
         "Range end, in trace microseconds; must be greater than `start_us`."))]
     tracks: Optional[TrackList] = None
 
@@ -113,10 +116,14 @@ class SnapshotOptions(msgspec.Struct, forbid_unknown_fields=True):
         "trace, else the run's first."))]] = None
     device: Optional[Annotated[str, Meta(description=(
         "A device name from `devices` (e.g. `GPU0`); default the first."))]] = None
-    start: Optional[Annotated[float, Meta(description="Range start. " + SnapshotUnits)]] = None
-    end: Optional[Annotated[float, Meta(description="Range end. " + SnapshotUnits)]] = None
-    at: Optional[Annotated[float, Meta(description=(
+    start: Optional[Annotated[float, TimeUs, Meta(description="Range start. " + SnapshotUnits)]
+                    ] = None
+    end: Optional[Annotated[float, TimeUs, Meta(description="Range end. " + SnapshotUnits)]
+                  ] = None
+    at: Optional[Annotated[float, TimeUs, Meta(description=(
         "The instant of `segments`; default the peak. " + SnapshotUnits))]] = None
+
+
 DiffBasis = Annotated[Literal["per_step", "total"], Meta(description=(
     "per_step: each side divided by its own ProfilerStep count (totals when a side has none); "
     "total: over the whole span. One basis for every number of the payload."))]

@@ -34,8 +34,8 @@ class OptionField:
     required: bool
     default: Any
     choices: tuple[str, ...] = ()
-    minimum: int = 0
-    maximum: int = 0
+    minimum: Any = None  # bounds (integers: always set; numbers: None = unbounded)
+    maximum: Any = None
     description: str = ""
 
     @property
@@ -64,7 +64,7 @@ def _field(field: Any) -> OptionField:
             raise TypeError(f"option {field.name}: an integer option needs ge and le bounds")
         return OptionField(kind="integer", minimum=kind.ge, maximum=kind.le, **common)
     if isinstance(kind, mi.FloatType):
-        return OptionField(kind="number", **common)
+        return OptionField(kind="number", minimum=kind.ge, maximum=kind.le, **common)
     if isinstance(kind, mi.StrType):
         return OptionField(kind="text", **common)
     raise TypeError(f"option {field.name}: unsupported type {kind!r}")
@@ -102,5 +102,9 @@ def _parse(field: OptionField, value: str) -> Any:
             number = math.nan
         if not math.isfinite(number):
             raise OptionError(f"parameter {name!r} must be a finite number; got {value[:60]!r}")
+        low, high = field.minimum, field.maximum
+        if (low is not None and number < low) or (high is not None and number > high):
+            raise OptionError(f"parameter {name!r} must be a number from {low:g} to {high:g}; "
+                              f"got {value[:60]!r}")
         return number
     return value

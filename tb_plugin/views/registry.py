@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ..analysis.dist_summary import summary_builtins, wants_summary
+from ..analysis.dist_summary import RankSummary, summary_builtins, wants_summary
 from ..output import rows
 from ..payloads import (
     CallStacksPayload,
@@ -199,6 +199,7 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
     ViewSpec("distributed", "/distributed", "Distributed", build.distributed,
              payload=DistributedPayload, kind=SPAN,
              summarize=summary_builtins, summary_wanted=wants_summary,
+             summary_type=RankSummary,
              rows=rows.distributed_rows,
              summary="Distributed view of one span over all workers of the run.",
              description="Span ids are per-worker indices (`1`, `2`, ...): workers are matched "

@@ -74,6 +74,9 @@ class ViewSpec:
     #: the summaries and the options (`span_tables(inputs, options)`); the builder is then
     #: `build(inputs, skipped, options, tables)` (the multi-rank timeline: at most 8 tables).
     span_tables: Optional[Callable[[dict[str, Any], Any], list[str]]] = None
+    #: The summary's type (a msgspec Struct or TypedDict): what the cache reads back is validated
+    #: against it (a tampered or foreign summary is deleted and recomputed).
+    summary_type: Any = None
 
     def summary_key(self) -> str:
         """Cache key of the per-file summary (`summarize`), per code version."""

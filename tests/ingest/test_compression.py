@@ -15,7 +15,7 @@ TEXT = b'{"traceEvents": [' + b", ".join(b'{"n": %d}' % i for i in range(2000)) 
 def _feed(data: bytes, piece: int) -> tuple[bytes, object]:
     stream = decompressor()
     out = b"".join(b"".join(stream.feed(data[i:i + piece])) for i in range(0, len(data), piece))
-    return out, stream
+    return out + b"".join(stream.close()), stream
 
 
 def test_one_member_in_any_feed_size() -> None:
@@ -62,11 +62,32 @@ def test_multi_member_gzip_split_inside_the_second_header(split_at: int) -> None
     data = first + second
     cut = len(first) + split_at  # the read boundary falls inside the second member's magic
     stream = GzipStream()
-    out = b"".join([*stream.feed(data[:cut]), *stream.feed(data[cut:])])
+    out = b"".join([*stream.feed(data[:cut]), *stream.feed(data[cut:]), *stream.close()])
     assert out == b'{"traceEvents": []}' and stream.finished
 
 
 def test_trailing_garbage_after_a_complete_gzip_stream_is_ignored() -> None:
     stream = GzipStream()
-    out = b"".join([*stream.feed(gzip.compress(b"[]") + b"xx"), *stream.feed(b"\x1f\x8bzz")])
+    out = b"".join([*stream.feed(gzip.compress(b"[]") + b"xx"), *stream.feed(b"\x1f\x8bzz"),
+                    *stream.close()])
     assert out == b"[]" and stream.finished and stream.error is None
+
+
+def test_corrupt_trailer_keeps_every_byte() -> None:
+    # issue 19 item 12: a damaged CRC at the very end used to cost the whole output
+    packed = bytearray(gzip.compress(TEXT))
+    packed[-6] ^= 0xFF  # inside the CRC32 of the trailer
+    for piece in (7, len(packed)):
+        out, stream = _feed(bytes(packed), piece)
+        assert out == TEXT
+        assert stream.trailer_error and not stream.finished and stream.error is not None
+
+
+def test_a_bomb_is_handed_out_in_bounded_pieces() -> None:
+    # 64 MB of spaces in one ~64 KB member: every piece is at most the asked size
+    packed = gzip.compress(b" " * (64 << 20), 9)
+    assert len(packed) < 200_000
+    stream = decompressor()
+    sizes = [len(piece) for piece in stream.feed(packed, 1 << 20)]
+    sizes += [len(piece) for piece in stream.close(1 << 20)]
+    assert max(sizes) == 1 << 20 and sum(sizes) == 64 << 20 and stream.finished

@@ -88,12 +88,16 @@ def test_gzip_output_is_cut_to_chunk_size() -> None:
 def test_truncated_gzip_calls_back_after_the_readable_part() -> None:
     data = os.urandom(50_000)
     packed = gzip.compress(data)
-    reasons: list[str] = []
-    out = b"".join(iter_decompressed(io.BytesIO(packed[:-100]), on_truncated_gzip=reasons.append))
+    reasons: list[tuple[str, bool]] = []
+
+    def note(why: str, trailer_only: bool) -> None:
+        reasons.append((why, trailer_only))
+
+    out = b"".join(iter_decompressed(io.BytesIO(packed[:-100]), on_truncated_gzip=note))
     assert data.startswith(out) and len(out) < len(data)
-    assert reasons == ["the gzip stream ends early"]
+    assert reasons == [("the gzip stream ends early", False)]
     reasons.clear()
-    assert b"".join(iter_decompressed(io.BytesIO(packed), on_truncated_gzip=reasons.append)) == data
+    assert b"".join(iter_decompressed(io.BytesIO(packed), on_truncated_gzip=note)) == data
     assert reasons == []
 
 

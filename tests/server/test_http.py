@@ -2,9 +2,9 @@
 
 One TensorBoard per configuration: the main one (`--load_fast=true`, the session fixture `tb` in
 conftest.py, also used by test_views_http.py) on copies of ../shared/traces and samples/ plus
-generated traces and broken files; a fresh one whose logdir holds a file that never finishes (a
-FIFO fed by a stalled writer), so its burst always meets runs that are loading and a live
-parser process; one under `--path_prefix=/x/y`; one with `--load_fast=false`, `--logdir_spec`
+generated traces and broken files; a fresh one whose logdir holds a file that takes minutes (a
+gzip bomb with the inflation limit raised), so its burst always meets runs that are loading and
+a live parser process; one under `--path_prefix=/x/y`; one with `--load_fast=false`, `--logdir_spec`
 and the cache disabled.
 """
 
@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+
+from tests.support.hostile import whitespace_bomb
 
 from .harness import (
     OLD,
@@ -53,7 +55,6 @@ CPU_VIEWS = ["Overview", "Operator", "Trace", "Module", "Diff", "GPU Idle"]
 STALLED = {"run": "stalled", "worker": "w", "span": "default"}
 HAS_PROC = Path("/proc/self/stat").exists()
 needs_proc = pytest.mark.skipif(not HAS_PROC, reason="counts processes through /proc")
-needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
 
 
 # The main server (`tb`) and its logdir are session fixtures in conftest.py, shared with
@@ -130,27 +131,20 @@ def span_states(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def loading_tb(server_env: dict[str, str], tmp_path: Path) -> Iterator[TensorBoard]:
-    """A fresh server on the generated and sample runs plus `stalled`, whose only file is a FIFO
-    that delivers a trace's first bytes and then nothing: until the fixture ends, that run is
-    loading and one parser process is blocked reading it."""
+    """A fresh server on the generated and sample runs plus `stalled`, whose only file is a
+    gzip bomb the inflation limit is raised for (40 GB of whitespace inside the events array:
+    minutes of parsing): until the fixture ends, that run is loading and one parser process is
+    busy with it. (A FIFO used to play this part; FIFOs are now skipped, issue 19.)"""
     logdir = tmp_path / "logdir"
     generated_runs(logdir)
     sample_runs(logdir)
-    fifo = logdir / "stalled" / "w.pt.trace.json"
-    fifo.parent.mkdir()
-    os.mkfifo(fifo)
-    writer = StalledWriter(fifo)
-    writer.start()
-    try:
-        with running_tensorboard(logdir, tmp_path / "tb.log", server_env,
-                                 "--load_fast=true") as board:
-            yield board
-    finally:
-        writer.stop()
+    whitespace_bomb(logdir / "stalled" / "w.pt.trace.json.gz", inflated_gb=40)
+    env = {**server_env, "TORCH_PROF_MAX_INFLATE_RATIO": "1000000"}
+    with running_tensorboard(logdir, tmp_path / "tb.log", env, "--load_fast=true") as board:
+        yield board
 
 
 @needs_proc
-@needs_fifo
 def test_concurrent_requests_while_loading(loading_tb: TensorBoard) -> None:
     """60 simultaneous requests right after start get data or 202, never an error; the stalled
     run answers 202; the number of parser processes stays within the configured bound (2)
@@ -534,24 +528,21 @@ def test_path_prefix(small_logdir: Path, server_env: dict[str, str],
 
 
 @needs_proc
-@needs_fifo
 def test_legacy_loader_logdir_spec_no_cache_and_sigterm_exit(
         small_logdir: Path, server_env: dict[str, str], tmp_path: Path) -> None:
     """--load_fast=false with --logdir_spec (first entry used) and TORCH_PROF_CACHE_DIR=off:
     a private temp cache is used and removed at exit, and SIGTERM ends TensorBoard and its
-    parser processes although a parser is blocked reading a file that never ends (a FIFO fed by
-    a stalled writer)."""
+    parser processes although a parser is busy with a file that takes minutes (a gzip bomb the
+    inflation limit is raised for)."""
     other = tmp_path / "other"
     write_trace(other / "ignored" / "w.pt.trace.json", mtime=OLD)
     slow_dir = tmp_path / "with-slow-file"
     shutil.copytree(small_logdir, slow_dir)
-    fifo = slow_dir / "small" / "stalled.pt.trace.json"
-    os.mkfifo(fifo)
-    writer = StalledWriter(fifo)
-    writer.start()
+    whitespace_bomb(slow_dir / "small" / "stalled.pt.trace.json.gz", inflated_gb=40)
     temp = tmp_path / "tmp"
     temp.mkdir()
-    env = {**server_env, "TORCH_PROF_CACHE_DIR": "off", "TMPDIR": str(temp)}
+    env = {**server_env, "TORCH_PROF_CACHE_DIR": "off", "TMPDIR": str(temp),
+           "TORCH_PROF_MAX_INFLATE_RATIO": "1000000"}
     board = start_tensorboard(None, tmp_path / "tb.log", env, "--load_fast=false",
                               f"--logdir_spec=main:{slow_dir},other:{other}")
     try:
@@ -562,7 +553,7 @@ def test_legacy_loader_logdir_spec_no_cache_and_sigterm_exit(
         assert [r["name"] for r in listing["runs"]] == ["small"]
         assert listing["logdir"] == str(slow_dir)
         stalled = {"run": "small", "worker": "stalled", "span": "default"}
-        board.wait_for("the parser to block on the FIFO", lambda: board.get(
+        board.wait_for("the parser to work on the slow file", lambda: board.get(
             "status", stalled).json()["state"] == "loading", timeout=30)
         assert board.get("overview", stalled).status == 202
         caches = list(temp.glob("torch-prof-cache-*"))
@@ -572,7 +563,6 @@ def test_legacy_loader_logdir_spec_no_cache_and_sigterm_exit(
     finally:
         # Raises if TensorBoard ignores SIGTERM (a hang guard, not a speed check).
         exit_s = board.stop(timeout=60)
-        writer.stop()
     TIMINGS["sigterm_exit_with_blocked_parser_s"] = round(exit_s, 2)
     assert board.process.returncode is not None
     assert not list(temp.glob("torch-prof-cache-*")), "the private cache was not removed"
@@ -594,32 +584,3 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
-
-
-class StalledWriter(threading.Thread):
-    """Opens the FIFO for writing once a reader appears, writes a trace's start, then stalls."""
-
-    def __init__(self, fifo: Path) -> None:
-        super().__init__(daemon=True)
-        self.fifo, self.done = fifo, threading.Event()
-
-    def run(self) -> None:
-        fd = None
-        while not self.done.is_set() and fd is None:
-            try:
-                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:  # ENXIO: no reader yet
-                self.done.wait(0.05)
-        if fd is None:
-            return
-        try:
-            os.write(fd, b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, ')
-            self.done.wait(120)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(5)

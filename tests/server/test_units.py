@@ -22,7 +22,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Response
 
-from tb_plugin.analysis.features import features
+from tb_plugin.analysis.features import features, summarize
 from tb_plugin.cache import TraceCache
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import encode_json
@@ -32,7 +32,7 @@ from tb_plugin.server.api import Query, endpoint
 from tb_plugin.server.errors import BadRequest
 from tb_plugin.server.filestate import FileState, modified_at, run_state
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
-from tb_plugin.server.parse_child import SUMMARY_KEY, parse_file, peek_summary
+from tb_plugin.server.parse_child import parse_file, peek_summary, store_summary
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
 from tb_plugin.server.pool import (
     BASE_MEMORY,
@@ -287,8 +287,12 @@ def test_pool_admission_is_bounded_by_slots_and_memory() -> None:
     assert not admits(huge, running, 2, budget)  # over the memory budget
     full = [*running, LoadJob("c", small, estimate_memory(small))]
     assert not admits(LoadJob("d", small, estimate_memory(small)), full, 2, budget)  # slots
+    # issue 19: a split parse (a file dispatched alone, maybe a hostile one that runs to its
+    # deadline) holds only its own slot: a healthy file starts beside it
     split = [LoadJob("a", small, estimate_memory(small), processes=2)]
-    assert not admits(LoadJob("d", small, estimate_memory(small)), split, 2, budget)
+    assert admits(LoadJob("d", small, estimate_memory(small)), split, 2, budget)
+    split_and_one = [*split, LoadJob("b", small, estimate_memory(small))]
+    assert not admits(LoadJob("d", small, estimate_memory(small)), split_and_one, 2, budget)
     crashed = [LoadJob("a", small, estimate_memory(small), solo=True)]
     assert not admits(LoadJob("d", small, estimate_memory(small)), crashed, 4, budget)
 
@@ -558,12 +562,12 @@ def test_span_workers_sorts_workers_and_says_why_none_is_usable() -> None:
 def test_peek_summary_reads_only_what_a_child_stored(tmp_path: Path) -> None:
     cache = TraceCache(tmp_path / "cache")
     ref = open_ref(str(sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))[0]))
-    assert peek_summary(cache, ref) is None and cache.get_payload(ref, SUMMARY_KEY) is None
-    summary = {"state": "ok", "messages": [], "events": 3, "features": {}}
-    cache.payload(ref, SUMMARY_KEY, lambda: summary)
-    assert peek_summary(cache, ref) == summary == cache.get_payload(ref, SUMMARY_KEY)
+    assert peek_summary(cache, ref) is None
+    summary = summarize(load_trace(ref, use_cache=False))
+    store_summary(cache, ref, summary)
+    assert peek_summary(cache, ref) == summary
     assert cache.get_payload(ref, "another key") is None
-    assert TraceCache(None).get_payload(ref, SUMMARY_KEY) is None  # caching off
+    assert peek_summary(TraceCache(None), ref) is None  # caching off
 
 
 def test_pool_and_tables_take_their_budgets_from_the_settings(tmp_path: Path) -> None:

@@ -108,6 +108,7 @@ export interface paths {
                         "application/json": components["schemas"]["RunListing"];
                     };
                 };
+                400: components["responses"]["Error"];
             };
         };
         put?: never;
@@ -190,6 +191,7 @@ export interface paths {
                         "application/json": components["schemas"]["ViewSpecs"];
                     };
                 };
+                400: components["responses"]["Error"];
             };
         };
         put?: never;
@@ -390,6 +392,8 @@ export interface paths {
          * @description `application/gzip` for `*.gz` files, else `application/json`, with
          *     `Content-Disposition: attachment; filename="<file name>"` and `nosniff`. Served whatever
          *     the file's parse state (a broken file can be downloaded to be inspected).
+         *     403 when the file is unreadable, not a regular file, or its real path is outside the logdir
+         *     (`TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1` allows that).
          */
         get: {
             parameters: {
@@ -417,6 +421,7 @@ export interface paths {
                     };
                 };
                 400: components["responses"]["Error"];
+                403: components["responses"]["Error"];
                 404: components["responses"]["Error"];
             };
         };
