@@ -21,15 +21,12 @@ from typing import Any, Callable, Literal, Optional, Union
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from .cache_fs import SharedStore, is_url
 from .ingest.memory_export import EXPORT_VERSION, RawTimeline
+from .ingest.plain import PlainTable, from_plain, to_plain
 from .ingest.schema import (
     PARSER_VERSION,
-    TABLE_COLUMNS,
-    ParseStatus,
-    TraceMetadata,
     TraceTable,
 )
 from .ingest.snapshot import (
@@ -333,25 +330,15 @@ def _evict_payloads(folder: Path, budget: int, keep: Path) -> None:
 
 
 def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
-    arrays: dict[str, np.ndarray] = {}
-    categories: dict[str, list[str]] = {}
-    for name, frame in table.tables().items():
-        for column in TABLE_COLUMNS[name]:
-            series = frame[column]
-            key = f"{name}.{column}"
-            if isinstance(series.dtype, pd.CategoricalDtype):
-                arrays[key] = series.cat.codes.to_numpy()
-                categories[key] = [str(c) for c in series.cat.categories]
-            else:
-                arrays[key] = series.to_numpy()
-    np.savez(folder / "columns.npz", **arrays)
+    plain = to_plain(table)
+    np.savez(folder / "columns.npz", **plain.arrays)
     manifest = {
         "format": _FORMAT,
         "parser_version": PARSER_VERSION,
         "identity": ref.identity(),
-        "categories": categories,
-        "metadata": table.metadata.to_json(),
-        "status": table.status.to_json(),
+        "categories": plain.categories,
+        "metadata": plain.metadata,
+        "status": plain.status,
     }
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
@@ -363,23 +350,10 @@ def _read_table(folder: Path, ref: FileRef) -> TraceTable:
         PARSER_VERSION
     ):
         raise ValueError("entry belongs to another file or parser version")
-    categories = manifest["categories"]
-    frames = {}
     with np.load(folder / "columns.npz", allow_pickle=False) as arrays:
-        for name, columns in TABLE_COLUMNS.items():
-            data = {}
-            for column, dtype in columns.items():
-                key = f"{name}.{column}"
-                values = arrays[key]
-                if dtype == "category":
-                    data[column] = pd.Categorical.from_codes(
-                        values, categories=pd.Index(categories[key], dtype=object))
-                else:
-                    data[column] = values.astype(dtype, copy=False)
-            frames[name] = pd.DataFrame(data, copy=False)
-    status = ParseStatus(**manifest["status"])
-    return TraceTable(metadata=TraceMetadata.from_json(manifest["metadata"]), status=status,
-                      **frames)
+        plain = PlainTable({key: arrays[key] for key in arrays.files}, manifest["categories"],
+                           manifest["metadata"], manifest["status"])
+    return from_plain(plain, validate=True)  # codes read from disk are checked
 
 
 def _write_export(folder: Path, ref: FileRef, raw: RawTimeline) -> None:

@@ -42,7 +42,9 @@ def to_plain(table: TraceTable) -> PlainTable:
     return PlainTable(arrays, categories, table.metadata.to_json(), table.status.to_json())
 
 
-def from_plain(plain: PlainTable) -> TraceTable:
+def from_plain(plain: PlainTable, validate: bool = False) -> TraceTable:
+    """The table back. `validate=True` checks the category codes against their categories
+    (for arrays read from disk, which may be tampered with; a parser's own codes need not)."""
     frames = {}
     for name, columns in TABLE_COLUMNS.items():
         data = {}
@@ -52,7 +54,7 @@ def from_plain(plain: PlainTable) -> TraceTable:
             if dtype == "category":
                 data[column] = pd.Categorical.from_codes(
                     values, categories=pd.Index(plain.categories[key], dtype=object),
-                    validate=False)
+                    validate=validate)
             else:
                 data[column] = values.astype(dtype, copy=False)
         frames[name] = pd.DataFrame(data, copy=False)
