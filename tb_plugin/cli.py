@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 from collections.abc import Iterator
@@ -179,8 +178,7 @@ def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
     config = settings()
     config = replace(config, cluster=args.cluster or config.cluster)
     workers = local_workers(refs, usable_cpus(), available_memory())
-    executor = make_executor(config, max_workers=workers,
-                             mp_context=multiprocessing.get_context(config.start_method))
+    executor = make_executor(config, max_workers=workers)
     if getattr(executor, "error", None) is not None:  # the cluster is unreachable
         sys.stderr.write(f"error: {executor.error}\n")  # type: ignore[attr-defined]
         return 1

@@ -1,13 +1,13 @@
 """Where files are parsed and summarised: one `concurrent.futures.Executor` seam.
 
-`make_executor(config, ...)` returns the embedded local process pool (nothing to install or
-start), or, when `$TORCH_PROF_CLUSTER` (the CLI's `--cluster`) names a Ray cluster, a
-`RayExecutor` whose tasks run the same module-level functions on the cluster's workers: each
-reads its file through fsspec, parses it, writes the table and its summary to the (shared)
-cache and returns only the small summary. The parsers' progress messages reach the same local
-queue either way (on Ray through a queue actor and a forwarding thread). The server's
-`LoadPool` and the CLI's `summary` submit their per-file work here, so both run locally or on
-the cluster alike.
+`make_executor(config, ...)` returns the embedded local process pool (`workers.WorkerPool`:
+nothing to install or start), or, when `$TORCH_PROF_CLUSTER` (the CLI's `--cluster`) names a
+Ray cluster, a `RayExecutor` whose tasks run the same module-level functions on the cluster's
+workers: each reads its file through fsspec, parses it, writes the table and its summary to
+the (shared) cache and returns only the small summary. The parsers' progress messages reach
+the same local queue either way (on Ray through a queue actor and a forwarding thread). The
+server's `LoadPool` and the CLI's `summary` submit their per-file work here, so both run
+locally or on the cluster alike.
 
 Ray is an optional extra (`pip install "torch-prof[ray]"`), imported only when a cluster is
 configured. An unreachable cluster is one clear error naming the address, within
@@ -24,11 +24,12 @@ import queue
 import socket
 import threading
 import uuid
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 from .settings import CLUSTER_ENV, Settings
+from .workers import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +49,19 @@ class ClusterError(RuntimeError):
     """The configured cluster cannot be used (unreachable, Ray missing, a task lost)."""
 
 
-def make_executor(config: Settings, *, max_workers: int, mp_context: Any = None,
+def make_executor(config: Settings, *, max_workers: int,
                   initializer: Optional[Callable[..., None]] = None,
                   initargs: tuple = ()) -> Executor:
-    """The executor for per-file work: a Ray cluster when configured, else local processes
-    (`initializer(*initargs)` runs once in each worker process; on Ray its first argument, a
-    local progress queue, is replaced by a relay queue on the cluster, see `RayExecutor`), or
-    this process itself for `max_workers=0` (a few small files: starting processes would cost
-    more than it saves)."""
+    """The executor for per-file work: a Ray cluster when configured, else local worker
+    processes (`workers.WorkerPool`), or this process itself for `max_workers=0` (a few small
+    files: starting processes would cost more than it saves). `initializer(*initargs)` runs
+    once in each worker process; its first argument, when a local queue (the parsers'
+    progress), is replaced by a relay into that queue (a pipe locally, a queue actor on Ray)."""
     if config.cluster:
         return RayExecutor(config.cluster, initializer=initializer, initargs=initargs)
     if max_workers < 1:
         return InlineExecutor()
-    return ProcessPoolExecutor(max_workers=max_workers, mp_context=mp_context,
-                               initializer=initializer, initargs=initargs)
+    return WorkerPool(max_workers, initializer=initializer, initargs=initargs)
 
 
 def is_remote(executor: Executor) -> bool:

@@ -26,7 +26,6 @@ PARSE_PROCESSES_ENV = "TORCH_PROF_PARSE_PROCESSES"
 LOAD_WORKERS_ENV = "TORCH_PROF_LOAD_WORKERS"
 LOAD_MEMORY_ENV = "TORCH_PROF_LOAD_MEMORY_MB"
 TABLE_MEMORY_ENV = "TORCH_PROF_TABLE_MEMORY_MB"
-START_METHOD_ENV = "TORCH_PROF_START_METHOD"
 WARM_ENV = "TORCH_PROF_WARM"
 CLUSTER_ENV = "TORCH_PROF_CLUSTER"
 MAX_INFLATE_RATIO_ENV = "TORCH_PROF_MAX_INFLATE_RATIO"
@@ -43,7 +42,6 @@ DEFAULT_SNAPSHOT_MAX_MB = 1024
 
 #: Values of $TORCH_PROF_CACHE_DIR that turn the cache off.
 CACHE_OFF_VALUES = frozenset({"off", "none", "0", "false"})
-START_METHODS = ("spawn", "forkserver", "fork")
 
 
 @dataclass(frozen=True)
@@ -62,8 +60,6 @@ class Settings:
     load_memory: Optional[int] = None
     #: Memory budget of the server's parsed-table LRU in bytes; None = from available memory.
     table_memory: Optional[int] = None
-    #: multiprocessing start method of the load pool.
-    start_method: str = "spawn"
     #: Warm derived data (op tree, timeline index) of newly read tables in the background.
     warm: bool = True
     #: Ray cluster that parses and summarises files (ray://HOST:PORT, HOST:PORT or auto);
@@ -98,7 +94,6 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         load_workers=_positive_int(env, LOAD_WORKERS_ENV),
         load_memory=_megabytes(megabytes[LOAD_MEMORY_ENV]),
         table_memory=_megabytes(megabytes[TABLE_MEMORY_ENV]),
-        start_method=_choice(env, START_METHOD_ENV, START_METHODS, "spawn"),
         warm=env.get(WARM_ENV, "").strip() != "0",
         cluster=env.get(CLUSTER_ENV, "").strip() or None,
         max_inflate_ratio=_positive_int(env, MAX_INFLATE_RATIO_ENV) or 100,
@@ -127,14 +122,6 @@ def _positive_int(env: Mapping[str, str], name: str) -> Optional[int]:
 
 def _megabytes(value: Optional[int]) -> Optional[int]:
     return None if value is None else value << 20
-
-
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
-    value = env.get(name, "").strip()
-    if value and value not in choices:
-        log.warning("ignoring %s=%r: not one of %s", name, value, ", ".join(choices))
-        return default
-    return value or default
 
 
 # -- the machine -----------------------------------------------------------------------------

@@ -6,16 +6,16 @@ the `TraceCache` in the background, so nothing on the way to the first view touc
 (a table over `HANDOVER_MAX_BYTES` is written to the cache here and read back by the server).
 The summary is stored next to the table so that a restarted server knows the file without
 parsing it again (`peek_summary`). Progress goes back to the server through a queue handed
-over when the child starts. On a Ray cluster (`executors.py`) a task runs `parse_into_cache`
-instead: the same parse, but the table, the summary and the view summaries go to the shared
-cache from the remote node and only the summary comes back. This module is what the children
-import: it needs ingest and the per-file summary (no TensorBoard, no views, no server).
+over when the child starts. On a Ray cluster, and for a file too big to hand over,
+`parse_store.parse_into_cache` runs instead (the table, the summary and the view summaries go
+to the cache from the child). This module is what every parser process imports before its
+first file, so it is kept light: ingest and the per-file summary only (no TensorBoard, no
+views, no server); the view registry is imported by the processes that need it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import queue
@@ -30,12 +30,14 @@ from ..ingest import parse_trace
 from ..ingest.plain import PlainTable, to_plain
 from ..ingest.schema import LoadState
 from ..storage import FileRef
-from ..views.registry import SPECS
 
 #: Tables up to this size (their arrays) go to the server through the result pipe; bigger
-#: ones through the cache as before, written here (the pickled copy on each side would double
-#: the peak memory of both processes for a multi-GB trace).
+#: ones through the cache, written here (the pickled copy on each side would double the peak
+#: memory of both processes for a multi-GB trace).
 HANDOVER_MAX_BYTES = 512 << 20
+#: A file with more JSON than this is sent to `parse_store.parse_into_cache` at once (tables
+#: hold 0.3-0.5 bytes of arrays per byte of JSON, measured in bench/).
+HANDOVER_MAX_JSON_BYTES = 4 * HANDOVER_MAX_BYTES
 #: Payload key of the per-file summary stored next to the parsed table.
 SUMMARY_KEY = f"torch-prof-server/summary/v{FEATURES_VERSION}"
 CHILD_NICENESS = 2  # parsing yields a little to the server's request threads
@@ -66,65 +68,28 @@ class ParsedFile:
 
 
 def parse_file(key: str, ref: FileRef, cache_root: str, processes: int = 1) -> ParsedFile:
-    """Parse one file; return its summary and table (the server writes the cache), or for a
-    table over `HANDOVER_MAX_BYTES` write it and the summary to the cache here."""
+    """Parse one file; return its summary and table (the server writes the cache). A table
+    over `HANDOVER_MAX_BYTES` (the file was smaller than `HANDOVER_MAX_JSON_BYTES`, yet its
+    table is that big) is written to the cache here with its summary; its view summaries are
+    then computed by the server when a view first needs them."""
     started_at, started = time.time(), time.perf_counter()
-    table = _parse(key, ref, processes)
+    table = parse_table(key, ref, processes)
     parsed = time.perf_counter()
     summary = summarize(table)
     plain = to_plain(table) if table.status.state != LoadState.ERROR else None
     if plain is not None and sum(a.nbytes for a in plain.arrays.values()) > HANDOVER_MAX_BYTES:
-        store_parsed(TraceCache(cache_location(cache_root)), ref, table, summary)
+        cache = TraceCache(cache_location(cache_root))
+        cache.save_table(ref, table)
+        store_summary(cache, ref, summary)
         plain = None
     return ParsedFile(summary, plain, started_at, parsed - started, time.perf_counter() - parsed)
 
 
-def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
-                     ) -> dict[str, Any]:
-    """Parse one file and write its table, summary and view summaries to the cache at
-    `cache_root` (a path or an fsspec URL); return only the summary. What a task on a Ray
-    cluster runs: a table cannot be handed over from a remote node, the shared cache carries
-    it. An entry already committed there (a retried task) is read instead of parsed."""
-    cache = TraceCache(cache_location(cache_root))
-    cached = cache.load_table(ref)
-    table = cached if cached is not None else _parse(key, ref, processes)
-    summary = summarize(table)
-    if table.status.state != LoadState.ERROR:  # not cached: a retry re-reads the file
-        store_parsed(cache, ref, table, summary, with_table=cached is None)
-    return summary
-
-
-def store_parsed(cache: TraceCache, ref: FileRef, table: Any, summary: dict[str, Any], *,
-                 with_table: bool = True) -> None:
-    """A parsed table (unless it is there already), its summary and its run-level view
-    summaries, into the cache (each payload only when missing)."""
-    if with_table:
-        cache.save_table(ref, table)
-    store_summary(cache, ref, summary)
-    store_view_summaries(cache, ref, table, summary["features"])
-
-
-def _parse(key: str, ref: FileRef, processes: int) -> Any:
+def parse_table(key: str, ref: FileRef, processes: int) -> Any:
+    """Parse one file in this process (and `processes - 1` split helpers), reporting progress
+    to the server under `key`."""
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
     return parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
-
-
-def store_view_summaries(cache: TraceCache, ref: FileRef, table: Any,
-                          features: dict[str, Any]) -> None:
-    """The per-file summaries of run-level views (the Distributed view's rank summary), next to
-    the table, while the table is in memory (here for a table this child cached itself; in the
-    server's cache writer for a table handed over): the server then never reads the table for
-    them.
-    A failure here costs only the precomputation (the server computes it on first request)."""
-    for spec in SPECS.values():
-        if spec.summarize is None or not spec.summary_wanted(features):
-            continue
-        try:
-            cache.payload(ref, spec.summary_key(), functools.partial(spec.summarize, table),
-                          spec.summary_type)
-        except Exception:  # noqa: BLE001 - the request path reports it with the file's name
-            log.warning("torch-prof: %s summary of %s failed", spec.name, ref.url,
-                        exc_info=True)
 
 
 def store_summary(cache: TraceCache, ref: FileRef, summary: FileSummary | dict[str, Any]

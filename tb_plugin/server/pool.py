@@ -4,22 +4,21 @@ A child (`parse_child.py`) parses one file and sends back a small summary (state
 feature counts) and the table as plain arrays; the catalogue hands the table to the server's
 table memory, which writes it to the `TraceCache` in the background. The executor comes from
 `executors.make_executor`: local processes, or with `$TORCH_PROF_CLUSTER` a Ray cluster whose
-tasks (`parse_into_cache`) write the table to the shared cache and send back only the summary
-(the cluster schedules them by its own CPUs and memory). How many
+tasks (`parse_store.parse_into_cache`, also used locally for a file too big to hand over)
+write the table to the shared cache and send back only the summary (the cluster schedules
+them by its own CPUs and memory). How many
 files are parsed at once is bounded by the cores and by a memory budget (each file's peak is
-estimated from its size), and one file is always allowed to run, however big. Children are
-started with `spawn` by default (TensorBoard is multi-threaded, so `fork` is unsafe) and the
-pool is shut down when idle, so an idle server holds no parser processes. The knobs come from
-`tb_plugin.settings`.
+estimated from its size), and one file is always allowed to run, however big. The children are
+`workers.WorkerPool` processes, which import only the parser (not TensorBoard, not the views),
+and the pool is shut down when idle, so an idle server holds no parser processes. The knobs
+come from `tb_plugin.settings`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import itertools
 import logging
-import multiprocessing
 import os
 import queue
 import threading
@@ -43,7 +42,9 @@ from ..settings import (
     usable_cpus,
 )
 from ..storage import FileRef, is_local, open_file
-from .parse_child import ParsedFile, init_child, parse_file, parse_into_cache
+from ..workers import WorkerPool
+from .parse_child import HANDOVER_MAX_JSON_BYTES, ParsedFile, init_child, parse_file
+from .parse_store import parse_into_cache
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,6 @@ class LoadPool:
         workers: Optional[int] = None,
         memory_budget: Optional[int] = None,
         idle_shutdown_s: float = IDLE_SHUTDOWN_S,
-        start_method: Optional[str] = None,
         config: Optional[Settings] = None,
     ) -> None:
         config = config or settings()
@@ -146,7 +146,6 @@ class LoadPool:
         self.memory_budget = memory_budget or default_memory_budget(config)
         self.workers = workers or default_workers(config, self.memory_budget)
         self.idle_shutdown_s = idle_shutdown_s
-        self.start_method = start_method or config.start_method
         # Processes a file parsed alone may use (the parser splits a big local file in parts).
         self.split = max(1, min(self.workers, config.parse_processes or usable_cpus()))
         self.config = config
@@ -161,15 +160,14 @@ class LoadPool:
         self._running: dict[int, LoadJob] = {}
         self._done: deque[tuple[LoadJob, Future]] = deque()
         self._executor: Optional[Executor] = None
-        self._progress_queue: Any = None
+        self._progress_queue: queue.SimpleQueue = queue.SimpleQueue()
         self._broken = False
-        self._seen_processes: dict[int, Any] = {}  # parser processes, for their exit codes
         self._idle_since = time.monotonic()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="torch-prof-loader", daemon=True)
         self._thread.start()
         log.info("torch-prof: parsing up to %d files at once (memory budget %d MB, %s)",
-                 self.workers, self.memory_budget >> 20, config.cluster or self.start_method)
+                 self.workers, self.memory_budget >> 20, config.cluster or "local processes")
 
     # -- public API (any thread) ---------------------------------------------------------------
 
@@ -199,9 +197,6 @@ class LoadPool:
         self._wake.set()
         if executor is not None:
             _kill(executor)
-        if self._progress_queue is not None:
-            self._progress_queue.cancel_join_thread()
-            self._progress_queue.close()
 
     # -- the pool thread -------------------------------------------------------------------------
 
@@ -234,9 +229,11 @@ class LoadPool:
                 processes = self._processes_for(job)
                 try:
                     executor = self._executor_or_new()
-                    # Local parsers hand the table over; a Ray task (another node) writes it
-                    # to the shared cache and returns only the summary.
-                    parse = parse_into_cache if is_remote(executor) else parse_file
+                    # Local parsers hand the table over; a Ray task (another node), or a file
+                    # too big to hand over, writes it to the cache and returns the summary.
+                    parse = (parse_into_cache if is_remote(executor)
+                             or job.estimate - BASE_MEMORY > HANDOVER_MAX_JSON_BYTES
+                             else parse_file)
                     future = executor.submit(
                         parse, job.key, job.ref, str(self.cache_root), processes)
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
@@ -244,7 +241,6 @@ class LoadPool:
                     self._broken = True
                     break
                 self._queue.pop()
-                self._seen_processes.update(_processes_of(self._executor))
                 job.submitted_at = time.time()
                 if processes > 1:
                     job.processes = processes
@@ -275,7 +271,7 @@ class LoadPool:
     def _outcome(self, job: LoadJob, future: Future) -> Optional[LoadOutcome]:
         try:
             parsed: ParsedFile | dict[str, Any] = future.result()
-            if isinstance(parsed, dict):  # from a Ray task: the table is in the shared cache
+            if isinstance(parsed, dict):  # from parse_into_cache: the table is in the cache
                 return LoadOutcome(job.key, summary=parsed)
             log.debug("torch-prof timing: pool_start %.3f s (%s)",
                       parsed.started_at - job.submitted_at, job.ref.url)
@@ -289,55 +285,37 @@ class LoadPool:
             return None
         except ClusterError as exc:  # unreachable cluster, or its worker died on every retry
             return LoadOutcome(job.key, error=str(exc))
-        except BrokenProcessPool:
+        except BrokenProcessPool as exc:
             self._broken = True
             if job.attempts == 0:  # maybe another file's crash: retry it alone
                 job.attempts, job.solo = 1, True
                 job.processes, job.estimate = 1, estimate_memory(job.ref)
                 self.submit(job)
                 return None
-            return LoadOutcome(job.key, error=self._death_message())
+            return LoadOutcome(job.key, error=death_message(getattr(exc, "exitcode", None)))
         except Exception as exc:
             log.exception("loading %s failed", job.ref.url)
             return LoadOutcome(job.key, error=f"internal error while loading "
                                f"({type(exc).__name__}: {exc}); please report it")
-
-    def _death_message(self) -> str:
-        """Why the parser process of a file died, from the exit codes of the pool's processes:
-        killed by a signal (the out-of-memory killer sends SIGKILL) or never able to start."""
-        codes = [p.exitcode for p in self._seen_processes.values() if p.exitcode is not None]
-        if not codes or any(code < 0 for code in codes):
-            return ("the parser process was killed while reading this file (out of memory?); "
-                    f"try a machine with more memory, or lower {LOAD_WORKERS_ENV}")
-        return (f"the parser process exited unexpectedly (exit code {codes[-1]}): it could not "
-                "start or crashed; see the TensorBoard log")
 
     def _replace_broken_executor(self) -> None:
         with self._lock:
             executor, self._executor, self._broken = self._executor, None, False
         if executor is not None:
             _kill(executor)
-        self._seen_processes.clear()
 
     def _executor_or_new(self) -> Executor:
         if self._executor is None:
-            context = multiprocessing.get_context(self.start_method)
-            if self._progress_queue is None:
-                self._progress_queue = context.Queue()
             self._executor = make_executor(  # local processes, or the Ray cluster configured
-                self.config, max_workers=self.workers, mp_context=context,
+                self.config, max_workers=self.workers,
                 initializer=init_child, initargs=(self._progress_queue,))
         return self._executor
 
     def _drain_progress(self) -> None:
-        if self._progress_queue is None:
-            return
         for _ in range(10_000):
             try:
                 key, fraction = self._progress_queue.get_nowait()
             except queue.Empty:
-                return
-            except (OSError, EOFError, ValueError):  # closed at shutdown
                 return
             self._on_progress(key, fraction)
 
@@ -348,7 +326,6 @@ class LoadPool:
             executor = self._executor if idle else None
             if idle:
                 self._executor = None
-                self._seen_processes.clear()
         if executor is not None:
             executor.shutdown(wait=True)  # idle: the children exit at once
 
@@ -425,18 +402,20 @@ def _entry(job: LoadJob) -> tuple[int, int, int, str]:
     return (-job.priority, job.ref.size, job.token, job.key)
 
 
-def _processes_of(executor: Optional[Executor]) -> dict[int, Any]:
-    return dict(getattr(executor, "_processes", None) or {})
+def death_message(exitcode: Optional[int]) -> str:
+    """Why the parser process of a file died, from its exit code: killed by a signal (the
+    out-of-memory killer sends SIGKILL) or exited (it could not start, or crashed)."""
+    if exitcode is None or exitcode < 0:
+        return ("the parser process was killed while reading this file (out of memory?); "
+                f"try a machine with more memory, or lower {LOAD_WORKERS_ENV}")
+    return (f"the parser process exited unexpectedly (exit code {exitcode}): it could not "
+            "start or crashed; see the TensorBoard log")
 
 
 def _kill(executor: Executor) -> None:
-    """Shut an executor down without waiting for running parses (they may take minutes)."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            process.terminate()
-    deadline = time.monotonic() + 5  # reap them, so old and new parsers never add up
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
-            process.join(max(0.0, deadline - time.monotonic()))
+    """Stop an executor without waiting for running parses (they may take minutes): local
+    workers are killed and reaped, so old and new parsers never add up."""
+    if isinstance(executor, WorkerPool):
+        executor.kill()
+    else:
+        executor.shutdown(wait=False, cancel_futures=True)

@@ -28,7 +28,7 @@ from ..load import load_trace
 from ..settings import Settings, available_memory
 from .filestate import FileState
 from .memo import MemoryLRU, SingleFlight
-from .parse_child import store_parsed
+from .parse_store import store_parsed
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from tb_plugin.cache import TraceCache
 from tb_plugin.cli import main
 from tb_plugin.executors import RayExecutor
 from tb_plugin.load import load_trace
-from tb_plugin.server.parse_child import parse_into_cache
+from tb_plugin.server.parse_store import parse_into_cache
 from tb_plugin.server.plugin import TorchProfPlugin
 from tb_plugin.server.pool import LoadPool
 from tb_plugin.server.store import RunStore

@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import pytest
 
+from tb_plugin.workers import WORKER_NAME
 from tests.support.hostile import whitespace_bomb
 
 from .harness import (
@@ -82,14 +83,15 @@ def _descendants(pid: int) -> list[int]:
 
 
 def parser_processes(pid: int) -> list[int]:
-    """Descendants of TensorBoard that are multiprocessing workers (not the resource tracker)."""
+    """Descendants of TensorBoard that are parser processes (workers and their split-parse
+    helpers, which are forked from a worker and keep its command line)."""
     found = []
     for child in _descendants(pid):
         try:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
+        if WORKER_NAME.encode() in cmdline.split(b"\0"):
             found.append(child)
     return found
 

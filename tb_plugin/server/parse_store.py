@@ -1,0 +1,63 @@
+"""A parsed table, its summary and its run-level view summaries into the `TraceCache`.
+
+Used by the server's cache writer (for a table a parser handed over) and by the parser
+processes that write the cache themselves: a task on a Ray cluster (its table cannot be handed
+over from a remote node; the shared cache carries it) and a local file too big to hand over.
+Kept apart from `parse_child` because it needs the view registry: a parser process imports it
+only when it is given `parse_into_cache`, so the common case starts without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from ..analysis.features import summarize
+from ..cache import TraceCache, cache_location
+from ..ingest.schema import LoadState
+from ..storage import FileRef
+from ..views.registry import SPECS
+from .parse_child import parse_table, store_summary
+
+log = logging.getLogger(__name__)
+
+
+def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
+                     ) -> dict[str, Any]:
+    """Parse one file and write its table, summary and view summaries to the cache at
+    `cache_root` (a path or an fsspec URL); return only the summary. An entry already
+    committed there (a retried Ray task) is read instead of parsed."""
+    cache = TraceCache(cache_location(cache_root))
+    cached = cache.load_table(ref)
+    table = cached if cached is not None else parse_table(key, ref, processes)
+    summary = summarize(table)
+    if table.status.state != LoadState.ERROR:  # not cached: a retry re-reads the file
+        store_parsed(cache, ref, table, summary, with_table=cached is None)
+    return summary
+
+
+def store_parsed(cache: TraceCache, ref: FileRef, table: Any, summary: dict[str, Any], *,
+                 with_table: bool = True) -> None:
+    """A parsed table (unless it is there already), its summary and its run-level view
+    summaries, into the cache (each payload only when missing)."""
+    if with_table:
+        cache.save_table(ref, table)
+    store_summary(cache, ref, summary)
+    store_view_summaries(cache, ref, table, summary["features"])
+
+
+def store_view_summaries(cache: TraceCache, ref: FileRef, table: Any,
+                         features: dict[str, Any]) -> None:
+    """The per-file summaries of run-level views (the Distributed view's rank summary), next to
+    the table, while the table is in memory: the server then never reads the table for them.
+    A failure here costs only the precomputation (the server computes it on first request)."""
+    for spec in SPECS.values():
+        if spec.summarize is None or not spec.summary_wanted(features):
+            continue
+        try:
+            cache.payload(ref, spec.summary_key(), functools.partial(spec.summarize, table),
+                          spec.summary_type)
+        except Exception:  # noqa: BLE001 - the request path reports it with the file's name
+            log.warning("torch-prof: %s summary of %s failed", spec.name, ref.url,
+                        exc_info=True)
