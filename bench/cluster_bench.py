@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import platform
 import resource
 import shutil
@@ -59,8 +58,7 @@ def child(mode: str, logdir: str, cache: str) -> None:
         init_s = time.perf_counter() - started
         executor = RayExecutor("auto")
     else:
-        executor = make_executor(settings(), max_workers=2,
-                                 mp_context=multiprocessing.get_context("spawn"))
+        executor = make_executor(settings(), max_workers=2)
     begin = time.perf_counter()
     rows = summarise_files(executor, refs, cache)
     work_s = time.perf_counter() - begin

@@ -12,6 +12,7 @@ import io
 import os
 import queue
 import signal
+import sys
 import threading
 from concurrent.futures import wait
 from concurrent.futures.process import BrokenProcessPool
@@ -153,6 +154,15 @@ def test_an_initializer_that_fails_ends_the_worker_with_its_exit_code() -> None:
         assert died.value.exitcode == 1
     finally:
         pool.kill()
+
+
+def test_no_interpreter_to_start_is_a_clear_error(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    pool = WorkerPool(1)
+    with pytest.raises(WorkerDied, match="cannot start a worker process.*no-python"):
+        pool.submit(_echo, 1)
+    assert pool.processes() == []
 
 
 def test_a_killed_worker_breaks_the_pool_but_not_the_other_call(tmp_path: Path) -> None:
