@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tb_plugin.cli import main
 from tests.cluster.ranks import write_run
 from tests.cluster.support import closed_port, import_ray, listening
 from tests.support import REPO
@@ -37,23 +36,37 @@ def head() -> Iterator[str]:
     try:
         output = start.communicate(timeout=120)[0].decode(errors="replace")
         assert start.returncode == 0, output
-        os.environ["RAY_AUTH_MODE"] = "disabled"  # this process is the client
         # `ray start` returns before its Ray Client proxy listens: wait for the port (bounded).
         assert listening("127.0.0.1", client, timeout=60), output
         yield f"ray://127.0.0.1:{client}"
     finally:
-        os.environ.pop("RAY_AUTH_MODE", None)
         with contextlib.suppress(ProcessLookupError):  # the head's processes share its group
             os.killpg(start.pid, signal.SIGKILL)
 
 
-def test_cli_summary_through_the_ray_client(head: str, tmp_path: Path, capsys) -> None:
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """The CLI as a user runs it, in a process of its own."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "tb_plugin.cli", *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_summary_through_the_ray_client(head: str, tmp_path: Path) -> None:
     write_run(tmp_path / "logs", 8)
-    status = main(["--cache-dir", f"file://{tmp_path / 'shared'}", "summary",
-                   str(tmp_path / "logs"), "--json", "--cluster", head, "--progress"])
-    out, err = capsys.readouterr()
-    assert status == 0, err
-    assert "8/8 files" in err.split("\r")[-1]
-    assert main(["--no-cache", "summary", str(tmp_path / "logs"), "--json"]) == 0
-    assert json.loads(out)["runs"] == json.loads(capsys.readouterr().out)["runs"]
+    args = ("--cache-dir", f"file://{tmp_path / 'shared'}", "summary", str(tmp_path / "logs"),
+            "--json", "--cluster", head, "--progress")
+    # Ray's own bug (ray-project/ray#63202, open): the client proxy forks each client's server
+    # from a multi-threaded gRPC process, and some of those children die at once (its log:
+    # "Check failed: next_worker->state == KICKED", or a zombie in "Initialization failure
+    # from server"; a third of the connections on this VM). Our CLI then says it cannot reach
+    # the cluster, as it should; a new connection gets a new server, so it is tried 3 times.
+    for _ in range(3):
+        remote = _cli(*args)
+        if "the Ray cluster at" not in remote.stderr:
+            break
+    assert remote.returncode == 0, remote.stderr
+    assert "8/8 files" in remote.stderr.split("\r")[-1]
+    local = _cli("--no-cache", "summary", str(tmp_path / "logs"), "--json")
+    assert local.returncode == 0, local.stderr
+    assert json.loads(remote.stdout)["runs"] == json.loads(local.stdout)["runs"]
     assert len(list((tmp_path / "shared").rglob("COMMIT.json"))) == 8

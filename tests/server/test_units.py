@@ -32,7 +32,12 @@ from tb_plugin.server.api import Query, endpoint
 from tb_plugin.server.errors import BadRequest
 from tb_plugin.server.filestate import FileState, modified_at, run_state
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
-from tb_plugin.server.parse_child import parse_file, peek_summary, store_summary
+from tb_plugin.server.parse_child import (
+    HANDOVER_MAX_JSON_BYTES,
+    parse_file,
+    peek_summary,
+    store_summary,
+)
 from tb_plugin.server.plugin import CATCH_ALL, PLUGIN_NAME, TorchProfPlugin, resolve_logdir
 from tb_plugin.server.pool import (
     BASE_MEMORY,
@@ -42,6 +47,7 @@ from tb_plugin.server.pool import (
     LoadPool,
     admits,
     estimate_memory,
+    hands_over,
 )
 from tb_plugin.server.store import RunStore
 from tb_plugin.server.tables import table_budget
@@ -295,6 +301,19 @@ def test_pool_admission_is_bounded_by_slots_and_memory() -> None:
     assert not admits(LoadJob("d", small, estimate_memory(small)), split_and_one, 2, budget)
     crashed = [LoadJob("a", small, estimate_memory(small), solo=True)]
     assert not admits(LoadJob("d", small, estimate_memory(small)), crashed, 4, budget)
+
+
+def test_parsers_hand_over_what_is_waited_for_and_cache_a_bulk_load() -> None:
+    small = _ref("1", 1000)
+    job = LoadJob("a", small, estimate_memory(small))
+    assert hands_over(job, 0, remote=False)  # the only file: a cold open
+    assert not hands_over(job, 1, remote=False)  # a bulk load: the parser writes the cache
+    assert hands_over(LoadJob("a", small, job.estimate, priority=10), 500, remote=False)
+    assert not hands_over(LoadJob("a", small, job.estimate, priority=10), 0, remote=True)
+    big = _ref("1", HANDOVER_MAX_JSON_BYTES + 1)
+    assert not hands_over(LoadJob("b", big, estimate_memory(big), priority=10), 0, False)
+    edge = _ref("1", HANDOVER_MAX_JSON_BYTES)
+    assert hands_over(LoadJob("b", edge, estimate_memory(edge)), 0, remote=False)
 
 
 def test_pool_queue_order_requested_then_smaller_first() -> None:
