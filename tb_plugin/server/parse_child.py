@@ -6,11 +6,12 @@ the `TraceCache` in the background, so nothing on the way to the first view touc
 (a table over `HANDOVER_MAX_BYTES` is written to the cache here and read back by the server).
 The summary is stored next to the table so that a restarted server knows the file without
 parsing it again (`peek_summary`). Progress goes back to the server through a queue handed
-over when the child starts. On a Ray cluster, and for a file too big to hand over,
-`parse_store.parse_into_cache` runs instead (the table, the summary and the view summaries go
-to the cache from the child). This module is what every parser process imports before its
-first file, so it is kept light: ingest and the per-file summary only (no TensorBoard, no
-views, no server); the view registry is imported by the processes that need it.
+over when the child starts. On a Ray cluster, for a file too big to hand over and for the
+files of a bulk load (`pool.hands_over`), `parse_store.parse_into_cache` runs instead (the
+table, the summary and the view summaries go to the cache from the child). This module is
+what every parser process imports before its first file, so it is kept light: ingest and the
+per-file summary only (no TensorBoard, no views, no server); the view registry is imported by
+the processes that need it.
 """
 
 from __future__ import annotations

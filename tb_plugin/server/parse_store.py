@@ -2,7 +2,8 @@
 
 Used by the server's cache writer (for a table a parser handed over) and by the parser
 processes that write the cache themselves: a task on a Ray cluster (its table cannot be handed
-over from a remote node; the shared cache carries it) and a local file too big to hand over.
+over from a remote node; the shared cache carries it), a local file too big to hand over, and
+the files of a bulk load (many ranks: written in parallel by the parsers).
 Kept apart from `parse_child` because it needs the view registry: a parser process imports it
 only when it is given `parse_into_cache`, so the common case starts without it.
 """

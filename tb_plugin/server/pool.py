@@ -2,11 +2,13 @@
 
 A child (`parse_child.py`) parses one file and sends back a small summary (state, messages,
 feature counts) and the table as plain arrays; the catalogue hands the table to the server's
-table memory, which writes it to the `TraceCache` in the background. The executor comes from
-`executors.make_executor`: local processes, or with `$TORCH_PROF_CLUSTER` a Ray cluster whose
-tasks (`parse_store.parse_into_cache`, also used locally for a file too big to hand over)
-write the table to the shared cache and send back only the summary (the cluster schedules
-them by its own CPUs and memory). How many
+table memory, which writes it to the `TraceCache` in the background. That is for a file
+someone waits for; the files of a bulk load, and a file too big to hand over, are written to
+the cache by the child itself (`parse_store.parse_into_cache`, see `hands_over`). The
+executor comes from `executors.make_executor`: local processes, or with
+`$TORCH_PROF_CLUSTER` a Ray cluster whose tasks (`parse_into_cache` too) write the table to
+the shared cache and send back only the summary (the cluster schedules them by its own CPUs
+and memory). How many
 files are parsed at once is bounded by the cores and by a memory budget (each file's peak is
 estimated from its size), and one file is always allowed to run, however big. The children are
 `workers.WorkerPool` processes, which import only the parser (not TensorBoard, not the views),

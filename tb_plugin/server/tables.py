@@ -1,7 +1,8 @@
 """Parsed tables and encoded payloads in server memory, read from the on-disk cache on demand.
 
-Parser children hand every table they make to the server (`adopt`): it goes straight into a
-memory-bounded LRU, and a background thread writes it (and the file's summary) to the
+Parser children hand the table of a file someone waits for to the server (`adopt`; the files
+of a bulk load they write to the cache themselves, see `pool.hands_over`): it goes straight
+into a memory-bounded LRU, and a background thread writes it (and the file's summary) to the
 `TraceCache`, so the first view never waits for a disk round-trip. A table that left the LRU is
 read back from the cache when a view needs it (once for all concurrent callers). View payloads are
 computed once per (file identity, key) through `TraceCache.payload`, and encoded response
