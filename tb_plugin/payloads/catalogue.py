@@ -75,12 +75,15 @@ class SpanStatusDetail(TypedDict):
 
 class Loading(TypedDict):
     """The 202 reply: the worker span (or every file of the run, for /views) is still loading;
-    poll again (Retry-After: 1)."""
+    poll again after `retry_after_ms` (the Retry-After header says 1, HTTP's whole seconds)."""
 
     loading: Annotated[Literal[True], doc("Always true.")]
     progress: Annotated[float, doc("Fraction (0..1) parsed (4 decimals).")]
     state: Annotated[Literal["queued", "loading"], doc("Waiting in the queue, or being "
                                                        "parsed.")]
+    retry_after_ms: Annotated[int, doc(
+        "When to ask again, ms: the estimated rest of the parse from its progress rate so far, "
+        "100 to 1000 (250 until its parser reports progress, 1000 while a file is queued).")]
 
 
 class ErrorDetail(TypedDict):

@@ -35,6 +35,7 @@ from .filestate import (
     FileState,
     RunEntry,
     files_progress,
+    retry_hint,
     run_json,
 )
 from .parse_child import peek_summary
@@ -220,6 +221,9 @@ class Catalog:
             state = self._by_identity.get(key)
             if state is not None and state.state in PENDING:
                 state.state, state.progress = LOADING, max(state.progress, float(fraction))
+                state.progress_at = self._clock()
+                if state.first_progress is None:
+                    state.first_progress = (state.progress_at, state.progress)
 
     def _on_done(self, outcome: LoadOutcome) -> None:
         with self._lock:
@@ -276,7 +280,8 @@ class Catalog:
         usable = [f.predicate_features() for f, state in reports if state in USABLE]
         self.want(*(f for f, state in reports if state in PENDING))  # the selected run first
         if not usable and any(state in PENDING for _, state in reports):
-            raise StillLoading(files_progress(run.files(), now), LOADING)
+            raise StillLoading(files_progress(run.files(), now), LOADING,
+                               retry_hint(run.files(), now))
         return views_of_run(usable, run.facts(usable_runs))
 
     def _usable_runs(self, now: float) -> int:
@@ -328,11 +333,13 @@ class Catalog:
 
     def usable(self, state: FileState, worker: str, span: str) -> FileState:
         """`state` once parsed; 202 (and parse it first) while pending, 422 if broken."""
+        now = self._clock()
         with self._lock:
-            reported, messages = state.report(self._clock())
+            reported, messages = state.report(now)
+            retry = retry_hint([state], now)
         if reported in PENDING:
             self._want(state.identity)
-            raise StillLoading(state.progress, reported)
+            raise StillLoading(state.progress, reported, retry)
         if reported == LoadState.ERROR:
             raise Unprocessable(f"worker {quote(worker)} span {quote(span)} could not be "
                                 f"read: {messages[0] if messages else 'unknown error'}", messages)
@@ -358,7 +365,7 @@ class Catalog:
         if found.pending:
             self.want(*found.pending)
             raise StillLoading(files_progress([*found.usable.values(), *found.pending], now),
-                               LOADING)
+                               LOADING, retry_hint(found.pending, now))
         try:
             return found.require(run_name, span)
         except NoWorkerHasSpan as exc:

@@ -48,14 +48,17 @@ class Unprocessable(ApiError):
 
 
 class StillLoading(ApiError):
-    """The worker span is queued or being parsed: answer 202 and let the client poll."""
+    """The worker span is queued or being parsed: answer 202 and let the client poll, after
+    `retry_after_s` (in the body, in ms; the Retry-After header says 1, HTTP's whole seconds)."""
 
     code = 202
 
-    def __init__(self, progress: float, state: str) -> None:
+    def __init__(self, progress: float, state: str, retry_after_s: float = 1.0) -> None:
         super().__init__("still loading")
         self.progress = progress
         self.state = state
+        self.retry_after_s = retry_after_s
 
     def body(self) -> dict[str, Any]:
-        return {"loading": True, "progress": round(self.progress, 4), "state": self.state}
+        return {"loading": True, "progress": round(self.progress, 4), "state": self.state,
+                "retry_after_ms": round(self.retry_after_s * 1000)}

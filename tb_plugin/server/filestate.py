@@ -20,6 +20,10 @@ QUEUED, LOADING = "queued", "loading"  # before the parse outcome: the server's 
 PENDING = (QUEUED, LOADING)
 USABLE = (LoadState.OK, LoadState.PARTIAL, LoadState.TRUNCATED)
 SPAN_STATES = (*PENDING, *USABLE, LoadState.ERROR)
+#: A client waiting for loading files is told to ask again after the estimated rest of their
+#: parse, within these bounds (seconds); the upper one while a file is queued, and
+#: RETRY_SILENT_S while its parser has not reported progress yet (it does every 0.2 s).
+RETRY_MIN_S, RETRY_SILENT_S, RETRY_MAX_S = 0.1, 0.25, 1.0
 #: A cut-off file modified this recently, or one whose size changed between scans this recently,
 #: is probably still being written. A file that ends in invalid JSON is reported at once.
 WRITE_GRACE_S = 30.0
@@ -37,6 +41,9 @@ class FileState:
     events: Optional[int] = None
     features: dict[str, Any] = field(default_factory=dict)
     progress: float = 0.0
+    #: (clock time, fraction) of the parser's first progress report, and the time of its latest
+    first_progress: Optional[tuple[float, float]] = None
+    progress_at: Optional[float] = None
     parsed: bool = False  # the state comes from the parser (not from a crash or a bug)
     memory_timeline: Optional[FileRef] = None  # the memory-timeline export of this span
     memory_snapshot: bool = False  # the run holds an allocator snapshot
@@ -130,6 +137,30 @@ def files_progress(files: Iterable[FileState], now: float) -> float:
         total += weight
         done += weight * (f.progress if f.pending(now) else 1.0)
     return round(done / total, 4) if total else 1.0
+
+
+def retry_hint(files: Iterable[FileState], now: float) -> float:
+    """Seconds a client waiting for `files` should wait before asking again: the longest
+    estimated rest of a pending file's parse, within [RETRY_MIN_S, RETRY_MAX_S]. The rest is
+    what is left at the rate between the parser's first and latest progress reports (the
+    parser's start-up is not in it), less the time since the latest: (1 - p) * (t - t1) /
+    (p - p1) - (now - t). RETRY_SILENT_S for a file being parsed with fewer than two reports;
+    RETRY_MAX_S while a file is queued, or pending only because it is still being written (it
+    is parsed again when it changes, not soon)."""
+    longest = RETRY_MIN_S
+    for f in files:
+        if not f.pending(now):
+            continue
+        if f.state != LOADING:
+            return RETRY_MAX_S
+        rest = RETRY_SILENT_S
+        if f.first_progress is not None and f.progress_at is not None:
+            first_at, first = f.first_progress
+            if f.progress > first and f.progress_at > first_at:
+                rate = (f.progress - first) / (f.progress_at - first_at)
+                rest = (1.0 - f.progress) / rate - (now - f.progress_at)
+        longest = max(longest, rest)
+    return min(RETRY_MAX_S, longest)
 
 
 def modified_at(ref: FileRef) -> Optional[float]:

@@ -29,5 +29,5 @@ def test_an_undocumented_status_is_rejected() -> None:
 
 
 def test_a_documented_reply_passes() -> None:
-    body = {"loading": True, "progress": 0.5, "state": "loading"}
+    body = {"loading": True, "progress": 0.5, "state": "loading", "retry_after_ms": 250}
     assert check_reply(BASE + "/overview", 202, body) is body

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 import pytest
@@ -24,13 +24,22 @@ from werkzeug.wrappers import Response
 
 from tb_plugin.analysis.features import features, summarize
 from tb_plugin.cache import TraceCache
+from tb_plugin.ingest.schema import LoadState
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import encode_json
 from tb_plugin.output.tabular import csv_filename, tabulate, to_csv
 from tb_plugin.server import static
 from tb_plugin.server.api import Query, endpoint
 from tb_plugin.server.errors import BadRequest
-from tb_plugin.server.filestate import FileState, modified_at, run_state
+from tb_plugin.server.filestate import (
+    LOADING,
+    RETRY_MIN_S,
+    RETRY_SILENT_S,
+    FileState,
+    modified_at,
+    retry_hint,
+    run_state,
+)
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
 from tb_plugin.server.parse_child import (
     HANDOVER_MAX_JSON_BYTES,
@@ -247,6 +256,34 @@ def test_static_exact_names_content_types_and_csp(tmp_path: Path) -> None:
 
 def _ref(mtime: str, size: int = 10, path: str = "/x/w.pt.trace.json") -> FileRef:
     return FileRef(None, path, size, mtime)
+
+
+def test_retry_hint_is_the_estimated_rest_of_the_parse() -> None:
+    def loading(progress: float, first: Optional[tuple[float, float]], at: Optional[float],
+                state: str = LOADING) -> FileState:
+        return FileState(_ref("1"), "id", state=state, progress=progress, first_progress=first,
+                         progress_at=at)
+
+    # (1 - p) * (t - t1) / (p - p1) - (now - t), within [0.1, 1] s
+    half = loading(0.6, (100.0, 0.2), 100.4)  # 0.4 of the file in 0.4 s: 1.0 per s
+    assert retry_hint([half], now=100.4) == pytest.approx(0.4)
+    assert retry_hint([half], now=100.5) == pytest.approx(0.3)  # 0.1 s since that report
+    assert retry_hint([loading(0.3, (100.0, 0.1), 100.4)], now=100.4) == 1.0  # 1.4 s: ceiling
+    assert retry_hint([loading(0.95, (100.0, 0.5), 100.3)], now=100.3) == RETRY_MIN_S  # 0.033
+    fast = loading(0.8, (100.0, 0.2), 100.3)  # 2 per s: 0.1 s left at 100.3, none at 100.4
+    assert retry_hint([half, fast], now=100.4) == pytest.approx(0.4)  # the longest
+    slow = loading(0.5, (100.0, 0.1), 100.8)  # 0.5 per s: 1.0 s left at 100.8
+    assert retry_hint([half, slow], now=100.8) == pytest.approx(1.0)  # half: 0.4 - 0.4
+    assert retry_hint([loading(0.3, (100.0, 0.3), 100.0)], now=100.1) == RETRY_SILENT_S  # one
+    assert retry_hint([loading(0.0, None, None)], now=100.1) == RETRY_SILENT_S  # no report yet
+    assert retry_hint([half, FileState(_ref("1"), "q")], now=100.4) == 1.0  # one is queued
+    done = loading(1.0, (100.0, 0.2), 100.9, state=LoadState.OK)
+    assert retry_hint([done, half], now=100.4) == pytest.approx(0.4)  # a done file: ignored
+    assert retry_hint([done], now=100.4) == RETRY_MIN_S  # nothing pending
+    # parsed, but reported loading while it is still being written: re-read when it changes
+    written = FileState(FileRef(None, "/x/w.pt.trace.json", 10, str(int(101 * 1e9))), "w",
+                        state=LoadState.ERROR, parsed=True, cut_off=True, progress=1.0)
+    assert written.pending(101.8) and retry_hint([written], now=101.8) == 1.0
 
 
 def test_modified_at_units() -> None:

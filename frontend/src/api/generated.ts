@@ -4342,7 +4342,7 @@ export interface components {
         /**
          * Loading
          * @description The 202 reply: the worker span (or every file of the run, for /views) is still loading;
-         *         poll again (Retry-After: 1).
+         *         poll again after `retry_after_ms` (the Retry-After header says 1, HTTP's whole seconds).
          */
         Loading: {
             /**
@@ -4352,6 +4352,8 @@ export interface components {
             loading: true;
             /** @description Fraction (0..1) parsed (4 decimals). */
             progress: number;
+            /** @description When to ask again, ms: the estimated rest of the parse from its progress rate so far, 100 to 1000 (250 until its parser reports progress, 1000 while a file is queued). */
+            retry_after_ms: number;
             /**
              * @description Waiting in the queue, or being parsed.
              * @enum {unknown}

@@ -40,6 +40,12 @@ describe('getJson', () => {
     expect(fetch).toHaveBeenCalledTimes(1)
   })
 
+  it("retries after the body's retry_after_ms (the estimated rest of the parse) over Retry-After", async () => {
+    reply(202, '{"loading": true, "progress": 0.9, "state": "loading", "retry_after_ms": 200}', { 'Retry-After': '1' })
+    const error = (await getJson(url).catch((e: unknown) => e)) as LoadingError
+    expect([error.progress, error.retryAfterMs]).toEqual([0.9, 200])
+  })
+
   it("turns an error body into ApiError with the server's code and messages", async () => {
     reply(404, '{"error": {"code": "no_worker", "message": "no worker w", "messages": ["no worker w", "see runs"]}}')
     const error = (await getJson(url).catch((e: unknown) => e)) as ApiError

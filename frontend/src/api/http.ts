@@ -1,7 +1,7 @@
 // The one HTTP path of the frontend: every JSON request of every view (the trace engine's
 // included) goes through getJson, so errors, 202 "still loading" replies and aborts are handled
 // the same way everywhere. getJson sends one request: a 202 throws LoadingError (with the
-// server's progress and Retry-After) and the caller's scheduler retries it -- TanStack Query for
+// server's progress and when to ask again) and the caller's scheduler retries it -- TanStack Query for
 // the views (api/query.ts), the LOD loader for the Trace view's timeline (views/trace/lod-loader.ts),
 // both after `retryAfterMs`.
 //
@@ -24,7 +24,8 @@ export class ApiError extends Error {
   }
 }
 
-/** 202: the worker is still being loaded; `retryAfterMs` is the server's Retry-After. */
+/** 202: the worker is still being loaded; ask again after `retryAfterMs`: the server's
+ * estimate of the rest of the parse (`retry_after_ms` in the body), else its Retry-After. */
 export class LoadingError extends Error {
   readonly progress: number
   readonly retryAfterMs: number
@@ -73,8 +74,9 @@ export async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> 
   }
   const body = parse(await response.text())
   if (response.status === 202) {
-    const progress = Number((body as { progress?: unknown } | null)?.progress ?? 0)
-    throw new LoadingError(Number.isFinite(progress) ? progress : 0, retryAfter(response))
+    const loading = body as { progress?: unknown; retry_after_ms?: unknown } | null
+    const progress = Number(loading?.progress ?? 0)
+    throw new LoadingError(Number.isFinite(progress) ? progress : 0, retryAfter(response, loading?.retry_after_ms))
   }
   if (!response.ok) throw errorOf(response, body)
   if (body === null) throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${new URL(url).pathname}`)
@@ -99,7 +101,9 @@ function errorOf(response: Response, body: unknown): ApiError {
   return new ApiError(response.status, typeof err?.code === 'string' ? err.code : String(response.status), message, messages)
 }
 
-function retryAfter(response: Response): number {
+function retryAfter(response: Response, hintMs: unknown): number {
+  const hint = typeof hintMs === 'number' ? hintMs : NaN
+  if (Number.isFinite(hint) && hint > 0) return hint
   const seconds = Number(response.headers.get('Retry-After'))
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_RETRY_MS
 }
