@@ -281,7 +281,7 @@ class Catalog:
         self.want(*(f for f, state in reports if state in PENDING))  # the selected run first
         if not usable and any(state in PENDING for _, state in reports):
             raise StillLoading(files_progress(run.files(), now), LOADING,
-                               retry_hint(run.files(), now))
+                               retry_hint(run.files(), now, any_one=True))
         return views_of_run(usable, run.facts(usable_runs))
 
     def _usable_runs(self, now: float) -> int:

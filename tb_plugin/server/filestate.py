@@ -139,28 +139,30 @@ def files_progress(files: Iterable[FileState], now: float) -> float:
     return round(done / total, 4) if total else 1.0
 
 
-def retry_hint(files: Iterable[FileState], now: float) -> float:
-    """Seconds a client waiting for `files` should wait before asking again: the longest
-    estimated rest of a pending file's parse, within [RETRY_MIN_S, RETRY_MAX_S]. The rest is
-    what is left at the rate between the parser's first and latest progress reports (the
-    parser's start-up is not in it), less the time since the latest: (1 - p) * (t - t1) /
-    (p - p1) - (now - t). RETRY_SILENT_S for a file being parsed with fewer than two reports;
-    RETRY_MAX_S while a file is queued, or pending only because it is still being written (it
-    is parsed again when it changes, not soon)."""
-    longest = RETRY_MIN_S
-    for f in files:
-        if not f.pending(now):
-            continue
-        if f.state != LOADING:
-            return RETRY_MAX_S
-        rest = RETRY_SILENT_S
-        if f.first_progress is not None and f.progress_at is not None:
-            first_at, first = f.first_progress
-            if f.progress > first and f.progress_at > first_at:
-                rate = (f.progress - first) / (f.progress_at - first_at)
-                rest = (1.0 - f.progress) / rate - (now - f.progress_at)
-        longest = max(longest, rest)
-    return min(RETRY_MAX_S, longest)
+def retry_hint(files: Iterable[FileState], now: float, *, any_one: bool = False) -> float:
+    """Seconds a client waiting for all of `files` (for any one of them: `any_one`) should
+    wait before asking again: the longest (shortest) estimated rest of a pending file's parse,
+    within [RETRY_MIN_S, RETRY_MAX_S]. The rest is what is left at the rate between the
+    parser's first and latest progress reports (the parser's start-up is not in it), less the
+    time since the latest: (1 - p) * (t - t1) / (p - p1) - (now - t). RETRY_SILENT_S for a
+    file being parsed with fewer than two reports; RETRY_MAX_S for a file queued, or pending
+    only because it is still being written (it is parsed again when it changes, not soon)."""
+    rests = [_rest(f, now) for f in files if f.pending(now)]
+    if not rests:
+        return RETRY_MIN_S
+    rest = min(rests) if any_one else max(rests)
+    return min(RETRY_MAX_S, max(RETRY_MIN_S, rest))
+
+
+def _rest(f: FileState, now: float) -> float:
+    if f.state != LOADING:
+        return RETRY_MAX_S
+    if f.first_progress is not None and f.progress_at is not None:
+        first_at, first = f.first_progress
+        if f.progress > first and f.progress_at > first_at:
+            rate = (f.progress - first) / (f.progress_at - first_at)
+            return (1.0 - f.progress) / rate - (now - f.progress_at)
+    return RETRY_SILENT_S
 
 
 def modified_at(ref: FileRef) -> Optional[float]:

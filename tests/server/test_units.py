@@ -274,6 +274,9 @@ def test_retry_hint_is_the_estimated_rest_of_the_parse() -> None:
     assert retry_hint([half, fast], now=100.4) == pytest.approx(0.4)  # the longest
     slow = loading(0.5, (100.0, 0.1), 100.8)  # 0.5 per s: 1.0 s left at 100.8
     assert retry_hint([half, slow], now=100.8) == pytest.approx(1.0)  # half: 0.4 - 0.4
+    assert retry_hint([half, slow], now=100.5, any_one=True) == pytest.approx(0.3)  # /views
+    assert retry_hint([half, FileState(_ref("1"), "q")], now=100.4, any_one=True) == (
+        pytest.approx(0.4))  # the loading one will be usable first
     assert retry_hint([loading(0.3, (100.0, 0.3), 100.0)], now=100.1) == RETRY_SILENT_S  # one
     assert retry_hint([loading(0.0, None, None)], now=100.1) == RETRY_SILENT_S  # no report yet
     assert retry_hint([half, FileState(_ref("1"), "q")], now=100.4) == 1.0  # one is queued
