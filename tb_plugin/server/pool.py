@@ -44,7 +44,7 @@ from ..settings import (
     usable_cpus,
 )
 from ..storage import FileRef, is_local, open_file
-from ..workers import WorkerPool
+from ..workers import WorkerDied, WorkerPool
 from .parse_child import HANDOVER_MAX_JSON_BYTES, ParsedFile, init_child, parse_file
 from .parse_store import parse_into_cache
 
@@ -55,6 +55,9 @@ BASE_MEMORY = 192 << 20
 #: gzip traces inflate 10-30x; the parser's peak grows with the JSON size, not the gzip size.
 GZIP_EXPANSION = 20
 IDLE_SHUTDOWN_S = 60.0
+#: A file for which no parser process could be started this many times gets that error (no
+#: interpreter, no processes left) instead of staying queued.
+START_ATTEMPTS = 2
 PROGRESS_INTERVAL_S = 0.25
 
 
@@ -111,6 +114,7 @@ class LoadJob:
     priority: int = 0
     attempts: int = 0
     solo: bool = False  # after a crash: run alone, so a second crash names the culprit
+    start_failures: int = 0  # times no parser process could be started for it
     processes: int = 1  # > 1 when the parser may split the file across processes
     submitted_at: float = field(default=0.0, compare=False)  # wall clock, for the timing log
     token: int = field(default=0, compare=False)
@@ -221,7 +225,7 @@ class LoadPool:
         return self.split if alone else 1
 
     def _dispatch(self) -> None:
-        started = []
+        started, failed = [], []
         with self._lock:
             while not self._closed and not self._broken:
                 job = self._queue.peek()
@@ -239,6 +243,11 @@ class LoadPool:
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True
+                    if isinstance(exc, WorkerDied) and exc.exitcode is None:  # none started
+                        job.start_failures += 1
+                        if job.start_failures >= START_ATTEMPTS:
+                            self._queue.pop()
+                            failed.append(LoadOutcome(job.key, error=str(exc)))
                     break
                 self._queue.pop()
                 job.submitted_at = time.time()
@@ -250,6 +259,8 @@ class LoadPool:
                 started.append(job.key)
         for key in started:
             self._on_start(key)
+        for outcome in failed:
+            self._on_done(outcome)
 
     def _finished(self, job: LoadJob, future: Future) -> None:
         self._done.append((job, future))

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -627,6 +628,28 @@ def test_peek_summary_reads_only_what_a_child_stored(tmp_path: Path) -> None:
     assert peek_summary(cache, ref) == summary
     assert cache.get_payload(ref, "another key") is None
     assert peek_summary(TraceCache(None), ref) is None  # caching off
+
+
+def test_a_file_no_parser_can_start_for_gets_that_error(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    outcomes: list[LoadOutcome] = []
+    done = threading.Event()
+
+    def record(outcome: LoadOutcome) -> None:
+        outcomes.append(outcome)
+        done.set()
+
+    pool = LoadPool(tmp_path, lambda k: None, lambda k, f: None, record, workers=1,
+                    config=Settings(parse_processes=1))
+    try:
+        ref = open_ref(str(sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))[0]))
+        pool.submit(LoadJob("key", ref, estimate_memory(ref)))
+        assert done.wait(60), "the file stayed queued"
+    finally:
+        pool.close()
+    assert [o.key for o in outcomes] == ["key"] and outcomes[0].table is None
+    assert "cannot start a worker process" in outcomes[0].error and "no-python" in outcomes[0].error
 
 
 def test_pool_and_tables_take_their_budgets_from_the_settings(tmp_path: Path) -> None:
