@@ -4,8 +4,10 @@ the `needs_shared` marker, the torch requirement, and one TensorBoard launcher (
 Missing inputs skip on a developer machine but fail in CI:
 - `REQUIRE_SHARED=1`: a test marked `needs_shared` fails (instead of skipping) when
   `../shared/traces` is absent, and so does the whole session (see tests/conftest.py);
-- `REQUIRE_TORCH=1`: `import_torch()` fails (instead of skipping) when torch is not installed.
-`.ci/run` sets both.
+- `REQUIRE_TORCH=1`: `import_torch()` fails (instead of skipping) when torch is not installed;
+- `REQUIRE_BROWSER=1`: the browser lane (tests/ui) fails when chromium is missing.
+`.ci/run` sets all three. Every other missing input goes through `need()`, so no hand-written
+skip escapes them: inputs the repository ships (samples/) are never skipped at all.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ SAMPLES = REPO / "samples"
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 REQUIRE_SHARED_ENV = "REQUIRE_SHARED"
 REQUIRE_TORCH_ENV = "REQUIRE_TORCH"
+REQUIRE_BROWSER_ENV = "REQUIRE_BROWSER"
 
 #: Marks a test that reads ../shared/traces; tests/conftest.py skips or fails it when absent.
 needs_shared = pytest.mark.needs_shared
@@ -43,6 +46,23 @@ def check_shared() -> None:
     if _required(REQUIRE_SHARED_ENV):
         pytest.fail(shared_missing_message(), pytrace=False)
     pytest.skip(f"{SHARED_TRACES} absent")
+
+
+def need(present: bool, what: str, variable: str = REQUIRE_SHARED_ENV) -> None:
+    """Go on when an input is `present`; else skip on a developer machine, or fail when
+    `variable`=1 (CI), so that an absent input never reads as a pass."""
+    if present:
+        return
+    if _required(variable):
+        pytest.fail(f"{what} is missing and {variable}=1", pytrace=False)
+    pytest.skip(f"{what} is missing")
+
+
+def need_shipped(present: bool, what: str) -> None:
+    """Inputs the repository itself ships (samples/, a property of a sample) are never
+    skipped: their absence is a broken checkout or a changed sample, a failure everywhere."""
+    if not present:
+        pytest.fail(f"{what} is missing from the repository's own inputs", pytrace=False)
 
 
 def shared_required_but_missing() -> bool:
