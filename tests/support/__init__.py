@@ -16,6 +16,7 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Optional
 
 import pytest
 
@@ -65,12 +66,28 @@ def need_shipped(present: bool, what: str) -> None:
         pytest.fail(f"{what} is missing from the repository's own inputs", pytrace=False)
 
 
+_LAYER: dict[str, Optional[str]] = {"current": None}
+
+
+def enter_layer(layer: Optional[str]) -> None:
+    """Called by tests/conftest.py before each test with the layer it was given."""
+    _LAYER["current"] = layer
+
+
+def refuse_in_unit(what: str) -> None:
+    """The unit lane is in-process: starting `what` there means the test is mislabelled."""
+    if _LAYER["current"] == "unit":
+        raise RuntimeError(f"a unit test started {what}: give it the e2e layer "
+                           "(tests/conftest.py: E2E_FILES, SERVER_FIXTURES or pytest.mark.e2e)")
+
+
 def shared_required_but_missing() -> bool:
     return _required(REQUIRE_SHARED_ENV) and not SHARED_TRACES.is_dir()
 
 
 def import_torch() -> ModuleType:
     """`import torch`; a skip without it, unless `REQUIRE_TORCH=1` (CI) makes that a failure."""
+    refuse_in_unit("torch")
     try:
         return importlib.import_module("torch")
     except ImportError as error:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import need
+
 from .pages import TIMEOUT_MS, assert_dark, open_view, shot, view_selection
 
 pytestmark = pytest.mark.browser
 
 
 def _need(tb, run: str) -> str:
-    if run not in tb.runs["compiled"]:
-        pytest.skip(f"run {run} is absent")
+    need(run in tb.runs["compiled"], f"run {run}")
     return run
 
 

@@ -26,9 +26,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from .harness import CHROMIUM, REPO, SAMPLES, TensorBoard, running_tensorboard
+from tests.support import need, need_shipped
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+from .harness import REPO, SAMPLES, TensorBoard, running_tensorboard
 
 TIMEOUT_MS = 30_000
 GUTTER_W = 232  # layout.ts
@@ -42,8 +42,7 @@ DEBUG_PROBE = "window.__TORCH_PROF_DEBUG__ = true"
 
 
 def sample_run(tb: TensorBoard) -> str:
-    if not tb.runs["samples"]:
-        pytest.skip("no sample runs in samples/")
+    need_shipped(bool(tb.runs["samples"]), "a sample run in samples/")
     return tb.runs["samples"][0]
 
 
@@ -318,8 +317,7 @@ def test_search_next_previous_select_and_reveal(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, sample_run(tensorboard))
     query = "aten::conv2d"
     expected = tensorboard.api("timeline/search", **sel, q=query, limit=200)
-    if expected["total"] < 2:
-        pytest.skip(f"fewer than two {query} events in {sel}")
+    need_shipped(expected["total"] >= 2, f"two {query} events in {sel}")
     open_trace(page, tensorboard, sel)
     page.fill("[data-testid=trace-search]", query)
     assert wait_search_count(page) == f"– / {expected['total']:,}"
@@ -410,8 +408,7 @@ def test_click_event_shows_details_with_args(page, tensorboard, artifacts):
     with_args = next((m for m in found if any(
         tensorboard.api("timeline/event", **sel, id=m["id"])["args"].get(g)
         for g in ("op_args", "device_args", "python_args"))), None)
-    if with_args is None:
-        pytest.skip("no aten:: event with args in this sample")
+    need_shipped(with_args is not None, "an aten:: event with args in the sample")
     page.fill("[data-testid=trace-search]", with_args["name"])
     wait_search_count(page)
     page.click("[data-testid=trace-search-next]")
@@ -426,8 +423,7 @@ def test_click_event_shows_details_with_args(page, tensorboard, artifacts):
 
 def test_correlated_link_jumps_to_the_kernel(page, tensorboard, artifacts):
     """GPU trace: a kernel's launch is a link that selects and reveals the launch."""
-    if "resnet50_gpu_pt19" not in tensorboard.runs["shared"]:
-        pytest.skip("../shared/traces/resnet50_gpu_pt19 is absent")
+    need("resnet50_gpu_pt19" in tensorboard.runs["shared"], "../shared/traces/resnet50_gpu_pt19")
     sel = selection_of(tensorboard, "resnet50_gpu_pt19")
     kernel = tensorboard.api("timeline/search", **sel, q="sgemm", limit=1)["matches"][0]
     details = tensorboard.api("timeline/event", **sel, id=kernel["id"])
@@ -465,8 +461,7 @@ def test_correlated_link_jumps_to_the_kernel(page, tensorboard, artifacts):
 def test_flows_toggle_draws_arrows(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, sample_run(tensorboard))
     whole = tensorboard.api("timeline", **sel, width=1000)
-    if not whole["flows"]["total"]:
-        pytest.skip("no flows in this sample")
+    need_shipped(whole["flows"]["total"] > 0, "flows in the sample")
     open_trace(page, tensorboard, sel)
     assert root_attr(page, "flows") in ("", "off")
     before = pixels(page)
@@ -626,8 +621,7 @@ def write_big_trace(path: Path, target_events: int) -> int:
     """A sample's events replicated with shifted times (and ids) until ~target_events complete
     ("X") events, the ones the timeline draws; returns how many there are."""
     source = sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))
-    if not source:
-        pytest.skip("samples/cnn_bs32 is missing")
+    need_shipped(bool(source), "samples/cnn_bs32")
     with gzip.open(source[0], "rt") as handle:
         trace = json.load(handle)
     events = trace["traceEvents"]

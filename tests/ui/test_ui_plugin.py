@@ -16,11 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
+from tests.support import launcher, need_shipped
 
-from tests.support import launcher
-
-from .harness import CHROMIUM, PLUGIN, RequestLog, new_page
+from .harness import PLUGIN, RequestLog, new_page
 from .pages import (
     TIMEOUT_MS,
     choose,
@@ -38,7 +36,6 @@ from .pages import (
     wait_text,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 def test_overview_in_tensorboard_matches_api(page, tensorboard, artifacts):
     run = first_sample(tensorboard)
@@ -162,8 +159,7 @@ def test_operator_call_stack_jump_to_source(page, tensorboard):
         with_stack = [r for r in rows if r.get("has_call_stack")]
         if with_stack:
             break
-    else:
-        pytest.skip("no run with call stacks")
+    need_shipped(bool(with_stack), "a sample run with call stacks")
     target = with_stack[0]
     stacks = tensorboard.api("operators/stack", **sel, group_by="operator", name=target["name"])
     frame = plugin_frame(page, tensorboard)
@@ -367,8 +363,7 @@ def test_follows_tensorboard_dark_mode_toggle(page, tensorboard):
 
 
 def test_worker_and_span_selection(page, tensorboard):
-    if "ddp_gloo" not in tensorboard.runs["samples"]:
-        pytest.skip("samples/ddp_gloo is absent")
+    need_shipped("ddp_gloo" in tensorboard.runs["samples"], "samples/ddp_gloo")
     workers = tensorboard.api("workers", run="ddp_gloo", view="Overview")
     assert len(workers) == 2
     frame = open_entry(page, tensorboard, "run=ddp_gloo&view=Overview")
