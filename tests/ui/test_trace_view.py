@@ -74,12 +74,13 @@ def view(page: Any) -> tuple[float, float]:
 
 
 def wait_idle(page: Any, timeout: int = TIMEOUT_MS) -> None:
-    """No request pending or scheduled, and the loaded frame covers the view."""
-    page.wait_for_timeout(120)  # past the 60 ms debounce
+    """No request pending or scheduled, no draw pending, and the loaded frame covers the view
+    (the probe's data-loading, data-scheduled and data-draw-pending)."""
     page.wait_for_function(
         """() => {
           const r = document.querySelector('[data-testid=trace-canvas-root]');
           if (!r || r.dataset.state !== 'ready' || r.dataset.loading) return false;
+          if (r.dataset.scheduled || r.dataset.drawPending) return false;
           const vs = +r.dataset.viewStart, ve = +r.dataset.viewEnd, end = +r.dataset.traceEnd;
           const eps = (ve - vs) * 1e-3;
           return +r.dataset.frameStart <= Math.max(vs, 0) + eps
@@ -133,8 +134,16 @@ def timeline_requests(urls: list[str]) -> list[dict[str, list[str]]]:
     return [parse_qs(urlparse(u).query) for u in urls if urlparse(u).path.endswith("/timeline")]
 
 
-def shot(page: Any, artifacts: Path, name: str) -> None:
-    page.wait_for_timeout(150)
+def wait_drawn(page: Any) -> None:
+    """The draw that the last input or toggle requested is done (`data-draw-pending` clear)."""
+    page.wait_for_selector("[data-testid=trace-canvas-root]:not([data-draw-pending='1'])",
+                           state="attached")
+
+
+def shot(page: Any, artifacts: Path, name: str, drawn_in: Any = None) -> None:
+    """A screenshot of `page` once the canvas (in `drawn_in`, the plugin's frame, when the
+    page is TensorBoard's own) has drawn what was asked."""
+    wait_drawn(drawn_in or page)
     page.screenshot(path=str(artifacts / f"{name}.png"))
 
 
@@ -194,7 +203,7 @@ def test_trace_tab_in_tensorboard_draws(page, tensorboard, artifacts):
     wait_idle(frame)
     after = view(frame)
     assert after[1] - after[0] < 0.7 * (before[1] - before[0])
-    shot(page, artifacts, "trace_in_tensorboard")
+    shot(page, artifacts, "trace_in_tensorboard", drawn_in=frame)
 
 
 def test_probe_is_off_by_default(page, tensorboard):
@@ -377,7 +386,7 @@ def find_event_point(page: Any) -> tuple[float, float, str]:
     for x, y in candidates:
         page.mouse.move(box["x"] + x, box["y"] + y)
         tip = page.locator("[data-testid=trace-tooltip]")
-        page.wait_for_timeout(30)
+        wait_drawn(page)
         if tip.is_visible() and "Duration" in tip.inner_text():
             title = page.inner_text("[data-testid=trace-tooltip] .trace-tip-title")
             return box["x"] + x, box["y"] + y, title
@@ -467,7 +476,7 @@ def test_flows_toggle_draws_arrows(page, tensorboard, artifacts):
     before = pixels(page)
     page.check("[data-testid=trace-flows-toggle]")
     page.wait_for_selector("[data-testid=trace-canvas-root][data-flows=on]")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     after = pixels(page)
     assert after["other"] != before["other"], "flow arrows changed nothing on the canvas"
     # One chip per flow category, each can be switched off.
@@ -477,7 +486,7 @@ def test_flows_toggle_draws_arrows(page, tensorboard, artifacts):
     shot(page, artifacts, "trace_flows")
     page.uncheck("[data-testid=trace-flows-toggle]")
     page.wait_for_selector("[data-testid=trace-canvas-root][data-flows=off]")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     assert pixels(page)["other"] == before["other"]
 
 
@@ -565,7 +574,7 @@ def hover_scan(page: Any, x: float, ys: list[float], want: str) -> tuple[float, 
     tip = page.locator("[data-testid=trace-tooltip]")
     for y in ys:
         page.mouse.move(box["x"] + x, box["y"] + y)
-        page.wait_for_timeout(40)
+        wait_drawn(page)
         if tip.is_visible() and want in tip.inner_text():
             return box["x"] + x, box["y"] + y
     return None
@@ -583,7 +592,7 @@ def test_process_header_collapses_and_expands(page, tensorboard, artifacts):
     height = int(root_attr(page, "content-height"))
     page.mouse.click(*spot)
     page.wait_for_selector("[data-testid=trace-canvas-root][data-collapsed='1']")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     assert page.locator("[data-testid=trace-tooltip]").inner_text().endswith("click to expand")
     assert page.inner_text("[data-testid=trace-tooltip] .trace-tip-title") == label
     assert int(root_attr(page, "content-height")) < height
@@ -591,7 +600,7 @@ def test_process_header_collapses_and_expands(page, tensorboard, artifacts):
     shot(page, artifacts, "trace_collapsed")
     page.mouse.click(*spot)
     page.wait_for_selector("[data-testid=trace-canvas-root][data-collapsed='0']")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     assert int(root_attr(page, "content-height")) == height
     assert pixels(page)["other"] == before["other"]
 

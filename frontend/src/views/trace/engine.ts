@@ -116,6 +116,7 @@ export class TraceEngine implements InputHost {
         els.root.classList.toggle('is-loading', on)
         this.publish()
       },
+      onScheduled: () => this.publish(),
     })
     this.input = new Input(this, els)
     this.resize()
@@ -217,7 +218,9 @@ export class TraceEngine implements InputHost {
     this.raf = requestAnimationFrame(() => {
       this.raf = 0
       this.draw()
+      this.publish()
     })
+    this.publish()
   }
 
   // ------------------------------------------------------------------------------------------
@@ -404,6 +407,6 @@ export class TraceEngine implements InputHost {
     const { base, cur } = this.frames
     const frame = cur ? { start: cur.start, end: cur.end, events: cur.stats.events } : null
     const [viewStart, viewEnd] = this.view
-    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.trackList.collapsed.length, contentHeight: this.layout.height, draws: this.draws })
+    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, scheduled: this.loader.scheduled, drawPending: this.raf !== 0, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.trackList.collapsed.length, contentHeight: this.layout.height, draws: this.draws })
   }
 }
