@@ -77,17 +77,18 @@ class RecommendationLink(TypedDict):
 
 RecommendationId = Literal[
     "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
-    "dataloader", "communication_not_overlapped", "data_parallel", "nccl_backend",
-    "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
+    "host_compute", "dataloader", "communication_not_overlapped", "data_parallel",
+    "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
 """Stable rule ids (`analysis.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
 class Recommendation(TypedDict):
-    """One performance recommendation (`analysis.recommendations`), most severe first."""
+    """One performance recommendation (`analysis.recommendations`): problems of the profile
+    itself first, then priced advice by its saving, then unpriced advice by severity."""
 
     id: Annotated[RecommendationId, doc("The rule that fired.")]
     severity: Annotated[Literal["high", "medium", "low"], doc(
-        "The grade: how much it matters (ties keep the rules' priority order).")]
+        "The grade of the measured value (orders unpriced advice).")]
     title: Annotated[str, doc("Short headline (plain text).")]
     text: Annotated[str, doc("Explanation with the measured value and threshold (plain text).")]
     view: Annotated[ViewName, doc("The view that shows the evidence.")]
@@ -98,6 +99,14 @@ class Recommendation(TypedDict):
     end_us: Annotated[Optional[float], doc("End of that range (trace us), or null.")]
     link: Annotated[Optional[str], doc("URL of the first link, null when there is none.")]
     links: Annotated[list[RecommendationLink], doc("Further reading.")]
+    saving_us: Annotated[Optional[float], doc(
+        "What the fix would save per step at most (us, 2 decimals); null when not priced.")]
+    saving_pct: Annotated[Optional[float], doc(
+        "`saving_us` as a share of the step time (%, 2 decimals); null when not priced.")]
+    evidence_step: Annotated[Optional[str], doc(
+        "The step whose span holds `start_us`; null when none does (or no range).")]
+    evidence_offset_us: Annotated[Optional[float], doc(
+        "`start_us` minus that step's start (us, 2 decimals); null with `evidence_step`.")]
 
 
 class DistributedInfo(TypedDict):

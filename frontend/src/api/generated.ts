@@ -2759,24 +2759,33 @@ export interface components {
         };
         /**
          * Recommendation
-         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         * @description One performance recommendation (`analysis.recommendations`): problems of the profile
+         *         itself first, then priced advice by its saving, then unpriced advice by severity.
          */
         Recommendation: {
             /** @description End of that range (trace us), or null. */
             end_us: number | null;
+            /** @description `start_us` minus that step's start (us, 2 decimals); null with `evidence_step`. */
+            evidence_offset_us: number | null;
+            /** @description The step whose span holds `start_us`; null when none does (or no range). */
+            evidence_step: string | null;
             /**
              * @description The rule that fired.
              * @enum {unknown}
              */
-            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
             /** @description URL of the first link, null when there is none. */
             link: string | null;
             /** @description Further reading. */
             links: components["schemas"]["RecommendationLink"][];
             /** @description The measured value (2 decimals), in `unit`. */
             metric: number;
+            /** @description `saving_us` as a share of the step time (%, 2 decimals); null when not priced. */
+            saving_pct: number | null;
+            /** @description What the fix would save per step at most (us, 2 decimals); null when not priced. */
+            saving_us: number | null;
             /**
-             * @description The grade: how much it matters (ties keep the rules' priority order).
+             * @description The grade of the measured value (orders unpriced advice).
              * @enum {unknown}
              */
             severity: "high" | "low" | "medium";

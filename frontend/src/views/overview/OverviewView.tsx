@@ -10,12 +10,14 @@ import type { Theme } from '../../theme'
 import { useViewStyle } from '../../components/style'
 import css from './overview.css?inline'
 import { Async } from '../../components/Async'
+import { evidenceText, evidenceWindow, savingText } from '../../components/advice'
+import type { Navigate } from '../../urlState'
 
 interface Props {
   selection: Selection
   workerCount: number
   theme: Theme
-  onNavigate: (view: string) => void
+  onNavigate: Navigate
   views: string[]
 }
 
@@ -46,7 +48,7 @@ function OverviewContent({
   data: Overview
   workerCount: number
   theme: Theme
-  onNavigate: (view: string) => void
+  onNavigate: Navigate
   views: string[]
 }) {
   const categories = useMemo(() => categoriesOf(data), [data])
@@ -294,7 +296,7 @@ function metricText(rec: Recommendation): string {
   return `${value}${unit}`
 }
 
-function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; onNavigate: (view: string) => void; views: string[] }) {
+function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; onNavigate: Navigate; views: string[] }) {
   const target = rec.view ? (views.find((v) => v.toLowerCase() === rec.view!.toLowerCase()) ?? VIEW_ALIASES[rec.view.toLowerCase()] ?? rec.view) : null
   const available = target !== null && views.includes(target)
   const links = (rec.links && rec.links.length ? rec.links : rec.link ? [{ label: 'Learn more', url: rec.link }] : [])
@@ -302,6 +304,9 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
     .filter((l): l is { label: string; url: string } => l.url !== null)
   const severity = rec.severity === 'high' || rec.severity === 'medium' || rec.severity === 'low' ? rec.severity : 'low'
   const metric = metricText(rec)
+  const saving = savingText(rec)
+  const evidence = evidenceText(rec)
+  const window = evidenceWindow(rec)
   return (
     <li className={`rec ${severity}`} data-testid="recommendation">
       <span className={`chip ${severity}`}>{severity}</span>
@@ -311,15 +316,25 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
           {metric && <span className="rec-metric">{metric}</span>}
         </div>
         <div className="rec-text">{rec.text}</div>
-        {rec.start_us !== null && rec.end_us !== null && (
+        {saving && (
+          <div className="rec-saving" data-testid="rec-saving">
+            {saving}
+          </div>
+        )}
+        {evidence && (
           <div className="rec-evidence muted" data-testid="rec-evidence">
-            Evidence: a {duration(rec.end_us - rec.start_us)} range at trace time {duration(rec.start_us)}
+            Evidence: {evidence}
           </div>
         )}
         <div className="rec-actions">
           {available && (
             <button type="button" className="link-button" onClick={() => onNavigate(target)} data-testid="rec-view-link">
               Open {target === 'Kernel' ? 'GPU Kernel' : target} view →
+            </button>
+          )}
+          {window && views.includes('Trace') && (
+            <button type="button" className="link-button" onClick={() => onNavigate('Trace', { tWin: window, tCrit: '' })} data-testid="rec-show-on-trace">
+              Show the evidence on Trace →
             </button>
           )}
           {links.map((l) => (

@@ -78,6 +78,8 @@ export class TraceEngine implements InputHost {
   private searchNames: ReadonlySet<string> | null = null
   /** The step whose critical path is highlighted (asked of the server with every window). */
   private critical: string | null = null
+  /** A window (trace us, absolute) to show once the first frame is in (`showWindow`). */
+  private pendingWindow: TimeWindow | null = null
   private raf = 0
   private draws = 0
   private destroyed = false
@@ -137,6 +139,21 @@ export class TraceEngine implements InputHost {
   setTheme(theme: Theme): void {
     this.painter.setTheme(theme)
     this.requestDraw()
+  }
+
+  /** Show [start, end] (absolute trace us, e.g. a recommendation's evidence) with a 5% margin
+   * on each side; before the first frame, once it arrives. */
+  showWindow(win: TimeWindow): void {
+    const base = this.frames.base
+    if (!base) {
+      this.pendingWindow = win
+      return
+    }
+    this.pendingWindow = null
+    const start = win[0] - base.traceStart
+    const end = win[1] - base.traceStart
+    const pad = Math.max((end - start) * 0.05, MIN_SPAN_US)
+    this.setView([Math.max(0, start - pad), end + pad])
   }
 
   fit(): void {
@@ -326,6 +343,7 @@ export class TraceEngine implements InputHost {
       const pad = Math.max((crit.end - crit.start) * 0.03, MIN_SPAN_US)
       this.setView([Math.max(0, crit.start - pad), crit.end + pad])
     }
+    if (this.pendingWindow) this.showWindow(this.pendingWindow)
     this.publish()
     this.cb.onFirstFrame({ status: 'ok', frame })
   }
