@@ -107,6 +107,11 @@ def _known_size(handle: Any) -> int | None:
     return size if isinstance(size, int) else None
 
 
+def open_local(path: str | os.PathLike[str] | bytes) -> BinaryIO:
+    """`open_file` for a local path given directly (the Python API's path arguments)."""
+    return open_file(LocalFileSystem(), os.fsdecode(path))
+
+
 def open_to_serve(ref: FileRef) -> BinaryIO:
     """Open a file whose bytes are sent as they are (`/trace/download`): a regular file, and
     (local) only when its real path, symlinks resolved at open time, is inside the logdir,
@@ -173,5 +178,5 @@ def iter_decompressed(handle: BinaryIO, *, on_truncated_gzip: Any = None) -> Ite
 
 
 __all__ = ["FileRef", "NotRegularFile", "OutsideLogdir", "filesystem", "file_ref", "open_ref",
-           "open_file", "open_to_serve", "read_bounded", "TooLarge", "inside",
+           "open_file", "open_local", "open_to_serve", "read_bounded", "TooLarge", "inside",
            "iter_decompressed", "fsspec"]

@@ -22,6 +22,8 @@ import pytest
 from tb_plugin.cache import TraceCache
 from tb_plugin.cache_fs import JSON_MAX_BYTES, MARKER, MAX_JSON_DEPTH, decode_json
 from tb_plugin.ingest import parse_trace
+from tb_plugin.ingest.memory_export import read_raw_timeline
+from tb_plugin.ingest.snapshot import read_snapshot
 from tb_plugin.settings import PAYLOAD_CACHE_ENV
 from tb_plugin.storage import NotRegularFile, TooLarge, filesystem, open_ref, read_bounded
 from tests.cluster.ranks import write_rank
@@ -64,6 +66,15 @@ def test_read_bounded_stops_at_its_limit_on_both_sides(tmp_path: Path) -> None:
     assert read_bounded(memory, path, 10) == b"y" * 10
     with pytest.raises(TooLarge):
         read_bounded(memory, path, 9)
+
+
+@pytest.mark.parametrize("reader", [read_raw_timeline, read_snapshot])
+def test_paths_given_to_the_readers_follow_the_same_rule(tmp_path: Path, reader) -> None:
+    fifo = tmp_path / "w.raw.json.gz"
+    os.mkfifo(fifo)
+    for source in (fifo, str(fifo), "/dev/zero"):
+        with pytest.raises(NotRegularFile):  # never blocks on the FIFO, never reads /dev/zero
+            reader(source)
 
 
 def test_json_depth_limit_on_both_sides() -> None:

@@ -1,0 +1,119 @@
+"""Issue 32 through a real TensorBoard: a cache, shared (file://) or local, whose per-file
+summaries and view summaries were tampered with before the server started (a depth bomb, a
+FIFO, a symlink to /dev/zero). Before the fix, the depth bomb left that file and every file
+scheduled after it "queued" forever, the FIFO froze the scan (every lookup then waited for the
+first scan), and a nested view summary answered 500 on every request. Now each bad entry is
+recomputed: every file ends parsed with its own event count, and the Distributed view (built
+from the per-rank summaries) answers what the registry builds from freshly parsed tables."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_plugin.cache import TraceCache
+from tb_plugin.discovery import discover_runs
+from tb_plugin.load import load_trace
+from tb_plugin.output.encoding import plain
+from tb_plugin.server.parse_child import SUMMARY_KEY
+from tb_plugin.server.parse_store import parse_into_cache
+from tb_plugin.views.registry import SPECS, build_view
+from tests.cluster.ranks import write_run
+from tests.support.hostile import deep
+
+from .harness import TensorBoard, require_entry_point, running_tensorboard
+
+RANKS = 5
+
+
+def _payloads(root: Path) -> set[Path]:
+    return set(root.rglob("payloads/*.json"))
+
+
+def _stored_key(path: Path) -> str:
+    return json.loads(path.read_bytes())["key"]
+
+
+def _populate(logs: Path, cache_root: str, folder: Path) -> list[dict[str, Path]]:
+    """Parse every rank into the cache as a parser process does (table, summary, view
+    summaries); per rank (in discovery order), its summary's and its Distributed summary's
+    files."""
+    (run,) = discover_runs(str(logs))
+    files = []
+    for worker in sorted(run.workers):
+        ref = run.workers[worker][0].ref
+        before = _payloads(folder)
+        parse_into_cache(ref.identity(), ref, cache_root)
+        by_key = {_stored_key(p): p for p in _payloads(folder) - before}
+        files.append({"summary": by_key[SUMMARY_KEY],
+                      "distributed": by_key[SPECS["distributed"].summary_key()]})
+    return files
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _zero(path: Path) -> None:
+    path.unlink()
+    os.symlink("/dev/zero", path)
+
+
+@pytest.fixture(scope="module", params=["shared", "local"])
+def tampered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[tuple[TensorBoard, Path]]:
+    require_entry_point()
+    root = tmp_path_factory.mktemp(f"cache-hostile-{request.param}")
+    logs, folder = root / "logs", root / "cache"
+    write_run(logs, RANKS)
+    cache_root = f"file://{folder}" if request.param == "shared" else str(folder)
+    files = _populate(logs, cache_root, folder)
+    files[0]["summary"].write_bytes(deep(100_000))  # first: every later file hung behind it
+    _fifo(files[1]["summary"])
+    _zero(files[2]["summary"])
+    files[3]["distributed"].write_bytes(deep(100_000))
+    _fifo(files[4]["distributed"])
+    env = dict(os.environ, TORCH_PROF_CACHE_DIR=cache_root, TORCH_PROF_LOAD_WORKERS="2",
+               PYTHONUNBUFFERED="1")
+    with running_tensorboard(logs, root / "tb.log", env) as tb:
+        yield tb, logs
+
+
+def _events(path: Path) -> int:
+    return len(json.loads(path.read_bytes())["traceEvents"])
+
+
+def test_every_file_is_parsed_despite_its_cached_summary(tampered: tuple[TensorBoard, Path]
+                                                          ) -> None:
+    tb, logs = tampered
+    listing = tb.wait_loaded(timeout=240)  # polls /runs; each answer comes from a live scan
+    (run,) = listing["runs"]
+    (info,) = discover_runs(str(logs))
+    expected = {worker: ("ok", _events(Path(info.workers[worker][0].ref.path)))
+                for worker in info.workers}
+    assert len(expected) == RANKS
+    assert {w["name"]: (w["spans"][0]["state"], w["spans"][0]["events"])
+            for w in run["workers"]} == expected
+
+
+def test_distributed_view_recomputes_bad_view_summaries(tampered: tuple[TensorBoard, Path]
+                                                        ) -> None:
+    tb, logs = tampered
+    listing = tb.wait_loaded(timeout=240)
+    (run,) = listing["runs"]
+    span = run["workers"][0]["spans"][0]["span"]
+    reply = tb.get("distributed", {"run": run["name"], "span": span})
+    assert reply.status == 200, reply.body[:500]
+    (info,) = discover_runs(str(logs))
+    uncached = TraceCache(None)
+    tables = {worker: load_trace(info.span_file(worker, span).ref, cache=uncached)
+              for worker in info.workers}
+    expected: Any = plain(build_view(tables, "distributed", {}))
+    assert reply.json() == expected
+    assert sorted(expected["workers"]) == sorted(info.workers)  # all five ranks, none skipped
