@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,14 @@ from typing import Any
 import pytest
 
 from tb_plugin.cache import TraceCache
-from tb_plugin.discovery import discover_runs
+from tb_plugin.discovery import RunInfo, discover_runs
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import plain
 from tb_plugin.server.parse_child import SUMMARY_KEY
 from tb_plugin.server.parse_store import parse_into_cache
 from tb_plugin.views.registry import SPECS, build_view
 from tests.cluster.ranks import write_run
+from tests.support import SAMPLES
 from tests.support.hostile import deep
 
 from .harness import TensorBoard, require_entry_point, running_tensorboard
@@ -43,7 +45,7 @@ def _populate(logs: Path, cache_root: str, folder: Path) -> list[dict[str, Path]
     """Parse every rank into the cache as a parser process does (table, summary, view
     summaries); per rank (in discovery order), its summary's and its Distributed summary's
     files."""
-    (run,) = discover_runs(str(logs))
+    run = _job_info(logs)
     files = []
     for worker in sorted(run.workers):
         ref = run.workers[worker][0].ref
@@ -67,11 +69,12 @@ def _zero(path: Path) -> None:
 
 @pytest.fixture(scope="module", params=["shared", "local"])
 def tampered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-             ) -> Iterator[tuple[TensorBoard, Path]]:
+             ) -> Iterator[tuple[TensorBoard, Path, Path]]:
     require_entry_point()
     root = tmp_path_factory.mktemp(f"cache-hostile-{request.param}")
     logs, folder = root / "logs", root / "cache"
     write_run(logs, RANKS)
+    shutil.copytree(SAMPLES / "cnn_bs32", logs / "good")  # big payloads, for the budget
     cache_root = f"file://{folder}" if request.param == "shared" else str(folder)
     files = _populate(logs, cache_root, folder)
     files[0]["summary"].write_bytes(deep(100_000))  # first: every later file hung behind it
@@ -80,21 +83,29 @@ def tampered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     files[3]["distributed"].write_bytes(deep(100_000))
     _fifo(files[4]["distributed"])
     env = dict(os.environ, TORCH_PROF_CACHE_DIR=cache_root, TORCH_PROF_LOAD_WORKERS="2",
-               PYTHONUNBUFFERED="1")
+               TORCH_PROF_PAYLOAD_CACHE_MB="1", PYTHONUNBUFFERED="1")
     with running_tensorboard(logs, root / "tb.log", env) as tb:
-        yield tb, logs
+        yield tb, logs, folder
+
+
+def _job_info(logs: Path) -> RunInfo:
+    return next(run for run in discover_runs(str(logs)) if run.name == "job")
+
+
+def _job(listing: dict[str, Any]) -> dict[str, Any]:
+    return next(run for run in listing["runs"] if run["name"] == "job")
 
 
 def _events(path: Path) -> int:
     return len(json.loads(path.read_bytes())["traceEvents"])
 
 
-def test_every_file_is_parsed_despite_its_cached_summary(tampered: tuple[TensorBoard, Path]
+def test_every_file_is_parsed_despite_its_cached_summary(tampered: tuple[TensorBoard, Path, Path]
                                                           ) -> None:
-    tb, logs = tampered
+    tb, logs, _ = tampered
     listing = tb.wait_loaded(timeout=240)  # polls /runs; each answer comes from a live scan
-    (run,) = listing["runs"]
-    (info,) = discover_runs(str(logs))
+    run = _job(listing)
+    info = _job_info(logs)
     expected = {worker: ("ok", _events(Path(info.workers[worker][0].ref.path)))
                 for worker in info.workers}
     assert len(expected) == RANKS
@@ -102,18 +113,37 @@ def test_every_file_is_parsed_despite_its_cached_summary(tampered: tuple[TensorB
             for w in run["workers"]} == expected
 
 
-def test_distributed_view_recomputes_bad_view_summaries(tampered: tuple[TensorBoard, Path]
+def test_distributed_view_recomputes_bad_view_summaries(tampered: tuple[TensorBoard, Path, Path]
                                                         ) -> None:
-    tb, logs = tampered
+    tb, logs, _ = tampered
     listing = tb.wait_loaded(timeout=240)
-    (run,) = listing["runs"]
+    run = _job(listing)
     span = run["workers"][0]["spans"][0]["span"]
     reply = tb.get("distributed", {"run": run["name"], "span": span})
     assert reply.status == 200, reply.body[:500]
-    (info,) = discover_runs(str(logs))
+    info = _job_info(logs)
     uncached = TraceCache(None)
     tables = {worker: load_trace(info.span_file(worker, span).ref, cache=uncached)
               for worker in info.workers}
     expected: Any = plain(build_view(tables, "distributed", {}))
     assert reply.json() == expected
     assert sorted(expected["workers"]) == sorted(info.workers)  # all five ranks, none skipped
+
+
+def test_payloads_stay_within_the_budget(tampered: tuple[TensorBoard, Path, Path]) -> None:
+    """3,000 distinct `top_n` once wrote 3,001 files to a shared cache: the budget (1 MB here)
+    holds there as it does locally."""
+    tb, _, folder = tampered
+    listing = tb.wait_loaded(timeout=240)
+    good = next(run for run in listing["runs"] if run["name"] == "good")
+    worker = good["workers"][0]
+    params = {"run": "good", "worker": worker["name"], "span": worker["spans"][0]["span"]}
+    for top_n in range(1, 201):  # each a new payload file
+        assert tb.get("operators/pies", {**params, "top_n": top_n}).status == 200
+    by_folder: dict[Path, list[int]] = {}
+    for path in _payloads(folder):
+        if not path.name.startswith("pinned-"):  # the per-file summaries stay
+            by_folder.setdefault(path.parent, []).append(path.stat().st_size)
+    largest = max(by_folder.values(), key=sum)
+    assert sum(largest) <= (1 << 20) + max(largest), sum(largest)  # the budget, plus the newest
+    assert len(largest) < 200  # 200 distinct payloads were written to that folder: evicted
