@@ -13,18 +13,28 @@ import json
 import os
 import shutil
 import uuid
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import fsspec
+import numpy as np
 import pytest
 
 from tb_plugin.cache import TraceCache
-from tb_plugin.cache_fs import JSON_MAX_BYTES, MARKER, MAX_JSON_DEPTH, decode_json
+from tb_plugin.cache_fs import (
+    JSON_MAX_BYTES,
+    MARKER,
+    MARKER_MAX_BYTES,
+    MAX_ENTRY_FILES,
+    MAX_JSON_DEPTH,
+    _marker,
+    decode_json,
+)
 from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.memory_export import read_raw_timeline
 from tb_plugin.ingest.snapshot import read_snapshot
-from tb_plugin.settings import PAYLOAD_CACHE_ENV
+from tb_plugin.settings import MAX_INFLATE_RATIO_ENV, PAYLOAD_CACHE_ENV
 from tb_plugin.storage import NotRegularFile, TooLarge, filesystem, open_ref, read_bounded
 from tests.cluster.ranks import write_rank
 from tests.ingest.tables import assert_same_table
@@ -254,3 +264,61 @@ def test_shared_payloads_obey_the_budget(tmp_path: Path, ref, scheme: str,
 
 def _payload_name(key: str) -> str:
     return hashlib.sha1(key.encode()).hexdigest() + ".json"
+
+
+# -- the marker's rules at their boundaries -------------------------------------------------------
+
+
+def _a_marker(files: int = 2, generation: str = "a" * 32) -> dict:
+    return {"generation": generation,
+            "files": {f"f{i}.npz": "0" * 64 for i in range(files)}}
+
+
+def test_marker_rules_on_both_sides() -> None:
+    assert _marker(_a_marker()) == ("a" * 32, _a_marker()["files"])
+    assert _marker(_a_marker(MAX_ENTRY_FILES)) is not None
+    bad = [_a_marker(MAX_ENTRY_FILES + 1), _a_marker(0), _a_marker(generation="a" * 31),
+           _a_marker(generation="a" * 33), _a_marker(generation="A" * 32), [], "x",
+           {"generation": "a" * 32}]
+    for name in ["a" * 129, ".hidden", "..", "a/b", "a\\b", "", "a b"]:
+        bad.append({"generation": "a" * 32, "files": {name: "0" * 64}})
+    bad.append({"generation": "a" * 32, "files": {"f.npz": "0" * 63}})
+    bad.append({"generation": "a" * 32, "files": {"f.npz": 5}})
+    assert [_marker(value) for value in bad] == [None] * len(bad)
+    good_names = ["a" * 128, "_x", "manifest.json", "columns.npz", "x-1.y_2"]
+    assert all(_marker({"generation": "a" * 32, "files": {name: "0" * 64}}) is not None
+               for name in good_names)
+
+
+def test_marker_size_limit_on_both_sides(tmp_path: Path) -> None:
+    store = TraceCache(f"file://{tmp_path / 'shared'}").shared
+    assert store is not None
+    value = {"pad": "x" * (MARKER_MAX_BYTES - len(json.dumps({"pad": ""})))}
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "exact.json").write_text(json.dumps(value))
+    (tmp_path / "shared" / "over.json").write_text(json.dumps(value) + " ")
+    assert (tmp_path / "shared" / "exact.json").stat().st_size == MARKER_MAX_BYTES
+    assert store.get_json("exact.json", MARKER_MAX_BYTES) == value
+    assert store.get_json("over.json", MARKER_MAX_BYTES) is None
+
+
+def _npz_of(path: Path, unpacked: int) -> None:
+    """A compressed .npz whose one member unpacks to exactly `unpacked` bytes."""
+    np.savez_compressed(path, a=np.zeros(unpacked - 128, dtype=np.uint8))
+    with zipfile.ZipFile(path) as archive:
+        assert sum(info.file_size for info in archive.infolist()) == unpacked
+
+
+def test_npz_unpacked_limit_on_both_sides(tmp_path: Path, ref,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(MAX_INFLATE_RATIO_ENV, "1")
+    limit = ref.size + (64 << 20)  # the ratio times the trace's size, plus 64 MB
+    cache = TraceCache(tmp_path / "local")
+    for unpacked, refused in ((limit, False), (limit + 1, True)):
+        cache.save_table(ref, parse_trace(ref))
+        (columns,) = (tmp_path / "local").rglob("columns.npz")
+        _npz_of(columns, unpacked)
+        caplog.clear()
+        assert cache.load_table(ref) is None  # not a table either way
+        assert ("over the entry limit" in caplog.text) is refused, caplog.text
