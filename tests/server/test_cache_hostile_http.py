@@ -1,10 +1,11 @@
 """Issue 32 through a real TensorBoard: a cache, shared (file://) or local, whose per-file
-summaries and view summaries were tampered with before the server started (a depth bomb, a
-FIFO, a symlink to /dev/zero). Before the fix, the depth bomb left that file and every file
-scheduled after it "queued" forever, the FIFO froze the scan (every lookup then waited for the
-first scan), and a nested view summary answered 500 on every request. Now each bad entry is
-recomputed: every file ends parsed with its own event count, and the Distributed view (built
-from the per-rank summaries) answers what the registry builds from freshly parsed tables."""
+summaries, view summaries and a view payload were tampered with before the server started (a
+depth bomb, a FIFO, a symlink to /dev/zero). Before the fix, the depth bomb left that file and
+every file scheduled after it "queued" forever, the FIFO froze the scan (every lookup then
+waited for the first scan), and a nested view payload answered 500 on every request. Now each
+bad entry is recomputed: every file ends parsed with its own event count, the Distributed view
+(built from the per-rank summaries) and the Overview answer what the registry builds from
+freshly parsed tables, and 200 distinct `top_n` keep the payloads within the budget."""
 
 from __future__ import annotations
 
@@ -12,17 +13,19 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tb_plugin.cache import TraceCache
+from tb_plugin.cache import TraceCache, cache_location
 from tb_plugin.discovery import RunInfo, discover_runs
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import plain
 from tb_plugin.server.parse_child import SUMMARY_KEY
 from tb_plugin.server.parse_store import parse_into_cache
+from tb_plugin.views.options import read_options
 from tb_plugin.views.registry import SPECS, build_view
 from tests.cluster.ranks import write_run
 from tests.support import SAMPLES
@@ -31,6 +34,16 @@ from tests.support.hostile import deep
 from .harness import TensorBoard, require_entry_point, running_tensorboard
 
 RANKS = 5
+
+
+@dataclass
+class Tampered:
+    tb: TensorBoard
+    logs: Path
+    cache: Path
+    overview_bomb: Path  # the cached Overview payload of OVERVIEW_WORKER, a depth bomb
+
+OVERVIEW_WORKER = f"host0_rank{RANKS - 1}"
 
 
 def _payloads(root: Path) -> set[Path]:
@@ -57,6 +70,22 @@ def _populate(logs: Path, cache_root: str, folder: Path) -> list[dict[str, Path]
     return files
 
 
+def overview_key() -> str:
+    """The key the server stores the Overview payload under (default options)."""
+    spec = SPECS["overview"]
+    return spec.payload_key(read_options(spec.options, lambda name: None))
+
+
+def _nested_overview(cache: TraceCache, logs: Path, folder: Path) -> Path:
+    """The last rank's cached Overview payload, as the server stores it, made a depth bomb."""
+    ref = _job_info(logs).span_file(OVERVIEW_WORKER, "1").ref
+    before = _payloads(folder)
+    cache.payload(ref, overview_key(), lambda: {"stored": True})
+    (path,) = _payloads(folder) - before
+    path.write_bytes(deep(100_000))
+    return path
+
+
 def _fifo(path: Path) -> None:
     path.unlink()
     os.mkfifo(path)
@@ -69,7 +98,7 @@ def _zero(path: Path) -> None:
 
 @pytest.fixture(scope="module", params=["shared", "local"])
 def tampered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-             ) -> Iterator[tuple[TensorBoard, Path, Path]]:
+             ) -> Iterator[Tampered]:
     require_entry_point()
     root = tmp_path_factory.mktemp(f"cache-hostile-{request.param}")
     logs, folder = root / "logs", root / "cache"
@@ -82,10 +111,11 @@ def tampered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     _zero(files[2]["summary"])
     files[3]["distributed"].write_bytes(deep(100_000))
     _fifo(files[4]["distributed"])
+    bomb = _nested_overview(TraceCache(cache_location(cache_root)), logs, folder)
     env = dict(os.environ, TORCH_PROF_CACHE_DIR=cache_root, TORCH_PROF_LOAD_WORKERS="2",
                TORCH_PROF_PAYLOAD_CACHE_MB="1", PYTHONUNBUFFERED="1")
     with running_tensorboard(logs, root / "tb.log", env) as tb:
-        yield tb, logs, folder
+        yield Tampered(tb, logs, folder, bomb)
 
 
 def _job_info(logs: Path) -> RunInfo:
@@ -100,9 +130,9 @@ def _events(path: Path) -> int:
     return len(json.loads(path.read_bytes())["traceEvents"])
 
 
-def test_every_file_is_parsed_despite_its_cached_summary(tampered: tuple[TensorBoard, Path, Path]
+def test_every_file_is_parsed_despite_its_cached_summary(tampered: Tampered
                                                           ) -> None:
-    tb, logs, _ = tampered
+    tb, logs = tampered.tb, tampered.logs
     listing = tb.wait_loaded(timeout=240)  # polls /runs; each answer comes from a live scan
     run = _job(listing)
     info = _job_info(logs)
@@ -113,9 +143,9 @@ def test_every_file_is_parsed_despite_its_cached_summary(tampered: tuple[TensorB
             for w in run["workers"]} == expected
 
 
-def test_distributed_view_recomputes_bad_view_summaries(tampered: tuple[TensorBoard, Path, Path]
+def test_distributed_view_recomputes_bad_view_summaries(tampered: Tampered
                                                         ) -> None:
-    tb, logs, _ = tampered
+    tb, logs = tampered.tb, tampered.logs
     listing = tb.wait_loaded(timeout=240)
     run = _job(listing)
     span = run["workers"][0]["spans"][0]["span"]
@@ -130,10 +160,10 @@ def test_distributed_view_recomputes_bad_view_summaries(tampered: tuple[TensorBo
     assert sorted(expected["workers"]) == sorted(info.workers)  # all five ranks, none skipped
 
 
-def test_payloads_stay_within_the_budget(tampered: tuple[TensorBoard, Path, Path]) -> None:
+def test_payloads_stay_within_the_budget(tampered: Tampered) -> None:
     """3,000 distinct `top_n` once wrote 3,001 files to a shared cache: the budget (1 MB here)
     holds there as it does locally."""
-    tb, _, folder = tampered
+    tb, folder = tampered.tb, tampered.cache
     listing = tb.wait_loaded(timeout=240)
     good = next(run for run in listing["runs"] if run["name"] == "good")
     worker = good["workers"][0]
@@ -147,3 +177,16 @@ def test_payloads_stay_within_the_budget(tampered: tuple[TensorBoard, Path, Path
     largest = max(by_folder.values(), key=sum)
     assert sum(largest) <= (1 << 20) + max(largest), sum(largest)  # the budget, plus the newest
     assert len(largest) < 200  # 200 distinct payloads were written to that folder: evicted
+
+
+def test_a_nested_cached_view_payload_is_recomputed(tampered: Tampered
+                                                    ) -> None:
+    tb, logs = tampered.tb, tampered.logs
+    tb.wait_loaded(timeout=240)
+    reply = tb.get("overview", {"run": "job", "worker": OVERVIEW_WORKER, "span": "1"})
+    assert reply.status == 200, reply.body[:500]
+    ref = _job_info(logs).span_file(OVERVIEW_WORKER, "1").ref
+    assert reply.json() == plain(build_view(load_trace(ref, cache=TraceCache(None)),
+                                            "overview"))
+    # the bomb was read (the same key) and replaced by the recomputed payload
+    assert _stored_key(tampered.overview_bomb) == overview_key()
