@@ -4,7 +4,7 @@ is never opened blocking, a device never read), from a name that was checked bef
 a path (no separator, no `..`, no symlink out of the cache root), and is decoded with a depth
 limit. A bad entry costs that entry only: it is recomputed, and the recomputed one is read.
 The shared cache obeys the payload budget as the local one does. The server and CLI sides are
-tests/server/test_cache_hostile_http.py and tests/test_hostile_cli.py."""
+tests/server/test_cache_hostile_http.py and tests/test_cache_hostile_cli.py."""
 
 from __future__ import annotations
 
