@@ -60,16 +60,18 @@ export function KernelView({ selection, state, update, theme }: Props) {
     [opMode],
   )
 
+  // "Tensor Cores" (NVIDIA) or "Matrix Cores" (AMD), as the backend says the vendor calls them
+  const units = pies.status === 'ok' && pies.data.matrix_units === 'matrix cores' ? 'Matrix Cores' : 'Tensor Cores'
   const tcPie: Pie | null = useMemo(() => {
     if (pies.status !== 'ok' || pies.data.tensor_cores === null) return null
     const r = Math.min(1, Math.max(0, pies.data.tensor_cores.using))
     const slices = [
-      { name: 'Using Tensor Cores', value: r },
-      { name: 'Not using Tensor Cores', value: 1 - r },
+      { name: `Using ${units}`, value: r },
+      { name: `Not using ${units}`, value: 1 - r },
     ].filter((s) => s.value > 0)
     return { slices, other: 0, total: 1 }
-  }, [pies])
-  const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name === 'Using Tensor Cores' ? TC_USING : TC_NOT_USING)) : []), [tcPie])
+  }, [pies, units])
+  const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name.startsWith('Using') ? TC_USING : TC_NOT_USING)) : []), [tcPie])
   const tcRatio = pies.status === 'ok' ? (pies.data.tensor_cores?.using ?? null) : null
 
   // Kernel time adds up, so what the top-N pie leaves out is known from the table.
@@ -107,7 +109,7 @@ export function KernelView({ selection, state, update, theme }: Props) {
           <div className="donut-grid two">
             <Donut title="Total time by kernel" pie={kernelPie} theme={theme} testId="pie-kernels" height={260} />
             <Donut
-              title="Kernel time using Tensor Cores"
+              title={`Kernel time using ${units}`}
               pie={tcPie}
               theme={theme}
               unit="ratio"
@@ -115,7 +117,7 @@ export function KernelView({ selection, state, update, theme }: Props) {
               centerLabel={tcRatio !== null ? pct(tcRatio * 100) : undefined}
               testId="pie-tensor-cores"
               height={260}
-              emptyText="Tensor Core usage unknown"
+              emptyText={`${units} usage unknown`}
             />
           </div>
         )}
