@@ -12,7 +12,7 @@ on a GPU trace, its host time on a CPU-only trace.
   (peak FLOP/s of the row's precision / peak bandwidth), else "memory"; null without known
   peaks. MBU of a row = achieved TB/s / peak bandwidth.
 - Above the roof: a row whose achieved TFLOP/s exceeds its roof min(peak, intensity * bandwidth)
-  by more than `ABOVE_ROOF` (5%; exactly 5% is not flagged) gets `above_roof`, the likely
+  by more than `ABOVE_ROOF` (5%) gets `above_roof`, the likely
   reason, first that applies: "algorithmic_flops" (a convolution that ran a Winograd/FFT
   kernel: fewer multiplies than the direct formula counts), "precision" (the chip has a faster
   precision whose peak it fits under: it likely ran in that one), "overlap" (its kernels ran

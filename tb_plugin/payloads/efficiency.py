@@ -104,7 +104,7 @@ class RooflineRow(TypedDict):
         "peaks or bytes.")]
     above_roof: Annotated[Optional[AboveRoof], doc(
         "Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x "
-        "bandwidth) (exactly 5% is not): the likely reason. algorithmic_flops: a Winograd/FFT "
+        "bandwidth): the likely reason. algorithmic_flops: a Winograd/FFT "
         "convolution kernel (fewer multiplies than counted); precision: under the peak of a "
         "faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: "
         "only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows "

@@ -86,5 +86,5 @@ def test_gpu_idle_on_every_trace(path):
     for kind in payload["bandwidth"]["kinds"]:  # the true peak of a series is never below it
         series = payload["bandwidth"]["series"]["gbps"][kind["kind"]]
         assert kind["peak_gbps"] >= max(series) * (1 - 1e-9)
-        if kind["mean_gbps"] is not None:
-            assert kind["peak_gbps"] >= kind["mean_gbps"] * (1 - 1e-9)
+        assert (kind["mean_gbps"] is None) == (kind["busy_us"] == 0)  # mean needs busy time
+        assert kind["peak_gbps"] >= (kind["mean_gbps"] or 0.0) * (1 - 1e-9)

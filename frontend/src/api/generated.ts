@@ -2463,7 +2463,7 @@ export interface components {
          * @description One operator name and dtype (outermost FLOP-carrying calls only).
          */
         RooflineRow: {
-            /** @description Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x bandwidth) (exactly 5% is not): the likely reason. algorithmic_flops: a Winograd/FFT convolution kernel (fewer multiplies than counted); precision: under the peak of a faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows are left out of MFU and MBU. Null when at or under the roof. */
+            /** @description Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x bandwidth): the likely reason. algorithmic_flops: a Winograd/FFT convolution kernel (fewer multiplies than counted); precision: under the peak of a faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows are left out of MFU and MBU. Null when at or under the roof. */
             above_roof: ("algorithmic_flops" | "bytes" | "overlap" | "precision" | "unknown") | null;
             /** @description Bytes / time, TB/s. */
             achieved_tbps: number | null;
