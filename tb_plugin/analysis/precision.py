@@ -29,7 +29,6 @@ import re
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .optree import OpTree
@@ -74,6 +73,8 @@ def kernel_precision(name: str) -> Optional[str]:
     if not found:
         return None
     first = found[0]
+    if len(set(found)) == 1:
+        return first
     # mixed inputs joined by "x" (Triton: bf16xbf16xmxfp4): the wider of the inputs
     for joined in _JOINED_RE.finditer(name.lower()):
         inputs = _formats(joined.group(0))
@@ -97,19 +98,18 @@ def op_precision(dtype: Optional[str], kernel_prec: Optional[str], tensor_cores:
     return base
 
 
-def node_kernel_facts(table: TraceTable, tree: OpTree, group: np.ndarray) -> pd.DataFrame:
-    """Per group id (`group[node]`: the outer FLOP node owning a tree node, -1 for none), from
-    the kernels its nodes launched: `tensor_cores` (any tensor-core kernel), `kernel_precision`
-    (named by its longest-running tensor-core kernel name, "" when it names none),
-    `algorithmic` (a Winograd/FFT kernel) and `overlap` (one of its kernels ran while a kernel
-    of another group, or of no group, was running). Indexed by group id."""
+def node_kernel_facts(table: TraceTable, tree: OpTree, group: np.ndarray, groups: int
+                      ) -> dict[str, np.ndarray]:
+    """Per group id 0..groups-1 (`group[node]`: the outer FLOP node owning a tree node, -1 for
+    none), from the kernels its nodes launched: `tensor_cores` (any tensor-core kernel),
+    `kernel_precision` (the precision its tensor-core kernels' names say, the one with the
+    most kernel time; "" when unnamed kernels have more or there are none), `algorithmic` (a
+    Winograd/FFT kernel) and `overlap` (one of its kernels ran while a kernel of another group,
+    or of no group, was running)."""
     events = table.events
     is_kernel = events["kind"].to_numpy()[tree.device_rows] == Kind.KERNEL
     rows = tree.device_rows[is_kernel]
     owner = group[tree.device_owner[is_kernel]]
-    columns = ["tensor_cores", "kernel_precision", "algorithmic", "overlap"]
-    if not len(rows):
-        return pd.DataFrame(columns=columns)
     start = events["ts"].to_numpy()[rows]
     end = start + np.nan_to_num(events["dur"].to_numpy()[rows])
     tagged = np.where(owner >= 0, owner, -2 - np.arange(len(rows)))  # unowned: each its own
@@ -118,20 +118,27 @@ def node_kernel_facts(table: TraceTable, tree: OpTree, group: np.ndarray) -> pd.
     cats = events["name"].cat.categories
     uniq, inverse = np.unique(codes, return_inverse=True)
     names = [str(cats[c]) if c >= 0 else "" for c in uniq]
-    precision = np.array([kernel_precision(n) or "" for n in names], dtype=object)[inverse]
-    algorithmic = np.array([bool(ALGORITHMIC_RE.search(n)) for n in names])[inverse]
-    frame = pd.DataFrame({"group": owner, "tc": event_tc_flags(table)[rows],
-                          "precision": precision, "algorithmic": algorithmic,
-                          "overlap": overlap, "dur": end - start})
-    frame = frame[frame["group"] >= 0]
-    facts = frame.groupby("group").agg(tensor_cores=("tc", "any"),
-                                       algorithmic=("algorithmic", "any"),
-                                       overlap=("overlap", "any"))
-    tc = frame[frame["tc"]].groupby(["group", "precision"], sort=False)["dur"].sum()
-    longest = tc.reset_index().sort_values("dur", ascending=False, kind="stable")
-    facts["kernel_precision"] = longest.drop_duplicates("group").set_index("group")[
-        "precision"].reindex(facts.index).fillna("")
-    return facts[columns]
+    tc = event_tc_flags(table)[rows]
+    tc_name = np.zeros(len(uniq), dtype=bool)
+    tc_name[inverse[tc]] = True
+    labels = ["", *sorted(WIDTH)]  # only tensor-core kernels' names are read for a precision
+    label_of = np.array([labels.index(kernel_precision(n) or "") if t else 0
+                         for n, t in zip(names, tc_name)], dtype=np.int64)[inverse]
+    algorithmic = np.array([bool(ALGORITHMIC_RE.search(n)) for n in names], dtype=bool)[inverse]
+    mine = owner >= 0
+    g = owner[mine]
+
+    def any_of(flags: np.ndarray) -> np.ndarray:
+        return np.bincount(g, weights=flags[mine].astype(float), minlength=groups) > 0
+
+    # per group and precision label: tensor-core kernel time; the longest label wins
+    on_tc = mine & tc
+    time = np.bincount(owner[on_tc] * len(labels) + label_of[on_tc],
+                       weights=(end - start)[on_tc], minlength=groups * len(labels))
+    best = time.reshape(groups, len(labels)).argmax(axis=1) if groups else np.empty(0, int)
+    return {"tensor_cores": any_of(tc), "algorithmic": any_of(algorithmic),
+            "overlap": any_of(overlap),
+            "kernel_precision": np.array(labels, dtype=object)[best]}
 
 
 def _overlaps(start: np.ndarray, end: np.ndarray, owner: np.ndarray) -> np.ndarray:

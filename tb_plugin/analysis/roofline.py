@@ -94,7 +94,7 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
     group[chosen] = np.arange(len(chosen))
     owner = enclosing(tree, group >= 0)
     facts = node_kernel_facts(table, tree, np.where(owner >= 0, group[np.maximum(owner, 0)],
-                                                    -1)).reindex(np.arange(len(chosen)))
+                                                    -1), len(chosen))
     return pd.DataFrame({
         "node": chosen,
         "event": sel["event"].to_numpy(),
@@ -106,10 +106,7 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
         "estimate": sel["estimate"].to_numpy(),
         "device_us": tree.device_total[chosen],
         "host_us": tree.end[chosen] - tree.start[chosen],
-        "tensor_cores": facts["tensor_cores"].fillna(False).to_numpy(dtype=bool),
-        "kernel_precision": facts["kernel_precision"].fillna("").to_numpy(dtype=object),
-        "algorithmic": facts["algorithmic"].fillna(False).to_numpy(dtype=bool),
-        "overlap": facts["overlap"].fillna(False).to_numpy(dtype=bool),
+        **facts,
     })
 
 
@@ -137,8 +134,10 @@ def _build_roofline(table: TraceTable) -> dict[str, Any]:
     key = info["peaks_model"] if info else None
     vendor = info["vendor"] if info else None
     on_gpu = device is not None
-    precision = [op_precision(d, k or None, tc, vendor) for d, k, tc in zip(
-        nodes["dtype"], nodes["kernel_precision"], nodes["tensor_cores"])]
+    combos, uniq = pd.factorize(pd.MultiIndex.from_arrays(
+        [nodes["dtype"].fillna(""), nodes["kernel_precision"], nodes["tensor_cores"]]))
+    precision = np.array([op_precision(d or None, k or None, bool(tc), vendor)
+                          for d, k, tc in uniq], dtype=object)[combos]
     work = nodes.assign(time_us=nodes["device_us"] if on_gpu else nodes["host_us"],
                         dtype=nodes["dtype"].fillna("unknown"), precision=precision)
     grouped = work.groupby(["name", "dtype", "precision"], sort=False).agg(
@@ -149,8 +148,8 @@ def _build_roofline(table: TraceTable) -> dict[str, Any]:
     grouped = grouped.sort_values(["flops", "name"], ascending=[False, True], kind="stable")
     rows = [_row(r, key, info) for r in grouped.itertuples(index=False)]
     flagged = {(r["name"], r["dtype"], r["precision"]) for r in rows if r["above_roof"]}
-    keep = np.array([k not in flagged for k in zip(work["name"], work["dtype"],
-                                                     work["precision"])], dtype=bool)
+    keep = ~pd.MultiIndex.from_arrays([work["name"], work["dtype"], work["precision"]]).isin(
+        list(flagged)) if flagged else np.ones(len(work), dtype=bool)
     return {"device": info, "time_basis": "device" if on_gpu else "host", "rows": rows,
             "steps": _steps(table, work[keep] if len(work) else work, key, info)}
 
@@ -206,8 +205,8 @@ def _steps(table: TraceTable, work: pd.DataFrame, key: Optional[str],
     inside = (index >= 0) & (work["start"].to_numpy() < steps.host_ends[np.maximum(index, 0)])
     flops = np.nan_to_num(work["flops"].to_numpy(dtype=float))
     nbytes = np.nan_to_num(work["bytes"].to_numpy(dtype=float))
-    peaks = np.array([peak_tflops(key, p) or np.nan for p in work["precision"]],
-                     dtype=float) * 1e12
+    kinds, names = pd.factorize(work["precision"])
+    peaks = np.array([peak_tflops(key, p) or np.nan for p in names], dtype=float)[kinds] * 1e12
     with np.errstate(divide="ignore", invalid="ignore"):
         ideal = np.where(np.isfinite(peaks), flops / peaks, 0.0)
     per_flops = np.bincount(index[inside], weights=flops[inside], minlength=len(steps))
