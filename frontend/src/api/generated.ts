@@ -839,7 +839,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, and MFU per step.
+         * FLOPs and bytes per operator, the precision it ran in, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, MBU, above-roof flags, and MFU and MBU per step.
          * @description A section of the Operator view. The device's peaks come from the documented table in
          *     `tb_plugin.analysis.hardware`. Shape: see `tb_plugin.analysis.roofline.build_roofline`.
          */
