@@ -65,3 +65,8 @@ def test_roofline_and_mfu_dark(dark_page, tensorboard, artifacts):
     # AMD words: matrix cores, the gfx architecture, no CUDA compute capability column
     assert "Kernel time on matrix cores" in summary and "Tensor" not in summary
     assert "Compute capability" not in overview.locator(".gpu-table").inner_text()
+    kernels = open_view(dark_page, tensorboard, "Kernel", **view_selection(tensorboard, run,
+                                                                             "Kernel"))
+    kernels.wait_for_selector("[data-testid=pie-tensor-cores]", timeout=TIMEOUT_MS)
+    pies = kernels.inner_text("[data-testid=k-pies]")
+    assert "Kernel time using Matrix Cores" in pies and "Tensor" not in pies
