@@ -59,7 +59,13 @@ class OverviewGpu(TypedDict):
         "The row of the hardware peaks table matched (see `/roofline`); null: unknown device.")]
     mfu_pct: Annotated[Optional[float], doc(
         "Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for "
-        "their dtype / step time); null when the device's peaks are unknown.")]
+        "the precision they ran in / step time; operators above the roof left out); null when "
+        "the device's peaks are unknown.")]
+    mbu_pct: Annotated[Optional[float], doc(
+        "Memory-bandwidth utilisation over the steps, percent (bytes the operators moved / "
+        "(step time x peak bandwidth)); null when the device's peaks are unknown.")]
+    matrix_units: Annotated[Literal["tensor cores", "matrix cores"], doc(
+        'What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".')]
     utilization_pct: Annotated[Optional[float], doc("GPU utilization: share of the steps' time "
                                                     "with a kernel running, percent.")]
     sm_efficiency_pct: Annotated[Optional[float], doc("Estimated SM efficiency, percent; null "
@@ -67,7 +73,8 @@ class OverviewGpu(TypedDict):
     achieved_occupancy_pct: Annotated[Optional[float], doc(
         "Estimated achieved occupancy (kernel-time weighted), percent; null when unknown.")]
     tensor_core_pct: Annotated[Optional[float], doc(
-        "Share of kernel time on Tensor Cores, percent; null when unavailable.")]
+        "Share of kernel time on tensor cores (AMD: matrix cores), percent; null when "
+        "unavailable.")]
 
 
 class RecommendationLink(TypedDict):

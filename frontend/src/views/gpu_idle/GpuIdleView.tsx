@@ -211,6 +211,7 @@ function BandwidthCard({ data, theme, formula }: { data: GpuIdlePayload; theme: 
             <th className="right">Copies</th>
             <th className="right">Busy, us</th>
             <th className="right">Mean GB/s</th>
+            <th className="right">Peak GB/s</th>
           </tr>
         </thead>
         <tbody>
@@ -220,6 +221,7 @@ function BandwidthCard({ data, theme, formula }: { data: GpuIdlePayload; theme: 
               <td className="right">{count(k.count)}</td>
               <td className="right">{us(k.busy_us)}</td>
               <td className="right">{k.mean_gbps === null ? 'n/a' : k.mean_gbps.toFixed(2)}</td>
+              <td className="right">{k.peak_gbps.toFixed(2)}</td>
             </tr>
           ))}
         </tbody>

@@ -75,6 +75,8 @@ function OverviewContent({
   )
 
   const extraEnv = environmentRows(data.environment).filter(([k]) => !(k === 'GPUs' && data.gpus.length > 0))
+  // CUDA compute capability only where a GPU has one (AMD GPUs show their gfx architecture)
+  const anyCc = data.gpus.some((g) => g.compute_capability != null)
 
   return (
     <div className="view overview" data-testid="overview">
@@ -96,7 +98,7 @@ function OverviewContent({
                   <th>GPU</th>
                   <th>Name</th>
                   <th className="right">Memory</th>
-                  <th className="right">Compute capability</th>
+                  {anyCc && <th className="right">Compute capability</th>}
                   <th>Architecture</th>
                 </tr>
               </thead>
@@ -106,7 +108,7 @@ function OverviewContent({
                     <td>{String(g.id)}</td>
                     <td>{g.name ?? '–'}</td>
                     <td className="right">{g.memory_gb != null ? `${num2(g.memory_gb)} GB` : '–'}</td>
-                    <td className="right">{g.compute_capability ?? '–'}</td>
+                    {anyCc && <td className="right">{g.compute_capability ?? '–'}</td>}
                     <td>{[g.vendor, g.architecture].filter(Boolean).join(' ') || '–'}</td>
                   </tr>
                 ))}
@@ -264,15 +266,20 @@ function GpuSummary({ gpu }: { gpu: GpuInfo }) {
       <Meter label="GPU utilization" value={gpu.utilization_pct} hint="Share of the step time in which at least one kernel ran on this GPU." />
       <Meter label="Est. SM efficiency" value={gpu.sm_efficiency_pct} hint="Estimated share of streaming multiprocessors busy, weighted by time (blocks per SM, capped at 1)." />
       <Meter label="Est. achieved occupancy" value={gpu.achieved_occupancy_pct} hint="Time-weighted estimated achieved occupancy of the kernels." />
-      <Meter label="Kernel time on Tensor Cores" value={gpu.tensor_core_pct} hint="Share of kernel time spent in kernels that use Tensor Cores (AMD: MFMA matrix cores)." />
+      <Meter label={`Kernel time on ${gpu.matrix_units}`} value={gpu.tensor_core_pct} hint={`Share of kernel time spent in kernels that use ${gpu.matrix_units}${gpu.vendor === 'AMD' ? ' (MFMA)' : ''}.`} />
       <Meter
         label="MFU"
         value={gpu.mfu_pct}
         hint={
           gpu.peaks_model
-            ? `Model FLOPs utilisation: the operators' FLOPs at the ${gpu.peaks_model} peak of their dtype, over the step time (see the Operator view's roofline).`
+            ? `Model FLOPs utilisation: the operators' FLOPs at the ${gpu.peaks_model} peak of the precision they ran in, over the step time; operators above their roof are left out (see the Operator view's roofline).`
             : 'Unknown device: not in the peaks table, so no MFU.'
         }
+      />
+      <Meter
+        label="MBU"
+        value={gpu.mbu_pct}
+        hint={gpu.peaks_model ? `Memory-bandwidth utilisation: the operators' bytes moved over the step time at the ${gpu.peaks_model} peak bandwidth.` : 'Unknown device: not in the peaks table, so no MBU.'}
       />
     </div>
   )
