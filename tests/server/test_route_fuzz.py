@@ -1,0 +1,177 @@
+"""Issue 32: every route of `tb_plugin/openapi.yaml`, every parameter, hostile values, against a
+real TensorBoard serving the samples (and an allocator snapshot): no answer is a 5xx.
+
+The requests are generated, not hand-picked: for each route, a base query that reaches its
+payload (valid run, worker, span and required options: the base answers are pinned, so the
+mutations start from deep in the route, not from a 404), then each parameter in turn replaced by
+values from `HOSTILE` (a seeded choice per route and parameter, so a run is reproducible), then
+per route: every parameter hostile at once, each parameter repeated, an unknown parameter, and
+no parameter at all. About 2,000 requests; every one must answer below 500, and every error
+must be the JSON envelope with a message (never a traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tb_plugin.views.option_types import MAX_EVENT_ID
+from tests.ingest.snapshots import hand_snapshot
+from tests.ingest.snapshots import write as write_snapshot
+from tests.support import REPO, SAMPLES
+
+from .harness import (
+    PLUGIN,
+    Reply,
+    TensorBoard,
+    require_entry_point,
+    running_tensorboard,
+    write_trace,
+)
+
+OPENAPI = REPO / "tb_plugin" / "openapi.yaml"
+#: Per parameter, this many values of HOSTILE (seeded per route and parameter).
+PER_PARAM = 12
+HOSTILE = (
+    "", "abc", "-1", "0", "1", "1.5", "-0", "1e308", "-1e308", "1e17", "-1e17", "1e18", "nan",
+    "NaN", "inf", "-inf", "Infinity", "0x10", "1_000", " 1", "1 ", "1\n", "9" * 40, "-" + "9" * 40,
+    "x" * 5000, "7" * 20000, "\u00fc\u2603\U0001F600", "\u0661\u0662",  # Arabic-Indic digits
+    "\ud800", "%00", "\x00", "a\tb", "0,1,2,3,4,5,6,7,8", "0,,1", "0,1,", "1:1e308", "1:nan",
+    "0:1,0:2",
+    "1:--", "99999999999", "../../../etc/passwd", "/etc/passwd", "..", "run/../x", "*", "[1]",
+    "operator_input_shape", "csv", "json", "on", "0-0-0-0-99", "0-", "per_step", str(MAX_EVENT_ID),
+    str(MAX_EVENT_ID + 1), "-9223372036854775809", "18446744073709551616", "1e-320", "1e309",
+)
+#: Bases: a TABLE route's worker span, the PAIR's other side, the SPAN routes' run.
+TABLE = {"run": "cnn_bs32", "worker": "vm_9710", "span": "1"}
+EXP = {"exp_run": "cnn_bs64", "exp_worker": "vm_9710", "exp_span": "1"}
+SPAN = {"run": "ddp_gloo", "span": "1"}
+SNAPSHOT = "snap"  # cnn_bs32 plus an allocator snapshot
+#: Values for required options and route-specific parameters of the base query.
+REQUIRED = {"name": "aten::conv2d", "id": "1", "q": "conv", "start_us": "0", "end_us": "1e16",
+            "view": "Overview", "file": "index.js"}
+#: Routes whose base query does not answer 200, and what it answers instead (and why).
+BASE_NOT_200 = {"/assets/{file}": 404}  # the bundle is one file (index.js): no asset to name
+#: Routes served from a generated GPU trace (the samples were profiled on a CPU: no kernels).
+GPU_ROUTES = ("/kernels", "/kernels/pies")
+GPU = {"run": "gpu", "worker": "w0", "span": "default"}  # a file without a timestamp
+
+
+@pytest.fixture(scope="module")
+def fuzz_tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
+    require_entry_point()
+    root = tmp_path_factory.mktemp("fuzz")
+    logs = root / "logs"
+    for name in ("cnn_bs32", "cnn_bs64", "ddp_gloo"):
+        shutil.copytree(SAMPLES / name, logs / name)
+    shutil.copytree(SAMPLES / "cnn_bs32", logs / SNAPSHOT)
+    write_snapshot(logs / SNAPSHOT / "snapshot.pickle", hand_snapshot())
+    write_trace(logs / "gpu" / "w0.pt.trace.json")
+    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(root / "cache"),
+               TORCH_PROF_LOAD_WORKERS="2", PYTHONUNBUFFERED="1")
+    with running_tensorboard(logs, root / "tb.log", env) as board:
+        board.wait_loaded(timeout=180)
+        yield board
+
+
+def routes() -> dict[str, list[dict[str, Any]]]:
+    """route -> its parameters (`$ref`s resolved), from openapi.yaml."""
+    spec = yaml.safe_load(OPENAPI.read_text())
+    shared = spec["components"]["parameters"]
+
+    def resolve(param: dict[str, Any]) -> dict[str, Any]:
+        ref = param.get("$ref")
+        return shared[ref.rsplit("/", 1)[1]] if ref else param
+
+    return {path: [resolve(p) for p in ops["get"].get("parameters", [])]
+            for path, ops in spec["paths"].items()}
+
+
+def base_query(route: str, params: list[dict[str, Any]]) -> dict[str, str]:
+    names = {p["name"] for p in params if p["in"] == "query"}
+    if "exp_run" in names:
+        context = {**TABLE, **EXP}
+    elif route in GPU_ROUTES:
+        context = dict(GPU)
+    elif route == "/memory/snapshot":
+        context = {**TABLE, "run": SNAPSHOT}
+    elif "worker" not in names and "span" in names:
+        context = dict(SPAN)
+    else:
+        context = dict(TABLE)
+    query = {k: v for k, v in context.items() if k in names}
+    for param in params:
+        if param["in"] == "query" and param.get("required") and param["name"] not in query:
+            query[param["name"]] = REQUIRED[param["name"]]
+    return query
+
+
+def url_of(tb: TensorBoard, route: str, params: list[dict[str, Any]], query: Any) -> str:
+    """`query`: a dict (path parameters taken out of it) or a list of pairs (repeats)."""
+    pairs = list(query.items()) if isinstance(query, dict) else list(query)
+    path = route
+    for param in params:
+        if param["in"] == "path":
+            value = next((v for k, v in pairs if k == param["name"]), REQUIRED[param["name"]])
+            quoted = urllib.parse.quote(value, safe="", errors="surrogatepass")
+            path = path.replace(f"{{{param['name']}}}", quoted)
+            pairs = [(k, v) for k, v in pairs if k != param["name"]]
+    encoded = urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote,
+                                     errors="surrogatepass")
+    return f"{tb.base}/data/plugin/{PLUGIN}{path}" + (f"?{encoded}" if encoded else "")
+
+
+def mutations(route: str, params: list[dict[str, Any]], base: dict[str, str]
+              ) -> Iterator[Any]:
+    names = [p["name"] for p in params]
+    for name in names:
+        for value in random.Random(f"{route}|{name}").sample(HOSTILE, PER_PARAM):
+            yield {**base, name: value}
+    rng = random.Random(route)
+    for _ in range(4):
+        yield {name: rng.choice(HOSTILE) for name in names}
+    for name in names:
+        yield [*base.items(), (name, base.get(name, "1"))]
+    yield {**base, "unknown_param": "1", "": "x"}
+    yield {}
+
+
+def server_error(reply: Reply) -> str:
+    """Why this reply is wrong ("" when it is fine): a 5xx, or an error that is not the JSON
+    envelope with a message, or that carries a traceback."""
+    text = reply.body.decode("utf-8", "replace")
+    if reply.status >= 500 or "Traceback" in text:
+        return f"{reply.status} {reply.url[:300]}: {text[:300]}"
+    return ""
+
+
+def test_every_route_parameter_fuzzed_no_5xx(fuzz_tb: TensorBoard) -> None:
+    table = routes()
+    assert len(table) >= 25 and "/ranks" in table, sorted(table)
+    bases: dict[str, int] = {}
+    failures: list[str] = []
+    errors: dict[int, int] = {}
+    sent = 0
+    for route, params in table.items():
+        base = base_query(route, params)
+        reply = fuzz_tb.fetch(url_of(fuzz_tb, route, params, base))
+        bases[route] = reply.status
+        for query in mutations(route, params, base):
+            reply = fuzz_tb.fetch(url_of(fuzz_tb, route, params, query))
+            sent += 1
+            errors[reply.status] = errors.get(reply.status, 0) + 1
+            if why := server_error(reply):
+                failures.append(why)
+    assert failures == [], f"{len(failures)} of {sent} requests failed:\n" + "\n".join(
+        failures[:40])
+    assert bases == {route: BASE_NOT_200.get(route, 200) for route in table}
+    # The mutations reached the validators: most hostile values are refused with a 400.
+    assert errors.get(400, 0) > sent // 3 and errors.get(200, 0) > 0, errors
+    assert sum(errors.values()) == sent >= 1500
