@@ -23,6 +23,7 @@ from ..settings import (
 )
 from .columns import ColumnBuilder
 from .decode import Event, recover_batch, try_decode_batch
+from .interning import MAX_STRING_CHARS
 from .scanner import EventStreamScanner, ScanResult, TokenTooLarge
 from .schema import (
     TABLE_COLUMNS,
@@ -213,6 +214,10 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stoppe
     if builder.missing_timestamps:
         status.warn(LoadState.PARTIAL, f"{builder.missing_timestamps} events had no numeric 'ts' "
                     "(or one beyond 1e17 us) and were skipped")
+    cut = sum(interner.cut() for interner in builder.interners.values())
+    if cut:
+        status.warn(LoadState.PARTIAL, f"{cut} strings (event names, shapes or call stacks) "
+                    f"were longer than {MAX_STRING_CHARS} characters and were cut to that length")
     if builder.event_rows == 0 and status.state == LoadState.OK:
         status.warn(LoadState.OK, "the trace has no events")
 
