@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from isal import igzip
 
 from tb_plugin.ingest.interning import CUT_NOTE, MAX_STRING_CHARS, Interner, cut_string
-from tests.support.hostile import GOOD_EVENTS, events, run_cli
+from tests.support import REPO
+from tests.support.hostile import GOOD_EVENTS, events, run_cli, string_bomb
 
 MB = 1 << 20
 NAMES, NAME_MB, TOKEN_MB, PADDING_MB = 12, 40, 48, 8
@@ -80,3 +84,34 @@ def test_strings_are_cut_beyond_max_string_chars_only() -> None:
     other = Interner(missing_as="")
     assert other.merge(interner.categories).tolist() == [0, 1, 2, 3, 4, -1]
     assert other.categories == interner.categories and other.cut() == 2
+
+
+#: The CLI with its address space capped at what it has after its imports plus `argv[1]` MB:
+#: a real MemoryError in the parse, whatever the machine's memory.
+_CAPPED = """
+import resource, sys
+from tb_plugin.cli import main
+cap = int(open("/proc/self/statm").read().split()[0]) * 4096 + (int(sys.argv[1]) << 20)
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_out_of_memory_is_a_state_with_its_reason_not_an_internal_error(tmp_path: Path
+                                                                       ) -> None:
+    """The report's server said "internal error ... please report it" for its MemoryError: a
+    parse that runs out of memory keeps the events read before and names the limits."""
+    string_bomb(tmp_path / "logs" / "big" / "w.pt.trace.json.gz", inflated_gb=1)
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCH_PROF_PARSE_PROCESSES="1",
+               TORCH_PROF_MAX_TOKEN_MB="4096", TORCH_PROF_MAX_INFLATE_RATIO="1000000")
+    done = subprocess.run([sys.executable, "-c", _CAPPED, "300", "--no-cache", "summary",
+                           str(tmp_path / "logs"), "--json"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    span = json.loads(done.stdout)["runs"][0]["workers"][0]["spans"][0]
+    assert (span["state"], span["events"]) == ("truncated", GOOD_EVENTS), span
+    [message] = span["messages"]
+    assert message.startswith("out of memory after ") and message.endswith(
+        " MB of JSON; the events before are shown: free memory, or lower "
+        "TORCH_PROF_MAX_TOKEN_MB and TORCH_PROF_MAX_INFLATE_RATIO"), message
+    assert "Traceback" not in done.stderr

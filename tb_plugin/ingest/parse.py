@@ -114,6 +114,16 @@ class TraceParse:
         self.warn(LoadState.TRUNCATED if found else LoadState.ERROR,
                   f"stopped: {limit}; {kept} (raise the limit to read the whole file)")
 
+    def out_of_memory(self) -> None:
+        """The process ran out of memory: keep the events read so far (state TRUNCATED, or ERROR
+        when none was), and name the limits that bound a parse's memory."""
+        self.stopped = True
+        found = self.scanner.result.found_events
+        kept = "the events before are shown" if found else "nothing was read"
+        self.warn(LoadState.TRUNCATED if found else LoadState.ERROR,
+                  f"out of memory after {self.status.bytes_read >> 20} MB of JSON; {kept}: free "
+                  f"memory, or lower {MAX_TOKEN_ENV} and {MAX_INFLATE_RATIO_ENV}")
+
     def consume(self, chunks: Iterable[bytes], progress: Optional[ProgressCallback]) -> None:
         """Feed the rest of the stream and close it."""
         for chunk in chunks:
