@@ -6,8 +6,10 @@ payload (valid run, worker, span and required options: the base answers are pinn
 mutations start from deep in the route, not from a 404), then each parameter in turn replaced by
 values from `HOSTILE` (a seeded choice per route and parameter, so a run is reproducible), then
 per route: every parameter hostile at once, each parameter repeated, an unknown parameter, and
-no parameter at all. About 2,000 requests; every one must answer below 500, and every error
-must be the JSON envelope with a message (never a traceback).
+no parameter at all. About 2,000 requests; every one must answer below 500 and none may carry
+a traceback. The same again on real traces (`needs_shared`): a GPU ResNet-50 and an 8-rank NCCL
+run, whose `/ranks` then has 8 ranks to choose from. Without the issue-32 fixes the samples gave
+nine 500s, all on `/ranks` (non-numeric `ranks`, `end_us=1e308`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import random
 import shutil
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -25,7 +28,7 @@ import yaml
 from tb_plugin.views.option_types import MAX_EVENT_ID
 from tests.ingest.snapshots import hand_snapshot
 from tests.ingest.snapshots import write as write_snapshot
-from tests.support import REPO, SAMPLES
+from tests.support import REPO, SAMPLES, SHARED_TRACES, needs_shared
 
 from .harness import (
     PLUGIN,
@@ -49,19 +52,45 @@ HOSTILE = (
     "operator_input_shape", "csv", "json", "on", "0-0-0-0-99", "0-", "per_step", str(MAX_EVENT_ID),
     str(MAX_EVENT_ID + 1), "-9223372036854775809", "18446744073709551616", "1e-320", "1e309",
 )
-#: Bases: a TABLE route's worker span, the PAIR's other side, the SPAN routes' run.
-TABLE = {"run": "cnn_bs32", "worker": "vm_9710", "span": "1"}
-EXP = {"exp_run": "cnn_bs64", "exp_worker": "vm_9710", "exp_span": "1"}
-SPAN = {"run": "ddp_gloo", "span": "1"}
-SNAPSHOT = "snap"  # cnn_bs32 plus an allocator snapshot
 #: Values for required options and route-specific parameters of the base query.
 REQUIRED = {"name": "aten::conv2d", "id": "1", "q": "conv", "start_us": "0", "end_us": "1e16",
             "view": "Overview", "file": "index.js"}
+SNAPSHOT = "snap"  # cnn_bs32 plus an allocator snapshot
+
+
+@dataclass(frozen=True)
+class Bases:
+    """Where the base queries point: a TABLE route's worker span, the PAIR's other side, the
+    SPAN routes' run and span, the kernel routes' worker span, the snapshot route's run."""
+
+    table: dict[str, str]
+    exp: dict[str, str]
+    span: dict[str, str]
+    gpu: dict[str, str]
+    snapshot_run: str
+
+
+SAMPLE_BASES = Bases(
+    table={"run": "cnn_bs32", "worker": "vm_9710", "span": "1"},
+    exp={"exp_run": "cnn_bs64", "exp_worker": "vm_9710", "exp_span": "1"},
+    span={"run": "ddp_gloo", "span": "1"},
+    # the samples were profiled on a CPU (no kernels): a generated GPU trace, no timestamp
+    gpu={"run": "gpu", "worker": "w0", "span": "default"},
+    snapshot_run=SNAPSHOT)
 #: Routes whose base query does not answer 200, and what it answers instead (and why).
 BASE_NOT_200 = {"/assets/{file}": 404}  # the bundle is one file (index.js): no asset to name
-#: Routes served from a generated GPU trace (the samples were profiled on a CPU: no kernels).
 GPU_ROUTES = ("/kernels", "/kernels/pies")
-GPU = {"run": "gpu", "worker": "w0", "span": "default"}  # a file without a timestamp
+#: ../shared/traces: a real GPU trace (two spans) and a real 8-rank NCCL run.
+SHARED_RUNS = ("resnet50_gpu_pt19", "param_dlrm_8ranks_nccl")
+SHARED_BASES = Bases(
+    table={"run": "resnet50_gpu_pt19", "worker": "worker0", "span": "1"},
+    exp={"exp_run": "resnet50_gpu_pt19", "exp_worker": "worker0", "exp_span": "2"},
+    span={"run": "param_dlrm_8ranks_nccl", "span": "default"},
+    gpu={"run": "resnet50_gpu_pt19", "worker": "worker0", "span": "1"},
+    snapshot_run="resnet50_gpu_pt19")
+#: What the shared runs' bases must reach (the others depend on what the real traces hold).
+SHARED_BASE_200 = ("/overview", "/operators", "/kernels", "/timeline", "/timeline/search",
+                   "/distributed", "/ranks", "/gpu_idle", "/diff")
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +102,24 @@ def fuzz_tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
         shutil.copytree(SAMPLES / name, logs / name)
     shutil.copytree(SAMPLES / "cnn_bs32", logs / SNAPSHOT)
     write_snapshot(logs / SNAPSHOT / "snapshot.pickle", hand_snapshot())
-    write_trace(logs / "gpu" / "w0.pt.trace.json")
+    write_trace(logs / SAMPLE_BASES.gpu["run"] / "w0.pt.trace.json")
     env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(root / "cache"),
                TORCH_PROF_LOAD_WORKERS="2", PYTHONUNBUFFERED="1")
     with running_tensorboard(logs, root / "tb.log", env) as board:
         board.wait_loaded(timeout=180)
+        yield board
+
+
+@pytest.fixture(scope="module")
+def shared_tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
+    require_entry_point()
+    root = tmp_path_factory.mktemp("fuzz-shared")
+    for name in SHARED_RUNS:
+        shutil.copytree(SHARED_TRACES / name, root / "logs" / name)
+    env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(root / "cache"),
+               TORCH_PROF_LOAD_WORKERS="2", PYTHONUNBUFFERED="1")
+    with running_tensorboard(root / "logs", root / "tb.log", env) as board:
+        board.wait_loaded(timeout=300)
         yield board
 
 
@@ -94,18 +136,18 @@ def routes() -> dict[str, list[dict[str, Any]]]:
             for path, ops in spec["paths"].items()}
 
 
-def base_query(route: str, params: list[dict[str, Any]]) -> dict[str, str]:
+def base_query(route: str, params: list[dict[str, Any]], bases: Bases) -> dict[str, str]:
     names = {p["name"] for p in params if p["in"] == "query"}
     if "exp_run" in names:
-        context = {**TABLE, **EXP}
+        context = {**bases.table, **bases.exp}
     elif route in GPU_ROUTES:
-        context = dict(GPU)
+        context = dict(bases.gpu)
     elif route == "/memory/snapshot":
-        context = {**TABLE, "run": SNAPSHOT}
+        context = {**bases.table, "run": bases.snapshot_run}
     elif "worker" not in names and "span" in names:
-        context = dict(SPAN)
+        context = dict(bases.span)
     else:
-        context = dict(TABLE)
+        context = dict(bases.table)
     query = {k: v for k, v in context.items() if k in names}
     for param in params:
         if param["in"] == "query" and param.get("required") and param["name"] not in query:
@@ -152,26 +194,39 @@ def server_error(reply: Reply) -> str:
     return ""
 
 
-def test_every_route_parameter_fuzzed_no_5xx(fuzz_tb: TensorBoard) -> None:
+def fuzz(tb: TensorBoard, bases: Bases) -> tuple[dict[str, int], dict[int, int]]:
+    """Every route's base query and its mutations: (route -> base status, status -> count of
+    the mutations); fails listing the 5xx (and tracebacks) if there is any."""
     table = routes()
     assert len(table) >= 25 and "/ranks" in table, sorted(table)
-    bases: dict[str, int] = {}
+    statuses: dict[str, int] = {}
     failures: list[str] = []
-    errors: dict[int, int] = {}
+    counts: dict[int, int] = {}
     sent = 0
     for route, params in table.items():
-        base = base_query(route, params)
-        reply = fuzz_tb.fetch(url_of(fuzz_tb, route, params, base))
-        bases[route] = reply.status
+        base = base_query(route, params, bases)
+        statuses[route] = tb.fetch(url_of(tb, route, params, base)).status
         for query in mutations(route, params, base):
-            reply = fuzz_tb.fetch(url_of(fuzz_tb, route, params, query))
+            reply = tb.fetch(url_of(tb, route, params, query))
             sent += 1
-            errors[reply.status] = errors.get(reply.status, 0) + 1
+            counts[reply.status] = counts.get(reply.status, 0) + 1
             if why := server_error(reply):
                 failures.append(why)
     assert failures == [], f"{len(failures)} of {sent} requests failed:\n" + "\n".join(
         failures[:40])
-    assert bases == {route: BASE_NOT_200.get(route, 200) for route in table}
-    # The mutations reached the validators: most hostile values are refused with a 400.
-    assert errors.get(400, 0) > sent // 3 and errors.get(200, 0) > 0, errors
-    assert sum(errors.values()) == sent >= 1500
+    assert sum(counts.values()) == sent >= 1500
+    # The mutations reached the validators: many hostile values are refused with a 400.
+    assert counts.get(400, 0) > sent // 3 and counts.get(200, 0) > 0, counts
+    return statuses, counts
+
+
+def test_every_route_parameter_fuzzed_no_5xx(fuzz_tb: TensorBoard) -> None:
+    statuses, _ = fuzz(fuzz_tb, SAMPLE_BASES)
+    assert statuses == {route: BASE_NOT_200.get(route, 200) for route in routes()}
+
+
+@needs_shared
+def test_every_route_fuzzed_on_real_gpu_and_8_rank_traces(shared_tb: TensorBoard) -> None:
+    statuses, _ = fuzz(shared_tb, SHARED_BASES)
+    assert {route: statuses[route] for route in SHARED_BASE_200} == dict.fromkeys(
+        SHARED_BASE_200, 200)
