@@ -25,10 +25,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tb_plugin.ingest.interning import MAX_STRING_CHARS
 from tb_plugin.views.option_types import MAX_EVENT_ID
 from tests.ingest.snapshots import hand_snapshot
 from tests.ingest.snapshots import write as write_snapshot
 from tests.support import REPO, SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.hostile import GOOD_EVENTS
+from tests.test_hostile_names import NAMES, padded_name_bomb
 
 from .harness import (
     PLUGIN,
@@ -103,6 +106,7 @@ def fuzz_tb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoard]:
     shutil.copytree(SAMPLES / "cnn_bs32", logs / SNAPSHOT)
     write_snapshot(logs / SNAPSHOT / "snapshot.pickle", hand_snapshot())
     write_trace(logs / SAMPLE_BASES.gpu["run"] / "w0.pt.trace.json")
+    padded_name_bomb(logs / "names" / "w.pt.trace.json.gz")  # issue 32's gzip, scaled down
     env = dict(os.environ, TORCH_PROF_CACHE_DIR=str(root / "cache"),
                TORCH_PROF_LOAD_WORKERS="2", PYTHONUNBUFFERED="1")
     with running_tensorboard(logs, root / "tb.log", env) as board:
@@ -223,6 +227,16 @@ def fuzz(tb: TensorBoard, bases: Bases) -> tuple[dict[str, int], dict[int, int]]
 def test_every_route_parameter_fuzzed_no_5xx(fuzz_tb: TensorBoard) -> None:
     statuses, _ = fuzz(fuzz_tb, SAMPLE_BASES)
     assert statuses == {route: BASE_NOT_200.get(route, 200) for route in routes()}
+
+
+def test_server_parser_reads_the_padded_gzip_of_huge_names(fuzz_tb: TensorBoard) -> None:
+    """The report's server parser ran out of memory on it ("internal error"): here its parse
+    child reads every event and cuts the names, as the CLI does (tests/test_hostile_names.py)."""
+    status = fuzz_tb.get("status", {"run": "names", "worker": "w", "span": "default"}).json()
+    assert (status["state"], status["events"]) == ("partial", GOOD_EVENTS + NAMES + 1), status
+    assert status["messages"] == [f"{NAMES} strings (event names, shapes or call stacks) were "
+                                  f"longer than {MAX_STRING_CHARS} characters and were cut to "
+                                  "that length"]
 
 
 @needs_shared
