@@ -79,7 +79,7 @@ def export_runs(runs: Iterable[RunInfo], out: Path, cache: TraceCache, *,
                 replace: bool = False) -> int:
     """Write the tables of every worker span of `runs` under `out`; the number of files.
     `replace`: `out` may hold an earlier export, whose files of these runs are replaced."""
-    runs = list(runs)
+    runs, out = list(runs), out.absolute()  # `.` has a name and a parent
     earlier = _replaced_files(out, sorted({run.name for run in runs}), replace)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
