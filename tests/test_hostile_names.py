@@ -115,3 +115,37 @@ def test_out_of_memory_is_a_state_with_its_reason_not_an_internal_error(tmp_path
         " MB of JSON; the events before are shown: free memory, or lower "
         "TORCH_PROF_MAX_TOKEN_MB and TORCH_PROF_MAX_INFLATE_RATIO"), message
     assert "Traceback" not in done.stderr
+
+
+def fname_members(path: Path, name_mb: int) -> Path:
+    """GOOD_EVENTS events in two gzip members whose FNAME header fields are `name_mb` MiB each
+    (stored raw: the file is that big), then PADDING_MB of zeros."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as out:
+        for part in (b'{"traceEvents":[' + events(0, GOOD_EVENTS // 2) + b",",
+                     events(GOOD_EVENTS // 2, GOOD_EVENTS) + b"]}"):
+            member = gzip.compress(part, mtime=0)
+            out.write(member[:3] + b"\x08" + member[4:10])  # FLG.FNAME, then the name
+            for _ in range(name_mb):
+                out.write(b"n" * MB)
+            out.write(b"\0" + member[10:])
+        out.write(b"\0" * (PADDING_MB * MB))
+    return path
+
+
+def test_huge_gzip_header_names_are_skipped_not_buffered(tmp_path: Path) -> None:
+    """The other reading of the report: gzip members whose FNAME header field is huge (2 x 64
+    MiB here). The decompressor skips header names as it reads them and ignores the zero
+    padding after the last member: every event is read, and the CLI's peak is that of the same
+    file with empty names (within 16 MB; one name held would add 64)."""
+    peaks = []
+    for name_mb in (0, 64):
+        logs = tmp_path / f"names{name_mb}"
+        fname_members(logs / "fname" / "w.pt.trace.json.gz", name_mb)
+        run = run_cli("--no-cache", "summary", str(logs), "--json",
+                      env={"TORCH_PROF_PARSE_PROCESSES": "1"})
+        assert run.returncode == 0, run.stderr[-3000:]
+        span = json.loads(run.stdout)["runs"][0]["workers"][0]["spans"][0]
+        assert (span["state"], span["events"], span["messages"]) == ("ok", GOOD_EVENTS, []), span
+        peaks.append(run.peak_rss)
+    assert peaks[1] - peaks[0] < 16 * MB, [p >> 20 for p in peaks]
