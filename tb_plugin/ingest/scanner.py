@@ -124,7 +124,11 @@ class EventStreamScanner:
         if self._mode == "events":
             yield from self._cut_fast()
             if len(self._buf) > self.max_token:  # checked at every chunk: never overshoots
-                self._hold_one_token()
+                # cut the events that are complete first (the doubling schedule may not have
+                # tried since): only the one in progress counts against the limit
+                yield from self._cut_exact()
+                if self._mode == "events" and len(self._buf) > self.max_token:
+                    self._hold_one_token()
         self._drain_trailer()
 
     def close(self) -> Iterator[tuple[bytes, Any]]:
