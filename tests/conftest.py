@@ -3,8 +3,9 @@ cache per test.
 
 Every test gets exactly one layer marker (registered in pyproject.toml):
 - `browser`: tests/ui/ (Chromium and Playwright against real TensorBoard processes);
-- `e2e`: a test that starts TensorBoard, Ray or torch: one in E2E_FILES, one that uses a
-  fixture of SERVER_FIXTURES (a real TensorBoard), or one that declares `pytest.mark.e2e`;
+- `e2e`: a test that starts TensorBoard, Ray or torch: one in E2E_FILES, one in a file that
+  starts TensorBoard or the CLI itself (STARTS_PROCESSES), one that uses a fixture of
+  SERVER_FIXTURES (a real TensorBoard), or one that declares `pytest.mark.e2e`;
 - `unit`: everything else (in-process; `python -m pytest -m unit` is the developer loop).
 The label is enforced, not trusted: `tests.support.current_layer` holds the running test's
 layer, and the TensorBoard launcher and `import_torch()` refuse to run under `unit`.
@@ -12,6 +13,8 @@ layer, and the TensorBoard launcher and `import_torch()` refuse to run under `un
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,6 +43,9 @@ E2E_FILES = frozenset({
     "tests/analysis/test_flops_torch.py",  # torch's FlopCounterMode runs the ops
     "tests/analysis/test_memory_leak_flags.py",  # records with torch.profiler
 })
+#: A test file that starts TensorBoard or the CLI as subprocesses itself is e2e as a whole.
+STARTS_PROCESSES = re.compile(r"\brunning_tensorboard\(|\blauncher\.(?:start|running)\("
+                              r"|\brun_cli\(")
 #: Fixtures that start (or are only needed to start) a real TensorBoard.
 SERVER_FIXTURES = frozenset({"tb", "server_env"})
 
@@ -50,8 +56,14 @@ def layer_of(relative_path: str, fixtures: Iterable[str] = (), declared: Iterabl
     (transitively) and the layer markers it declares itself."""
     if relative_path.startswith(BROWSER_DIR):
         return "browser"
-    heavy = relative_path in E2E_FILES or SERVER_FIXTURES & set(fixtures) or "e2e" in declared
+    heavy = (relative_path in E2E_FILES or SERVER_FIXTURES & set(fixtures) or "e2e" in declared
+             or _starts_processes(relative_path))
     return "e2e" if heavy else "unit"
+
+
+@functools.cache
+def _starts_processes(relative_path: str) -> bool:
+    return bool(STARTS_PROCESSES.search((REPO / relative_path).read_text(encoding="utf-8")))
 
 
 def pytest_configure(config: pytest.Config) -> None:
