@@ -35,6 +35,7 @@ from .analysis.frames import (
 from .analysis.kernels import GROUP_BY_KERNEL, kernel_table
 from .analysis.operators import GROUP_BY_OPERATOR, call_stack_table, operator_table
 from .analysis.overview import build_overview
+from .analysis.whatif import build_whatif, parse_edits
 from .cache import TraceCache, cache_location, default_cache
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import LoadState, ParseStatus, TraceTable
@@ -104,6 +105,13 @@ class Trace:
     def overview(self) -> dict[str, Any]:
         """The Overview payload (steps, average, GPUs, recommendations...): not tabular."""
         return copy.deepcopy(build_overview(self.table))  # the memoised payload stays intact
+
+    def whatif(self, edit: str, step: Optional[str] = None) -> dict[str, Any]:
+        """Predicted step times when the `edit` (e.g. `"op:aten::mm=0.5; launch=0"`: the
+        grammar of `tb_plugin.analysis.whatif.edits`) is applied to each step's dependency
+        model; `step` replays that step only. Raises `EditError` (a ValueError) for an edit it
+        cannot read and `StepNotFound` (a LookupError) for an unknown step."""
+        return build_whatif(self.table, parse_edits(edit), step)
 
     def steps(self) -> pd.DataFrame:
         """Per step: step, start_us, end_us, total_us and one `<category>_us` column per

@@ -40,7 +40,7 @@ from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 PAYLOADS = {**{spec.route: spec.payload for spec in SPECS.values()}, **CATALOGUE}
 ROUTES_WITH_PAYLOADS = {"/overview", "/operators", "/operators/pies", "/operators/stack",
                         "/kernels", "/kernels/pies", "/timeline", "/timeline/event",
-                        "/timeline/search", "/memory", "/modules"}
+                        "/timeline/search", "/memory", "/modules", "/whatif"}
 
 
 def _runs(root: Path) -> list[RunInfo]:
@@ -93,6 +93,7 @@ def trace_payloads(table: TraceTable, export: Any) -> Iterator[tuple[str, Any]]:
         yield "/memory/timeline", build_view(table, "memory_timeline", export)
     if build_modules(table)["available"]:  # else the route answers 404 (NotInTrace)
         yield "/modules", build_view(table, "modules")
+    yield "/whatif", build_view(table, "whatif", edit="launch=0; sync=0; op~^aten::=0.5")
 
 
 def _timeline_payloads(table: TraceTable) -> Iterator[tuple[str, Any]]:

@@ -45,7 +45,7 @@ describe('formatState', () => {
       diffBasis: 'total', diffTime: 'host', diffTable: 'kernels',
       opGroup: 'operator_input_shape', opSearch: 'conv', opTopN: '25', opSort: 'host_total_us:desc',
       kGroup: 'kernel_op_launch', kSearch: 'gemm', kOpSearch: 'mm', kTopN: 'all', kSort: 'calls:asc',
-      tCrit: '7', tWin: '10.5,20',
+      tCrit: '7', tWin: '10.5,20', wiEdit: 'launch=0',
       trPin: '3,1', trHide: '2', trOrder: 'gpu%3AGPU%200', trFold: 'counters',
     }
     expect(parseState(formatState(s))).toEqual(s)

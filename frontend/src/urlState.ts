@@ -6,6 +6,7 @@
 import { useCallback, useEffect, useState } from 'react'
 import { text, type SliceState } from './urlSlice'
 import { diffSlice } from './views/diff/state'
+import { gpuIdleSlice } from './views/gpu_idle/state'
 import { kernelSlice } from './views/kernels/state'
 import { memorySlice } from './views/memory/state'
 import { operatorSlice } from './views/operators/state'
@@ -19,7 +20,7 @@ const selectionSlice = {
   span: text('span'),
 }
 
-const SLICES = { ...selectionSlice, ...memorySlice, ...diffSlice, ...operatorSlice, ...kernelSlice, ...traceSlice }
+const SLICES = { ...selectionSlice, ...memorySlice, ...diffSlice, ...operatorSlice, ...kernelSlice, ...traceSlice, ...gpuIdleSlice }
 
 export type SelectionState = SliceState<typeof selectionSlice>
 export type UiState = SliceState<typeof SLICES>

@@ -390,6 +390,10 @@ RULE_IDS = ("startup_captured", "foreign_step_marker", "host_bound", "launch_bou
             "device_sync", "host_compute", "dataloader", "communication_not_overlapped",
             "data_parallel", "nccl_backend", "matrix_units_unused", "memory_limit",
             "low_gpu_utilization")
+#: The fix of a rule as a what-if edit (`analysis.whatif`): the engine replays the steps with
+#: it for a prediction that follows every dependency (`/whatif?edit=...`).
+WHATIF_EDITS = {"launch_bound": "launch=0", "device_sync": "sync=0",
+                "dataloader": "dataloader=0", "communication_not_overlapped": "communication=0"}
 #: Advice about the profile itself: before any saving.
 _PROFILE_RULES = ("startup_captured", "foreign_step_marker")
 
@@ -407,6 +411,7 @@ def recommend(facts: Facts) -> list[dict[str, Any]]:
         items.append(low)
     for item in items:
         item.update(_located(facts, item["start_us"]))
+        item["whatif"] = WHATIF_EDITS.get(item["id"])
     return sorted(items, key=_order)
 
 

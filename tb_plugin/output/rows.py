@@ -97,3 +97,8 @@ def gpu_idle_rows(payload: dict[str, Any]) -> Rows:
              **{f"{k}_us": v for k, v in c["shares_us"].items()}}
             for c in (payload.get("critical_path") or {}).get("steps") or []]
     return out
+
+
+def whatif_rows(payload: dict[str, Any]) -> Rows:
+    """One row per replayed step."""
+    return list(payload.get("steps") or [])

@@ -36,6 +36,7 @@ from .timeline import (
     TimelineRangePayload,
     TimelineSearchPayload,
 )
+from .whatif import WhatIfPayload
 
 #: The routes that are not views -> the type of their 200 JSON body. The view routes' types are
 #: on their specs (`tb_plugin.views.registry.SPECS[...].payload`), the one registry of views.
@@ -59,5 +60,5 @@ __all__ = ["CATALOGUE", "REPLIES", "Error", "Loading", "RunListing", "SpanStatus
            "MemorySnapshotPayload", "MemoryTimelinePayload", "ModulesPayload", "CallStacksPayload",
            "OperatorPiesPayload", "OperatorsPayload", "OverviewPayload",
            "TimelineEventPayload", "TimelinePayload", "TimelineRangePayload",
-           "TimelineSearchPayload", "CompiledPayload", "RooflinePayload",
+           "TimelineSearchPayload", "CompiledPayload", "RooflinePayload", "WhatIfPayload",
            "RanksTimelinePayload"]

@@ -114,6 +114,9 @@ class Recommendation(TypedDict):
         "The step whose span holds `start_us`; null when none does (or no range).")]
     evidence_offset_us: Annotated[Optional[float], doc(
         "`start_us` minus that step's start (us, 2 decimals); null with `evidence_step`.")]
+    whatif: Annotated[Optional[str], doc(
+        "The fix as a what-if edit for `/whatif` (e.g. `launch=0`), whose replay of the steps "
+        "predicts the saving through every dependency; null when the fix is not one edit.")]
 
 
 class DistributedInfo(TypedDict):

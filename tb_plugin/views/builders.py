@@ -43,6 +43,7 @@ from ..analysis.timeline import (
 )
 from ..analysis.timeline_counters import timeline_extras
 from ..analysis.timeline_range import build_timeline_range
+from ..analysis.whatif import EditError, StepNotFound, build_whatif, parse_edits
 from ..ingest.memory_export import RawTimeline
 from ..ingest.snapshot import Snapshot, SnapshotError
 from ..load import load_memory_export, load_snapshot
@@ -63,6 +64,7 @@ from .option_types import (
     SearchOptions,
     SnapshotOptions,
     TimelineOptions,
+    WhatIfOptions,
 )
 from .options import NoOptions
 from .spec import DISK, MEMORY
@@ -285,3 +287,14 @@ def diff(base: Any, exp: Any, options: DiffOptions) -> Any:
         return build_diff(base, exp, options.path, options.basis)
     except UnknownDiffPathError as exc:
         raise NotInTrace(str(exc.args[0] if exc.args else "no such diff node")[:300]) from exc
+
+
+def whatif(table: Any, options: WhatIfOptions) -> Any:
+    try:
+        edits = parse_edits(options.edit)
+    except EditError as exc:
+        raise OptionError(str(exc)) from exc
+    try:
+        return build_whatif(table, edits, options.step)
+    except StepNotFound as exc:
+        raise NotInTrace(str(exc)) from exc

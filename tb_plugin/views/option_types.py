@@ -178,3 +178,13 @@ class GpuIdleOptions(msgspec.Struct, forbid_unknown_fields=True):
         "Queue length counted as full."))] = DEFAULT_QUEUE_FULL
     step: Optional[Annotated[str, Meta(description=(
         "Step whose critical path event ids are returned (default: the first)."))]] = None
+
+
+class WhatIfOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    edit: Annotated[str, Meta(min_length=1, max_length=2000, description=(
+        "Edits separated by `;`, each TARGET=FACTOR: `op:NAME` or `op~REGEX` (an operator's "
+        "host time and its device work), `kernel:NAME`/`kernel~REGEX`, `dataloader`, "
+        "`communication`, `memcpy`, `launch` (launch calls), `sync` (waiting for the device); "
+        "FACTOR in [0, 100] multiplies the time (0 removes it)."))]
+    step: Optional[Annotated[str, Meta(max_length=200, description=(
+        "Replay only this step (default: every step, up to 64)."))]] = None

@@ -35,6 +35,7 @@ from ..payloads import (
     TimelinePayload,
     TimelineRangePayload,
     TimelineSearchPayload,
+    WhatIfPayload,
 )
 from . import builders as build
 from .errors import OptionError
@@ -54,6 +55,7 @@ from .option_types import (
     SearchOptions,
     SnapshotOptions,
     TimelineOptions,
+    WhatIfOptions,
 )
 from .options import option_fields
 from .spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec, never
@@ -237,6 +239,14 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`applicable: false` with a message. With\n`format=csv`, one row per table entry "
              "with a `table` column (`temporal`, `idle`, `queue`,\n`launch`, `sequences`, "
              "`annotations`, `critical_path`)."),
+    ViewSpec("whatif", "/whatif", "GPU Idle", build.whatif,
+             payload=WhatIfPayload, options=WhatIfOptions, rows=rows.whatif_rows,
+             summary="What if: the predicted step time when operators, kernels, data "
+                     "loading, communication, launches or synchronisation take a different "
+                     "time (a replay of each step's dependency model).",
+             description="Shape: see `tb_plugin.payloads.whatif.WhatIfPayload`. The model "
+             "and the edit grammar: `tb_plugin.analysis.whatif`. With `format=csv`, one row "
+             "per replayed step."),
     ViewSpec("diff", "/diff", "Diff", build.diff,
              payload=DiffPayload, kind=PAIR, options=DiffOptions,
              rows=rows.diff_rows,

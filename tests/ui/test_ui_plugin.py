@@ -111,6 +111,30 @@ def test_recommendation_evidence_opens_the_trace_on_its_range(page, tensorboard,
             shot(page, artifacts, "recommendation_evidence_on_trace")
 
 
+def test_recommendation_what_if_replays_its_edit(page, tensorboard, artifacts):
+    """A priced recommendation's "What if" opens the GPU Idle tab's what-if panel with its edit
+    and shows the replay's prediction (the numbers of `/whatif`)."""
+    run = gpu_run(tensorboard)
+    sel = selection_of(tensorboard, run)
+    recs = tensorboard.api("overview", **sel)["recommendations"]
+    rec = next(r for r in recs if r["whatif"])
+    expected = tensorboard.api("whatif", **sel, edit=rec["whatif"])
+    assert expected["predicted_us"] < expected["original_us"]
+    frame = open_entry(page, tensorboard, f"run={run}&view=Overview")
+    frame.locator("[data-testid=rec-whatif]").first.click()
+    frame.wait_for_selector("[data-testid='tab-GPU Idle'][aria-selected=true]")
+    assert frame.input_value("[data-testid=whatif-edit]") == rec["whatif"]
+    headline = frame.locator("[data-testid=whatif-headline]")
+    headline.wait_for(timeout=TIMEOUT_MS)
+    assert fmt_duration(expected["predicted_us"]) in headline.inner_text()
+    rows = frame.locator("[data-testid=whatif-steps] tbody tr")
+    assert rows.count() == len(expected["steps"])
+    shot(page, artifacts, "whatif_panel")
+    frame.fill("[data-testid=whatif-edit]", "bogus=1")
+    frame.click("[data-testid=whatif-run]")
+    frame.wait_for_selector("text=unknown target", timeout=TIMEOUT_MS)
+
+
 def test_operator_view(page, tensorboard, artifacts):
     run = first_sample(tensorboard)
     sel = selection_of(tensorboard, run)

@@ -1662,6 +1662,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/whatif": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What if: the predicted step time when operators, kernels, data loading, communication, launches or synchronisation take a different time (a replay of each step's dependency model).
+         * @description Shape: see `tb_plugin.payloads.whatif.WhatIfPayload`. The model and the edit grammar: `tb_plugin.analysis.whatif`. With `format=csv`, one row per replayed step.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Edits separated by `;`, each TARGET=FACTOR: `op:NAME` or `op~REGEX` (an operator's host time and its device work), `kernel:NAME`/`kernel~REGEX`, `dataloader`, `communication`, `memcpy`, `launch` (launch calls), `sync` (waiting for the device); FACTOR in [0, 100] multiplies the time (0 removes it). */
+                    edit: string;
+                    /** @description Replay only this step (default: every step, up to 64). */
+                    step?: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WhatIfPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff": {
         parameters: {
             query?: never;
@@ -2814,6 +2874,8 @@ export interface components {
             unit: string;
             /** @description The view that shows the evidence. */
             view: string;
+            /** @description The fix as a what-if edit for `/whatif` (e.g. `launch=0`), whose replay of the steps predicts the saving through every dependency; null when the fix is not one edit. */
+            whatif: string | null;
         };
         /** RecommendationLink */
         RecommendationLink: {
@@ -4275,6 +4337,52 @@ export interface components {
             track: number;
             /** @description Start, absolute trace us. */
             ts: number;
+        };
+        /**
+         * WhatIfPayload
+         * @description Predicted step times when the edits are applied to the step's dependency model.
+         */
+        WhatIfPayload: {
+            /** @description The edits as read, e.g. `op:aten::mm=0.5`. */
+            edits: string[];
+            /** @description What the replay left out (steps beyond the limit...). */
+            notes: string[];
+            /** @description Mean original step length over the replayed steps, us. */
+            original_us: number;
+            /** @description Mean predicted step length, us. */
+            predicted_us: number;
+            /** @description saving_us as a share of original_us, %. */
+            saving_pct: number;
+            /** @description original_us − predicted_us, us. */
+            saving_us: number;
+            /** @description One entry per replayed step, in time order. */
+            steps: components["schemas"]["WhatIfStep"][];
+        };
+        /**
+         * WhatIfStep
+         * @description One replayed step.
+         */
+        WhatIfStep: {
+            /** @description Runtime/driver calls replayed (top level per thread). */
+            calls: number;
+            /** @description Kernels, copies and sets they launched. */
+            device_events: number;
+            /** @description The step's host length in the trace, us. */
+            original_us: number;
+            /** @description Its predicted length under the edits, us. */
+            predicted_us: number;
+            /** @description The same under the edits, us. */
+            predicted_wait_us: number;
+            /** @description The unedited replay of the model: equals original_us (a check of the model). */
+            replayed_us: number;
+            /** @description saving_us as a share of original_us, %. */
+            saving_pct: number;
+            /** @description original_us − predicted_us (negative: slower), us. */
+            saving_us: number;
+            /** @description Step name (the N of ProfilerStep#N; "0" for a whole trace). */
+            step: string;
+            /** @description Time the step's thread waits for the device in the trace (syncs, blocking copies), us. */
+            wait_us: number;
         };
         /**
          * RunListing

@@ -6,7 +6,7 @@ import { evidenceText, evidenceWindow, savingText } from './advice'
 const base: Recommendation = {
   id: 'host_bound', severity: 'high', title: 't', text: 'x', view: 'GPU Idle', metric: 1, unit: '%',
   start_us: 1_694_128_201_430_000, end_us: 1_694_128_201_442_300, link: null, links: [],
-  saving_us: 4500, saving_pct: 90, evidence_step: '5', evidence_offset_us: 3200,
+  saving_us: 4500, saving_pct: 90, evidence_step: '5', evidence_offset_us: 3200, whatif: null,
 }
 
 describe('recommendation words', () => {

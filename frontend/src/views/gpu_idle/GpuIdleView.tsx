@@ -15,6 +15,7 @@ import type { UiState } from '../../urlState'
 import { fetchGpuIdle, gpuIdleCsvUrl, type GpuIdlePayload } from './api'
 import { histogramOption, stackedBars, timeSeriesOption, type Part } from './charts'
 import css from './gpu_idle.css?inline'
+import { WhatIfCard } from './WhatIf'
 import { AnnotationTable, CriticalPathCard, GapTable, OutlierTable, Recommendations, SequenceTable } from './tables'
 
 interface Props {
@@ -22,17 +23,22 @@ interface Props {
   theme: Theme
   views: string[]
   onNavigate: Navigate
+  state?: UiState
   update?: (patch: Partial<UiState>) => void
 }
 
-export function GpuIdleView({ selection, theme, views, onNavigate, update }: Props) {
+export function GpuIdleView({ selection, theme, views, onNavigate, state: url, update }: Props) {
   useViewStyle('gpu-idle', css)
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
   const state = useAsync('gpu_idle', key, (signal) => fetchGpuIdle(selection, signal))
+  const edit = url?.wiEdit ?? ''
   return (
-    <Async state={state} what="the GPU Idle view" label="Diagnosing">
-      {(data) => <Content data={data} theme={theme} csvUrl={gpuIdleCsvUrl(selection)} views={views} onNavigate={onNavigate} onShowOnTrace={update && views.includes('Trace') ? (step) => update({ view: 'Trace', tCrit: step }) : undefined} />}
-    </Async>
+    <>
+      <WhatIfCard selection={selection} edit={edit} onEdit={(next) => update?.({ wiEdit: next })} />
+      <Async state={state} what="the GPU Idle view" label="Diagnosing">
+        {(data) => <Content data={data} theme={theme} csvUrl={gpuIdleCsvUrl(selection)} views={views} onNavigate={onNavigate} onShowOnTrace={update && views.includes('Trace') ? (step) => update({ view: 'Trace', tCrit: step }) : undefined} />}
+      </Async>
+    </>
   )
 }
 

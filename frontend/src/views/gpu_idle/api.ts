@@ -10,6 +10,7 @@ export type LaunchOutlier = Schemas['LaunchOutlier']
 export type StreamQueue = Schemas['StreamQueue']
 export type CriticalStep = Schemas['CriticalStep']
 export type CriticalPath = Schemas['CriticalPath']
+export type WhatIfPayload = Schemas['WhatIfPayload']
 
 function params(s: Selection) {
   return { run: s.run, worker: s.worker, span: s.span }
@@ -21,4 +22,9 @@ export function fetchGpuIdle(selection: Selection, signal?: AbortSignal): Promis
 
 export function gpuIdleCsvUrl(selection: Selection): string {
   return routeUrl('gpu_idle', { ...params(selection), format: 'csv' })
+}
+
+/** `whatif?run&worker&span&edit`: predicted step times under `edit` (analysis/whatif). */
+export function fetchWhatIf(selection: Selection, edit: string, signal?: AbortSignal): Promise<WhatIfPayload> {
+  return getJson<WhatIfPayload>('whatif', { ...params(selection), edit }, signal)
 }

@@ -37,6 +37,11 @@ export function Recommendations({ items, views, onNavigate }: { items: Recommend
                   Show the evidence on Trace →
                 </button>
               )}
+              {r.whatif && (
+                <button type="button" className="link-button" onClick={() => onNavigate('GPU Idle', { wiEdit: r.whatif ?? '' })} data-testid="gpu-idle-rec-whatif">
+                  What if ({r.whatif})? →
+                </button>
+              )}
             </div>
           </div>
         </li>

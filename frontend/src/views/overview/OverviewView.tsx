@@ -344,6 +344,11 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
               Show the evidence on Trace →
             </button>
           )}
+          {rec.whatif && views.includes('GPU Idle') && (
+            <button type="button" className="link-button" onClick={() => onNavigate('GPU Idle', { wiEdit: rec.whatif ?? '' })} data-testid="rec-whatif">
+              What if ({rec.whatif})? →
+            </button>
+          )}
           {links.map((l) => (
             <a key={l.url} className="link-button" href={l.url} target="_blank" rel="noopener noreferrer">
               {l.label} ↗
