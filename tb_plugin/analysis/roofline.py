@@ -26,7 +26,7 @@ from .flops import op_flops
 from .hardware import PEAKS, architecture, device_vendor, match_peaks, peak_tflops
 from .launch import device_properties
 from .memo import memoised
-from .optree import build_op_tree
+from .optree import OpTree, build_op_tree
 from .steps import compute_steps
 
 
@@ -46,7 +46,8 @@ def device_info(table: TraceTable, device: int) -> dict[str, Any]:
 
 def flop_nodes(table: TraceTable) -> pd.DataFrame:
     """The outermost FLOP-carrying op nodes: node, event, name, start, flops, bytes, dtype,
-    estimate, device_us, host_us (computed once)."""
+    estimate, reason, device_us, host_us (computed once). An outermost call whose estimate
+    failed stays, with NaN FLOPs and its reason, unless known calls lie under it."""
     return memoised(table, "flop_nodes", lambda: _flop_nodes(table))
 
 
@@ -59,11 +60,12 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
     nodes = node_of_event[per_op["event"].to_numpy()] if len(per_op) else np.empty(0, int)
     known = (nodes >= 0) & (np.isfinite(per_op["flops"].to_numpy()) |
                             np.isfinite(per_op["bytes"].to_numpy()))
-    mask = np.zeros(len(tree), dtype=bool)
-    mask[nodes[known]] = True
-    above = enclosing(tree, mask)[np.maximum(tree.parent, 0)]
-    outer = mask & ((tree.parent < 0) | (above < 0))
-    keep = known & outer[np.maximum(nodes, 0)]
+    failed = (nodes >= 0) & ~known & per_op["reason"].notna().to_numpy()
+    outer = _outermost(tree, nodes[known])
+    # a call whose FLOPs are unknown keeps its row (and reason) unless a known call encloses
+    # it or lies under it (then that one counts), or another unknown one encloses it
+    failed_outer = _outermost(tree, nodes[failed]) & ~_outermost(tree, nodes[known], True)
+    keep = (known & outer[np.maximum(nodes, 0)]) | (failed & failed_outer[np.maximum(nodes, 0)])
     sel, chosen = per_op[keep], nodes[keep]
     return pd.DataFrame({
         "node": chosen,
@@ -74,9 +76,23 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
         "bytes": sel["bytes"].to_numpy(),
         "dtype": sel["dtype"].to_numpy(),
         "estimate": sel["estimate"].to_numpy(),
+        "reason": sel["reason"].to_numpy(),
         "device_us": tree.device_total[chosen],
         "host_us": tree.end[chosen] - tree.start[chosen],
     })
+
+
+def _outermost(tree: OpTree, marked: np.ndarray, related: bool = False) -> np.ndarray:
+    """Per node: marked with no marked ancestor; with `related`, any node with a marked
+    ancestor-or-self or descendant."""
+    mask = np.zeros(len(tree), dtype=bool)
+    mask[marked] = True
+    above = enclosing(tree, mask)[np.maximum(tree.parent, 0)]
+    if not related:
+        return mask & ((tree.parent < 0) | (above < 0))
+    count = np.concatenate(([0], np.cumsum(mask)))
+    below = count[tree.subtree_end] - count[np.arange(len(tree)) + 1] > 0
+    return mask | below | ((tree.parent >= 0) & (above >= 0))
 
 
 def _main_device(table: TraceTable) -> Optional[int]:
@@ -110,7 +126,9 @@ def _build_roofline(table: TraceTable) -> dict[str, Any]:
     grouped = work.groupby(["name", "dtype"], sort=False).agg(
         calls=("flops", "size"), flops=("flops", lambda v: float(v.sum(min_count=1))),
         bytes=("bytes", lambda v: float(v.sum(min_count=1))), time_us=("time_us", "sum"),
-        estimate=("estimate", "any")).reset_index()
+        estimate=("estimate", "any"),
+        reason=("reason", lambda v: next((r for r in v if isinstance(r, str)), None))
+    ).reset_index()
     grouped = grouped.sort_values(["flops", "name"], ascending=[False, True], kind="stable")
     rows = [_row(r, key, info) for r in grouped.itertuples(index=False)]
     return {"device": info, "time_basis": "device" if on_gpu else "host", "rows": rows,
@@ -135,7 +153,8 @@ def _row(r: Any, key: Optional[str], info: Optional[dict[str, Any]]) -> dict[str
             "bytes": float(r.bytes) if np.isfinite(r.bytes) else None,
             "time_us": round(float(r.time_us), 3), "achieved_tflops": tflops,
             "achieved_tbps": tbps, "intensity": intensity, "bound": bound,
-            "peak_tflops": peak, "estimate": bool(r.estimate)}
+            "peak_tflops": peak, "estimate": bool(r.estimate),
+            "flops_reason": r.reason if isinstance(r.reason, str) else None}
 
 
 def _steps(table: TraceTable, work: pd.DataFrame, key: Optional[str]) -> list[dict[str, Any]]:

@@ -88,6 +88,9 @@ class RooflineRow(TypedDict):
     peak_tflops: Annotated[Optional[float], doc("Peak of its dtype, TFLOP/s; null.")]
     estimate: Annotated[bool, doc("Some calls' FLOPs/bytes come from shape formulas, not a "
                                   "recorded `flops`/`kernel_flop`.")]
+    flops_reason: Annotated[Optional[str], doc(
+        "Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid "
+        "stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known.")]
 
 
 class RooflineStep(TypedDict):
