@@ -68,7 +68,8 @@ def bind(base: str, dims: list, types: list[str], concrete: Optional[list]) -> d
             tensor = item[0] == "T"
             recorded = _is_shape(dims[i])
             kind = types[i] if i < len(types) else ""
-            if (tensor and kind in _NOT_TENSOR) or (not tensor and recorded):
+            # a None tensor is recorded with type "", a list/int/bool never is
+            if (tensor and kind in _NOT_TENSOR) or (not tensor and (recorded or kind == "")):
                 bad += 1
         return bad, abs(len(layout) - n)
 
