@@ -26,6 +26,7 @@ E2E_FILES = frozenset({
     "tests/cluster/test_ray_client.py",  # a real Ray head (`ray start --head`)
     "tests/test_hostile_cli.py",
     "tests/server/test_hostile_http.py",
+    "tests/server/test_view_corpus_http.py",
 })
 
 
