@@ -131,3 +131,34 @@ def test_a_failed_estimate_keeps_its_row_and_reason(tmp_path: Path) -> None:
     assert rows["aten::conv2d"]["flops_reason"] == (
         "stride not recorded (the trace has no Concrete Inputs for it)")
     assert (rows["aten::mm"]["flops"], rows["aten::mm"]["flops_reason"]) == (2 * 4 * 5 * 6, None)
+
+
+def test_unreadable_device_properties_cost_the_peaks_not_the_views(tmp_path: Path) -> None:
+    """A GPU trace whose deviceProperties hold a string memory size: the peak matching cannot
+    read it, so vendor/architecture/peaks (hence bound and MFU) are null with the reason, and
+    every view answers; the FLOPs of the GEMM are still counted."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+         "dur": 100},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10,
+         "dur": 50, "args": {"Input Dims": [[4, 5], [5, 6]], "Input type": ["float", "float"],
+                             "External id": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 20, "dur": 5, "args": {"correlation": 7, "External id": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 30, "dur": 20,
+         "args": {"correlation": 7, "device": 0, "stream": 7}},
+    ]
+    path = tmp_path / "w.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events, "deviceProperties": [
+        {"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": "80 GB"}]}))
+    table = load_trace(str(path), use_cache=False)
+    answers = every_view(table, "w")
+    assert answers["overview"] == answers["roofline"] == answers["gpu_idle"] == "ok"
+    roofline = plain(build_view(table, "roofline"))
+    assert roofline["device"]["peaks_model"] is None
+    assert roofline["device"]["peaks_reason"] == (
+        "device properties not understood: TypeError: unsupported operand type(s) for /: "
+        "'str' and 'float'")
+    [row] = roofline["rows"]
+    assert (row["name"], row["flops"], row["bound"]) == ("aten::mm", 2 * 4 * 5 * 6, None)
+    assert plain(build_view(table, "overview"))["gpus"][0]["mfu_pct"] is None

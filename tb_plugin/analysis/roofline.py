@@ -31,17 +31,24 @@ from .steps import compute_steps
 
 
 def device_info(table: TraceTable, device: int) -> dict[str, Any]:
-    """Vendor, architecture and matched peaks of one GPU of the trace."""
+    """Vendor, architecture and matched peaks of one GPU of the trace; device properties the
+    peak matching cannot read leave them null with `peaks_reason`."""
     props = device_properties(table, device)
     listed = [p for p in table.metadata.device_properties or [] if isinstance(p, dict)]
     if not props and listed and len({str(p.get("name")) for p in listed}) == 1:
         props = listed[0]  # the GPU is not listed, but every listed GPU is the same model
-    vendor = device_vendor(props, table.metadata.extra)
-    key = match_peaks(props, vendor)
-    return {"id": device, "name": props.get("name"), "vendor": vendor,
-            "architecture": architecture(props, vendor), "peaks_model": key,
+    vendor = arch = key = reason = None
+    try:
+        vendor = device_vendor(props, table.metadata.extra)
+        arch = architecture(props, vendor)
+        key = match_peaks(props, vendor)
+    except Exception as exc:  # noqa: BLE001 (the boundary: a field with a reason, not a 500)
+        reason = f"device properties not understood: {type(exc).__name__}: {exc}"[:200]
+    name = props.get("name")
+    return {"id": device, "name": name if isinstance(name, str) else None, "vendor": vendor,
+            "architecture": arch, "peaks_model": key,
             "peak_tflops": dict(PEAKS[key].tflops) if key else None,
-            "memory_tbps": PEAKS[key].memory_tbps if key else None}
+            "memory_tbps": PEAKS[key].memory_tbps if key else None, "peaks_reason": reason}
 
 
 def flop_nodes(table: TraceTable) -> pd.DataFrame:

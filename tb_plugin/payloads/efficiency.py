@@ -69,6 +69,9 @@ class RooflineDevice(TypedDict):
     peak_tflops: Annotated[Optional[dict[str, float]], doc(
         "Peak dense TFLOP/s per dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8).")]
     memory_tbps: Annotated[Optional[float], doc("Peak memory bandwidth, TB/s.")]
+    peaks_reason: Annotated[Optional[str], doc(
+        "Why vendor/architecture/peaks are null though the trace lists the device (its "
+        "properties could not be read); null otherwise.")]
 
 
 class RooflineRow(TypedDict):

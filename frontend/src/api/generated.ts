@@ -2450,6 +2450,8 @@ export interface components {
             } | null;
             /** @description Matched peaks row; null: unknown device. */
             peaks_model: string | null;
+            /** @description Why vendor/architecture/peaks are null though the trace lists the device (its properties could not be read); null otherwise. */
+            peaks_reason: string | null;
             /** @description "NVIDIA", "AMD"; null when unknown. */
             vendor: string | null;
         };
@@ -2474,6 +2476,8 @@ export interface components {
             estimate: boolean;
             /** @description FLOPs summed; null when unknown. */
             flops: number | null;
+            /** @description Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known. */
+            flops_reason: string | null;
             /** @description Arithmetic intensity, FLOPs per byte. */
             intensity: number | null;
             /** @description Operator name. */

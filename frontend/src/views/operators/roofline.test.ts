@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { ceiling, points } from './roofline'
+import { ceiling, flopsReasonText, points } from './roofline'
 import type { RooflineRow } from './api'
 
 const row = (name: string, intensity: number | null, tflops: number | null): RooflineRow => ({
   name, dtype: 'bf16', calls: 1, flops: 1, bytes: 1, time_us: 1, achieved_tflops: tflops,
-  achieved_tbps: null, intensity, bound: null, peak_tflops: null, estimate: true,
+  achieved_tbps: null, intensity, bound: null, peak_tflops: null, estimate: true, flops_reason: null,
 })
 
 describe('roofline', () => {
@@ -22,5 +22,10 @@ describe('roofline', () => {
 
   it('is flat when the ridge is left of the range', () => {
     expect(ceiling(10, 100, 1, 10)).toEqual([[1, 10], [10, 10]])
+  })
+
+  it('says why FLOPs are unknown, for all calls or some', () => {
+    expect(flopsReasonText('stride not recorded', false)).toBe('unknown: stride not recorded')
+    expect(flopsReasonText('stride not recorded', true)).toBe('some calls unknown: stride not recorded')
   })
 })
