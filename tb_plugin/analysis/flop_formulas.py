@@ -38,6 +38,10 @@ class Unknown(Exception):
     """The FLOPs of this call cannot be known from what the trace recorded; str() says why."""
 
 
+class NotRecorded(Unknown):
+    """An argument the formula needs is absent from the trace (no `Concrete Inputs`)."""
+
+
 @dataclass(frozen=True)
 class Arg:
     shape: Optional[list[int]]  # a tensor's recorded shape; None for anything else
@@ -96,7 +100,7 @@ def _value(args: dict[str, Arg], name: str) -> Any:
     """The literal of a recorded scalar/list argument; Unknown when not recorded."""
     arg = args.get(name)
     if arg is None or arg.value is None or not arg.value.strip():
-        raise Unknown(f"{name} not recorded (the trace has no Concrete Inputs for it)")
+        raise NotRecorded(f"{name} not recorded (the trace has no Concrete Inputs for it)")
     text = arg.value.strip()
     if text in ("same", "valid"):
         return text
@@ -111,7 +115,7 @@ def _ints(args: dict[str, Arg], name: str, count: int, default: Optional[int]) -
     layout has no such argument."""
     if name not in args:
         if default is None:
-            raise Unknown(f"{name} not recorded")
+            raise NotRecorded(f"{name} not recorded")
         return [default] * count
     value = _value(args, name)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -213,6 +217,16 @@ def conv_forward(base: str, args: dict[str, Arg]) -> tuple[float, Optional[list[
         raise Unknown(f"input channels {x[1]} do not fit weight {w}")
     spatial = conv_output(args, x, w)
     return 2.0 * x[0] * math.prod(spatial) * math.prod(w), [x[0], w[0], *spatial]
+
+
+def conv_per_output(base: str, args: dict[str, Arg]) -> tuple[float, int, int, int]:
+    """For a (non-transposed) convolution whose geometry was not recorded: (FLOPs per output
+    element, 2 * Cin/groups * prod(kernel); the output's rank, batch and channels)."""
+    x, w = _tensor(args, "input", "self"), _tensor(args, "weight")
+    _check_conv(x, w)
+    if _transposed(base, args) or x[1] % w[1]:
+        raise Unknown(f"input {x} and weight {w} do not fit a convolution")
+    return 2.0 * math.prod(w[1:]), len(x), x[0], w[0]
 
 
 def conv_gradients(base: str, args: dict[str, Arg]) -> Optional[int]:

@@ -35,17 +35,19 @@ from ..ingest.schema import TraceTable
 from .flop_formulas import (
     NO_ARG,
     Arg,
+    NotRecorded,
     Unknown,
     attention,
     bind,
     conv_backward_each,
     conv_forward,
     conv_gradients,
+    conv_per_output,
     gemm,
 )
+from .flop_links import MASK_NOT_RECORDED, resolve_pending
 from .memo import memoised
 from .op_schemas import LAYOUTS
-from .optree import build_op_tree
 
 _SIZES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "half": 2,
           "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
@@ -126,10 +128,12 @@ class Estimate(NamedTuple):
     bytes: float
     dtype: Optional[str]
     reason: Optional[str]  # why a GEMM/convolution/attention call's FLOPs are unknown
-    per_gradient: float  # a conv backward whose output_mask was not recorded: one gradient
+    #: what another event of the trace can still tell (`flop_links`): ("mask", FLOPs of one
+    #: gradient) for a conv backward without output_mask; ("output", FLOPs per output element,
+    #: rank, batch, channels, bytes read, element size) for a conv without its geometry
+    pending: Optional[tuple] = None
 
 
-MASK_NOT_RECORDED = "output_mask not recorded, and no *_backward_input/_weight call under it"
 _NAN = math.nan
 
 
@@ -146,42 +150,55 @@ def estimate(name: str, dims: Any, types: Any, scalars: Any) -> Estimate:
     es = next((sizes[i] for i, s in enumerate(shapes) if s is not None and sizes[i]), 0)
     moved = float(sum(n * sizes[i] for i, n in enumerate(elems)))
     if kind == "elementwise" and elems and max(elems) > 0:
-        return Estimate(float(max(elems)), moved + max(elems) * es, dtype, None, _NAN)
+        return Estimate(float(max(elems)), moved + max(elems) * es, dtype, None)
     if kind == "reduction" and elems and elems[0] > 0:
         out = elems[0] * es if "norm" in name or "softmax" in name else 0.0
-        return Estimate(float(elems[0]), moved + out, dtype, None, _NAN)
+        return Estimate(float(elems[0]), moved + out, dtype, None)
     if kind not in ("mm", "conv", "conv_backward", "attention", "attention_backward"):
-        return Estimate(_NAN, _NAN, dtype, None, _NAN)
+        return Estimate(_NAN, _NAN, dtype, None)
     if not dim_list:
-        return Estimate(_NAN, _NAN, dtype, "no shapes recorded (record_shapes=False)", _NAN)
+        return Estimate(_NAN, _NAN, dtype, "no shapes recorded (record_shapes=False)")
     concrete = _literal(scalars) if isinstance(scalars, str) and scalars.strip() else None
+    args: dict[str, Arg] = {}
     try:
         args = bind(name[6:], dim_list, type_list, concrete)
         return _heavy(kind, name[6:], args, moved, es, dtype)
+    except NotRecorded as exc:
+        return Estimate(_NAN, _NAN, dtype, str(exc), _sized_later(kind, name[6:], args, moved, es))
     except Unknown as exc:
-        return Estimate(_NAN, _NAN, dtype, str(exc), _NAN)
+        return Estimate(_NAN, _NAN, dtype, str(exc))
+
+
+def _sized_later(kind: str, base: str, args: dict[str, Arg], moved: float, es: int
+                 ) -> Optional[tuple]:
+    if kind != "conv":
+        return None
+    try:
+        return ("output", *conv_per_output(base, args), moved, es)
+    except Unknown:
+        return None
 
 
 def _heavy(kind: str, base: str, args: dict[str, Arg], moved: float, es: int,
            dtype: Optional[str]) -> Estimate:
     if kind == "mm":
         flops, out = gemm(base, args)
-        return Estimate(flops, moved + math.prod(out) * es, dtype, None, _NAN)
+        return Estimate(flops, moved + math.prod(out) * es, dtype, None)
     if kind == "conv":
         flops, shape = conv_forward(base, args)
         written = moved + math.prod(shape) * es if shape is not None else _NAN
-        return Estimate(flops, written, dtype, None, _NAN)
+        return Estimate(flops, written, dtype, None)
     if kind == "conv_backward":
         each = conv_backward_each(base, args)
         count = conv_gradients(base, args)
         written = moved + _gradient_elems(base, args) * es
         if count is None:
-            return Estimate(_NAN, written, dtype, MASK_NOT_RECORDED, each)
-        return Estimate(each * count, written, dtype, None, _NAN)
+            return Estimate(_NAN, written, dtype, MASK_NOT_RECORDED, ("mask", each))
+        return Estimate(each * count, written, dtype, None)
     flops = attention(base, args, kind == "attention_backward")
     query = args["query"].shape or []
     written = math.prod(query) * es * (3 if kind == "attention_backward" else 1)
-    return Estimate(flops, moved + written, dtype, None, _NAN)
+    return Estimate(flops, moved + written, dtype, None)
 
 
 def _gradient_elems(base: str, args: dict[str, Arg]) -> float:
@@ -213,8 +230,7 @@ def _safe_estimate(name: str, dims: Any, types: Any, scalars: Any) -> Estimate:
     try:
         return estimate(name, dims, types, scalars)
     except Exception as exc:  # noqa: BLE001 (the boundary: one signature, never the view)
-        return Estimate(_NAN, _NAN, None, f"estimator error: {type(exc).__name__}: {exc}"[:200],
-                        _NAN)
+        return Estimate(_NAN, _NAN, None, f"estimator error: {type(exc).__name__}: {exc}"[:200])
 
 
 def _op_flops(table: TraceTable) -> pd.DataFrame:
@@ -238,10 +254,9 @@ def _op_flops(table: TraceTable) -> pd.DataFrame:
         columns=list(Estimate._fields)).iloc[codes] if len(uniques) else \
         pd.DataFrame({f: np.empty(0, dtype=object) for f in Estimate._fields})
     out_flops = found["flops"].to_numpy(dtype=np.float64, copy=True)
-    reason = found["reason"].to_numpy(dtype=object, copy=True)
-    _masks_from_children(table, events, found["per_gradient"].to_numpy(dtype=np.float64),
-                         out_flops, reason)
-    out_bytes = found["bytes"].to_numpy(dtype=np.float64)
+    out_bytes = found["bytes"].to_numpy(dtype=np.float64, copy=True)
+    reason = np.array([r if isinstance(r, str) else None for r in found["reason"]], dtype=object)
+    resolve_pending(table, found["pending"].to_numpy(dtype=object), out_flops, out_bytes, reason)
     recorded = args["flops"].to_numpy(dtype=np.float64)
     inductor = args["kernel_flop"].to_numpy(dtype=np.float64)
     measured = np.where(np.isfinite(recorded), recorded, inductor)
@@ -256,33 +271,8 @@ def _op_flops(table: TraceTable) -> pd.DataFrame:
         "bytes": out_bytes,
         "dtype": found["dtype"].to_numpy(dtype=object),
         "estimate": ~has_measure,
-        "reason": np.where(has_measure, None, reason),
+        "reason": pd.Series(np.where(has_measure, None, reason), dtype=object),
     })
-
-
-_GRADIENT_CALLS = (("_backward_input",), ("_backward_weight", "_backward_weights"))
-
-
-def _masks_from_children(table: TraceTable, events: np.ndarray, each: np.ndarray,
-                         flops: np.ndarray, reason: np.ndarray) -> None:
-    """A PyTorch 1.x conv backward records no output_mask, but calls one
-    `*_backward_input` / `*_backward_weight` op per gradient it computes: count those."""
-    rows = np.flatnonzero(np.isfinite(each))
-    if not len(rows):
-        return
-    tree = build_op_tree(table)
-    node_of_event = np.full(len(table.events), -1, dtype=np.int64)
-    real = tree.event >= 0
-    node_of_event[tree.event[real]] = np.flatnonzero(real)
-    names = tree.names
-    for row in rows:
-        node = node_of_event[events[row]]
-        if node < 0:
-            continue
-        below = [str(n) for n in names[tree.children(node)]]
-        count = sum(any(n.endswith(ends) for n in below) for ends in _GRADIENT_CALLS)
-        if count:
-            flops[row], reason[row] = each[row] * count, None
 
 
 def _argument_bytes(args: pd.DataFrame) -> np.ndarray:
