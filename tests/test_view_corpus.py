@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tb_plugin import cli
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import plain
 from tb_plugin.views.errors import NotInTrace, OptionError
@@ -162,3 +163,20 @@ def test_unreadable_device_properties_cost_the_peaks_not_the_views(tmp_path: Pat
     [row] = roofline["rows"]
     assert (row["name"], row["flops"], row["bound"]) == ("aten::mm", 2 * 4 * 5 * 6, None)
     assert plain(build_view(table, "overview"))["gpus"][0]["mfu_pct"] is None
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_cli_reports_the_conv_fixtures(conv_traces: dict[str, Path], case: str,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI (main printed a ZeroDivisionError traceback on the 1x1 convolution): exit 0 and
+    the hand-derived FLOPs in `report --view roofline`."""
+    logdir = str(conv_traces[case].parents[1])
+    for view in ("overview", "gpu_idle"):
+        assert cli.main(["report", logdir, "--run", case, "--view", view]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", logdir, "--run", case, "--view", "roofline",
+                     "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    op, per_call, calls = CONV_CASES[case]
+    [row] = [r for r in json.loads(out)["rows"] if r["name"] == op]
+    assert row["flops"] == per_call * calls and "Traceback" not in err
