@@ -213,7 +213,8 @@ def conv_forward(base: str, args: dict[str, Arg]) -> tuple[float, Optional[list[
         except Unknown:
             out = None
         return flops, out
-    if x[1] % w[1] or (x[1] // w[1]) and w[0] % (x[1] // w[1]):
+    groups = x[1] // w[1] if x[1] % w[1] == 0 else 0  # weight [Cout, Cin/groups, k...]
+    if groups < 1 or w[0] % groups:
         raise Unknown(f"input channels {x[1]} do not fit weight {w}")
     spatial = conv_output(args, x, w)
     return 2.0 * x[0] * math.prod(spatial) * math.prod(w), [x[0], w[0], *spatial]
