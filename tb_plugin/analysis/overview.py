@@ -136,6 +136,7 @@ def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str,
         "architecture": info["architecture"],
         "peaks_model": info["peaks_model"],
         "mfu_pct": mfu_pct(table) if info["peaks_model"] else None,
+        "peaks_reason": info["peaks_reason"],
         "utilization_pct": _pct(m.utilization),
         "sm_efficiency_pct": _pct(m.sm_efficiency),
         "achieved_occupancy_pct": _pct(m.achieved_occupancy, 1.0),  # already a percentage

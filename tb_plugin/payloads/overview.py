@@ -60,6 +60,9 @@ class OverviewGpu(TypedDict):
     mfu_pct: Annotated[Optional[float], doc(
         "Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for "
         "their dtype / step time); null when the device's peaks are unknown.")]
+    peaks_reason: Annotated[Optional[str], doc(
+        "Why the peaks (hence MFU) are null though the device is listed: its properties could "
+        "not be read (see `/roofline`); null otherwise.")]
     utilization_pct: Annotated[Optional[float], doc("GPU utilization: share of the steps' time "
                                                     "with a kernel running, percent.")]
     sm_efficiency_pct: Annotated[Optional[float], doc("Estimated SM efficiency, percent; null "

@@ -76,6 +76,7 @@ def test_overview_contract(tmp_path):
         "achieved_occupancy_pct": pytest.approx(40.0), "tensor_core_pct": 0.0,  # no TC kernel
         "vendor": "NVIDIA", "architecture": "Volta (sm_70)", "peaks_model": "V100",
         "mfu_pct": 0.0,  # no operator with FLOPs in the steps
+        "peaks_reason": None,
     }
     items = {r["id"]: r for r in overview["recommendations"]}
     # the GPU (busy 300 + 50 of [450, 1200)) idles 400/750 = 53.3%, all of it host wait (the

@@ -3607,6 +3607,8 @@ export interface components {
             name: string | null;
             /** @description The row of the hardware peaks table matched (see `/roofline`); null: unknown device. */
             peaks_model: string | null;
+            /** @description Why the peaks (hence MFU) are null though the device is listed: its properties could not be read (see `/roofline`); null otherwise. */
+            peaks_reason: string | null;
             /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
             sm_efficiency_pct: number | null;
             /** @description Share of kernel time on Tensor Cores, percent; null when unavailable. */
