@@ -139,3 +139,26 @@ def test_recorded_flops_win_and_rows_say_estimate(tmp_path) -> None:
     [row] = [r for r in build_roofline(table)["rows"] if r["name"] == "aten::mm"]
     assert row["flops"] == 12345 + 2 * 64 * 32 * 48 and row["estimate"] is True
     assert row["time_us"] == 200 and row["bound"] is None  # a CPU trace: no peaks
+
+
+def test_roofline_keeps_failed_calls_only_where_nothing_known_replaces_them(tmp_path) -> None:
+    """An outermost call whose estimate failed keeps its row (FLOPs null, with the reason)
+    unless a known call lies under it (then that one counts) or encloses it."""
+    mm = {"Input Dims": [[4, 5], [5, 6]], "Input type": ["float", "float"]}
+    bad_linear = {"Input Dims": [[4, 5], [6, 5, 1], []], "Input type": ["float", "float", ""]}
+    events = [
+        cpu_op("ProfilerStep#1", 0, 1000),
+        cpu_op("aten::linear", 10, 100, **bad_linear),  # fails, but its mm is known
+        cpu_op("aten::mm", 20, 50, **mm),
+        cpu_op("aten::mm", 200, 100, **mm),  # known, encloses a failed call
+        cpu_op("aten::linear", 210, 50, **bad_linear),
+        cpu_op("aten::linear", 400, 100, **bad_linear),  # fails, nothing known around it
+    ]
+    rows = {(r["name"], r["calls"]): r for r in build_roofline(make_table(events, tmp_path))
+            ["rows"]}
+    assert set(rows) == {("aten::mm", 2), ("aten::linear", 1)}
+    assert rows[("aten::mm", 2)]["flops"] == 2 * (2 * 4 * 5 * 6)
+    assert rows[("aten::mm", 2)]["flops_reason"] is None
+    assert rows[("aten::linear", 1)]["flops"] is None
+    assert rows[("aten::linear", 1)]["flops_reason"] == (
+        "linear of [4, 5] with weight [6, 5, 1]: sizes differ")
