@@ -14,15 +14,18 @@ import hashlib
 import json
 import logging
 import os
+import posixpath
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Union
 
+import fsspec
 import msgspec
 import numpy as np
 
-from .cache_fs import SharedStore, is_url
+from .cache_fs import JSON_MAX_BYTES, PINNED, SharedStore, decode_json, is_url
 from .ingest.memory_export import EXPORT_VERSION, RawTimeline
 from .ingest.plain import PlainTable, from_plain, to_plain
 from .ingest.schema import (
@@ -37,13 +40,14 @@ from .ingest.snapshot import (
     Snapshot,
 )
 from .settings import CACHE_DIR_ENV, settings
-from .storage import FileRef
+from .storage import FileRef, TooLarge, open_file, read_bounded
 
 __all__ = ["CACHE_DIR_ENV", "TraceCache", "cache_location", "default_cache", "default_cache_dir"]
 
 log = logging.getLogger(__name__)
 
 _FORMAT = 1
+_LOCAL = fsspec.filesystem("file")
 _EXPORT_ARRAYS = ("ts_ns", "action", "bytes", "category")
 
 
@@ -164,7 +168,8 @@ class TraceCache:
         if not self.enabled:
             return None
         if self.shared is not None:
-            return self.shared.load(self._key(ref, kind), lambda folder: read(folder, ref))
+            return self.shared.load(self._key(ref, kind), lambda folder: read(folder, ref),
+                                    _entry_limit(ref))
         entry = self._entry(ref, kind)
         if not (entry / "manifest.json").exists():
             return None
@@ -245,7 +250,7 @@ class TraceCache:
     def _shared_payload(self, ref: FileRef, key: str, compute: Callable[[], Any], schema: Any,
                         pinned: bool) -> Any:
         """`payload` on a shared (fsspec URL) cache: validated like the local one; a bad value
-        is recomputed and overwritten (no eviction there: entries are per file version)."""
+        is recomputed and overwritten. Bounded by the same budget, oldest written first."""
         assert self.shared is not None
         path = self._shared_payload_path(ref, key, pinned)
         stored = _valid_value(self.shared.get_json(path), key, schema)
@@ -253,7 +258,9 @@ class TraceCache:
             return stored
         value = compute()
         try:
-            self.shared.put_json(path, {"key": key, "value": value})
+            if self.shared.put_json(path, {"key": key, "value": value}) and not pinned:
+                self.shared.evict_payloads(self._key(ref), settings().payload_cache,
+                                           keep=posixpath.basename(path))
         except (TypeError, ValueError) as exc:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
@@ -265,10 +272,10 @@ class TraceCache:
     @staticmethod
     def _read_payload(path: Path, key: str, schema: Any) -> Optional[Any]:
         try:
-            stored = json.loads(path.read_text())
+            stored = decode_json(read_bounded(_LOCAL, str(path), JSON_MAX_BYTES))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, RecursionError) as exc:
+        except (OSError, ValueError) as exc:  # a FIFO, a device, too big, too deep, not JSON
             return _discard(path, f"unreadable ({exc})")
         if not isinstance(stored, dict) or stored.get("key") != key or "value" not in stored:
             return _discard(path, "not an entry of this key")
@@ -304,7 +311,7 @@ def _discard(path: Path, why: str) -> None:
     return None
 
 
-_PINNED = "pinned-"  # payload files never evicted
+_PINNED = PINNED  # payload files never evicted
 
 
 def _evict_payloads(folder: Path, budget: int, keep: Path) -> None:
@@ -329,6 +336,31 @@ def _evict_payloads(folder: Path, budget: int, keep: Path) -> None:
                 total -= size
 
 
+def _entry_limit(ref: FileRef) -> int:
+    """The most bytes one file of `ref`'s entry may hold: what its trace can inflate to (the
+    columns are never bigger than the JSON they come from), plus room for a small file."""
+    return settings().max_inflate_ratio * max(ref.size, 1) + (64 << 20)
+
+
+def _read_manifest(folder: Path, ref: FileRef, schema: Any) -> dict[str, Any]:
+    """An entry's manifest: a regular file, bounded, not nested too deep, of `schema`."""
+    path = str(folder / "manifest.json")
+    manifest = decode_json(read_bounded(_LOCAL, path, min(_entry_limit(ref), JSON_MAX_BYTES)))
+    msgspec.convert(manifest, schema)  # raises on any field of the wrong type
+    return manifest
+
+
+@contextlib.contextmanager
+def _open_npz(path: Path, ref: FileRef) -> Iterator[Any]:
+    """An entry's arrays: a regular file (opened without blocking), whose members unpack to
+    no more than the entry limit (a compressed member is never inflated past it)."""
+    with open_file(_LOCAL, str(path)) as handle, np.load(handle, allow_pickle=False) as arrays:
+        unpacked = sum(info.file_size for info in arrays.zip.infolist())
+        if unpacked > _entry_limit(ref):
+            raise TooLarge(f"{path} unpacks to {unpacked} bytes, over the entry limit")
+        yield arrays
+
+
 def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
     plain = to_plain(table)
     np.savez(folder / "columns.npz", **plain.arrays)
@@ -344,13 +376,12 @@ def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
 
 
 def _read_table(folder: Path, ref: FileRef) -> TraceTable:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    msgspec.convert(manifest, _TableManifest)  # raises on any field of the wrong type
+    manifest = _read_manifest(folder, ref, _TableManifest)
     if manifest.get("identity") != ref.identity() or manifest.get("parser_version") != (
         PARSER_VERSION
     ):
         raise ValueError("entry belongs to another file or parser version")
-    with np.load(folder / "columns.npz", allow_pickle=False) as arrays:
+    with _open_npz(folder / "columns.npz", ref) as arrays:
         plain = PlainTable({key: arrays[key] for key in arrays.files}, manifest["categories"],
                            manifest["metadata"], manifest["status"])
     return from_plain(plain, validate=True)  # codes read from disk are checked
@@ -369,13 +400,12 @@ def _write_export(folder: Path, ref: FileRef, raw: RawTimeline) -> None:
 
 
 def _read_export(folder: Path, ref: FileRef) -> RawTimeline:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    msgspec.convert(manifest, _ExportManifest)  # raises on any field of the wrong type
+    manifest = _read_manifest(folder, ref, _ExportManifest)
     if manifest.get("identity") != ref.identity() or manifest.get("export_version") != (
         EXPORT_VERSION
     ):
         raise ValueError("entry belongs to another file or export reader version")
-    with np.load(folder / "records.npz", allow_pickle=False) as arrays:
+    with _open_npz(folder / "records.npz", ref) as arrays:
         records = {name: arrays[name].astype(np.int64, copy=False) for name in _EXPORT_ARRAYS}
     return RawTimeline(**records, skipped=int(manifest["skipped"]),
                        messages=list(manifest["messages"]))
@@ -395,13 +425,12 @@ def _write_snapshot(folder: Path, ref: FileRef, snap: Snapshot) -> None:
 
 
 def _read_snapshot(folder: Path, ref: FileRef) -> Snapshot:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    msgspec.convert(manifest, _SnapshotManifest)  # raises on any field of the wrong type
+    manifest = _read_manifest(folder, ref, _SnapshotManifest)
     if manifest.get("identity") != ref.identity() or manifest.get("snapshot_version") != (
         SNAPSHOT_VERSION
     ):
         raise ValueError("entry belongs to another file or snapshot reader version")
-    with np.load(folder / "snapshot.npz", allow_pickle=False) as arrays:
+    with _open_npz(folder / "snapshot.npz", ref) as arrays:
         parts = {part: {name: arrays[f"{part}.{name}"] for name in names}
                  for part, names in _SNAPSHOT_PARTS}
     _check_snapshot_columns(parts, len(manifest["stacks"]))

@@ -1,5 +1,7 @@
-"""The CLI's data commands: `export LOGDIR --run R --format parquet OUT/` and
-`sql LOGDIR|EXPORT "SELECT ..."` (see `tb_plugin.sql`)."""
+"""The CLI's data commands: `export LOGDIR --run R --format parquet OUT/ [--replace]` and
+`sql LOGDIR|EXPORT "SELECT ..."` (see `tb_plugin.sql`). Errors are one line on stderr: exit 2
+for what the user can fix in the command (an unknown run, a non-empty OUT, bad SQL), 1 for
+failures (DuckDB missing, a write that failed)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,17 @@ from typing import Any
 
 from .cache import TraceCache
 from .discovery import RunInfo, discover_runs
-from .sql import VIEWS, SqlError, SqlUnavailable, export_runs, is_export, query, query_runs
+from .sql import (
+    VIEWS,
+    ExportFailed,
+    ExportRefused,
+    SqlError,
+    SqlUnavailable,
+    export_runs,
+    is_export,
+    query,
+    query_runs,
+)
 
 COMMANDS = ("export", "sql")
 
@@ -21,7 +33,11 @@ def add_commands(commands: Any) -> None:
     export.add_argument("--run", action="append", required=True,
                         help="run to export (repeat for several)")
     export.add_argument("--format", choices=("parquet",), default="parquet")
-    export.add_argument("out", help="output folder (one sub-folder per table)")
+    export.add_argument("out", help="output folder (one sub-folder per table): new or empty, "
+                        "unless --replace")
+    export.add_argument("--replace", action="store_true",
+                        help="OUT holds an earlier export: replace its files of these runs "
+                        "(other runs' files stay)")
     sql = commands.add_parser("sql", help="run one SQL statement (DuckDB) over the tables",
                               description="Views: " + ", ".join(VIEWS) + ".")
     sql.add_argument("source", help="a logdir (exported on the fly) or a `torch-prof export` "
@@ -35,19 +51,24 @@ def run(args: argparse.Namespace, cache: TraceCache) -> int:
     try:
         if args.command == "export":
             runs = _runs(args.logdir, args.run)
-            count = export_runs(runs, Path(args.out), cache)
+            count = export_runs(runs, Path(args.out), cache, replace=args.replace)
             sys.stderr.write(f"wrote {count} trace file(s) of {len(runs)} run(s) to {args.out}\n")
             return 0
         source = Path(args.source)
+        if "://" not in args.source and not source.exists():
+            raise LookupError(f"{args.source} does not exist")
         frame = query(source, args.statement) if is_export(source) else query_runs(
             _runs(args.source, args.run), args.statement, cache)
-    except SqlUnavailable as exc:
+    except (SqlUnavailable, ExportFailed) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    except OSError as exc:  # reading the logdir or the cache
         sys.stderr.write(f"error: {exc}\n")
         return 1
     except LookupError as exc:
         sys.stderr.write(f"error: {exc.args[0]}\n")
         return 2
-    except SqlError as exc:
+    except (SqlError, ExportRefused) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     if args.format == "csv":

@@ -6,6 +6,7 @@ clear ImportError naming the missing package when one is needed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import stat
@@ -54,6 +55,10 @@ class NotRegularFile(OSError):
     """A FIFO, device or socket where a file was expected: never read (it may never end)."""
 
 
+class TooLarge(OSError):
+    """A file bigger than the limit of what is read of it whole."""
+
+
 class OutsideLogdir(PermissionError):
     """The file's real path is outside the logdir and serving it was not allowed."""
 
@@ -78,6 +83,33 @@ def open_file(fs: Any, path: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_bounded(fs: Any, path: str, limit: int) -> bytes:
+    """The whole file, for files that are read whole (cache entries, markers): opened as
+    `open_file` opens it (a FIFO, device or socket is refused without blocking), and never
+    more than `limit` bytes read: a bigger file raises `TooLarge` (before reading, when its
+    size is known)."""
+    with open_file(fs, path) as handle:
+        size = _known_size(handle)
+        if size is not None and size > limit:
+            raise TooLarge(f"{path} is {size} bytes, over the {limit}-byte limit")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"{path} is over the {limit}-byte limit")
+    return data
+
+
+def _known_size(handle: Any) -> int | None:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        return os.fstat(handle.fileno()).st_size
+    size = getattr(handle, "size", None)
+    return size if isinstance(size, int) else None
+
+
+def open_local(path: str | os.PathLike[str] | bytes) -> BinaryIO:
+    """`open_file` for a local path given directly (the Python API's path arguments)."""
+    return open_file(LocalFileSystem(), os.fsdecode(path))
 
 
 def open_to_serve(ref: FileRef) -> BinaryIO:
@@ -146,4 +178,5 @@ def iter_decompressed(handle: BinaryIO, *, on_truncated_gzip: Any = None) -> Ite
 
 
 __all__ = ["FileRef", "NotRegularFile", "OutsideLogdir", "filesystem", "file_ref", "open_ref",
-           "open_file", "open_to_serve", "inside", "iter_decompressed", "fsspec"]
+           "open_file", "open_local", "open_to_serve", "read_bounded", "TooLarge", "inside",
+           "iter_decompressed", "fsspec"]

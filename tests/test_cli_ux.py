@@ -18,7 +18,6 @@ from tests.support import SHARED_TRACES, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="samples/ absent")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -29,7 +29,6 @@ from tb_plugin.views.registry import SPECS, build_view
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
 DDP = ("vm_9852_rank0", "vm_9853_rank1")
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="samples/ absent")
 
 
 @pytest.fixture(scope="module")

@@ -99,6 +99,7 @@ def conv_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return record_conv_traces(import_torch(), tmp_path_factory.mktemp("conv"))
 
 
+@pytest.mark.e2e  # records with torch
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_conv_fixtures_answer_and_count_right(conv_traces: dict[str, Path], case: str) -> None:
     """Each CPU conv fixture: every view answers, and the Roofline row of its convolution has
@@ -166,6 +167,7 @@ def test_unreadable_device_properties_cost_the_peaks_not_the_views(tmp_path: Pat
     assert (gpu["mfu_pct"], gpu["peaks_reason"]) == (None, roofline["device"]["peaks_reason"])
 
 
+@pytest.mark.e2e  # records with torch
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_cli_reports_the_conv_fixtures(conv_traces: dict[str, Path], case: str,
                                        capsys: pytest.CaptureFixture[str]) -> None:

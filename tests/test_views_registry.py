@@ -12,10 +12,17 @@ import pytest
 import yaml
 from tensorboard.plugins import base_plugin
 
+from tb_plugin.ingest.schema import MAX_TIME_US
 from tb_plugin.server.plugin import CATCH_ALL, TorchProfPlugin
 from tb_plugin.views import openapi
 from tb_plugin.views.errors import OptionError
-from tb_plugin.views.option_types import OperatorStackOptions, SearchOptions, TimelineOptions
+from tb_plugin.views.option_types import (
+    OperatorStackOptions,
+    RangeOptions,
+    RanksOptions,
+    SearchOptions,
+    TimelineOptions,
+)
 from tb_plugin.views.options import option_fields, read_options
 from tb_plugin.views.registry import SPECS
 from tb_plugin.views.tabs import VIEWS, view_specs
@@ -112,3 +119,42 @@ def test_bad_options_name_the_parameter(options: type[msgspec.Struct], given: di
     with pytest.raises(OptionError) as error:
         _read(options, **given)
     assert str(error.value) == message
+
+
+RANKS_HELP = ("Comma-separated ranks to stack (at most 8, e.g. `0,3`); default the first 8.")
+
+
+def test_text_options_pattern_and_length_at_their_bounds() -> None:
+    """A text option with a `pattern` must match it whole, and one with `max_length` is at most
+    that long; both sides of each bound (issue 32: `ranks=abc` was a 500)."""
+    assert _read(RanksOptions, ranks="0,1,2,3,4,5,6,7").ranks == "0,1,2,3,4,5,6,7"  # 8 ranks
+    assert _read(RanksOptions, ranks="123456789").ranks == "123456789"  # 9 digits
+    assert _read(RanksOptions, offsets="1:-85.5,3:12").offsets == "1:-85.5,3:12"
+    assert _read(RangeOptions, start_us="0", end_us="1", tracks="0,3").tracks == "0,3"
+    for bad in ("0,1,2,3,4,5,6,7,8", "1234567890", "abc", "0,,1", "0,", "0\n", " 0", "-1",
+                "\u0661"):
+        with pytest.raises(OptionError) as error:
+            _read(RanksOptions, ranks=bad)
+        assert str(error.value) == (f"parameter 'ranks' is malformed ({RANKS_HELP}); "
+                                    f"got {bad!r}"), bad
+    with pytest.raises(OptionError, match="parameter 'offsets' is malformed"):
+        _read(RanksOptions, offsets="1:2:3")
+    with pytest.raises(OptionError, match="parameter 'tracks' is malformed"):
+        _read(RangeOptions, start_us="0", end_us="1", tracks="a")
+    assert _read(TimelineOptions, critical_step="s" * 200).critical_step == "s" * 200
+    with pytest.raises(OptionError) as error:
+        _read(TimelineOptions, critical_step="s" * 201)
+    assert str(error.value) == "parameter 'critical_step' is longer than 200 characters"
+
+
+@pytest.mark.parametrize("name", ["start_us", "end_us"])
+def test_ranks_window_is_bounded_like_every_request_time(name: str) -> None:
+    """`/ranks` windows take +-MAX_TIME_US (1e17 us) like the other views; beyond is a 400
+    (issue 32: `end_us=1e308` was a 500)."""
+    for edge in (MAX_TIME_US, -MAX_TIME_US):
+        assert getattr(_read(RanksOptions, **{name: repr(edge)}), name) == edge
+    for beyond in ("1.0000000000000002e17", "-1.0000000000000002e17", "1e308", "-1e308"):
+        with pytest.raises(OptionError) as error:
+            _read(RanksOptions, **{name: beyond})
+        assert str(error.value) == (f"parameter {name!r} must be a number from -1e+17 to 1e+17; "
+                                    f"got {beyond!r}")

@@ -4,7 +4,7 @@ import { isPerWorker, useRuns, useSelection, useViewSpecs, type Resolved } from 
 import { NoRuns } from './components/NoRuns'
 import { Banner, ErrorBanner, Field, Loading, ProgressBar, Select } from './components/ui'
 import { useTheme } from './theme'
-import { useUrlState } from './urlState'
+import { useUrlState, type UiState } from './urlState'
 import { DiffExperimentSelectors } from './views/diff/DiffSelectors'
 import { MemoryExportView } from './views/memory/MemoryView'
 import { VIEWS, type ViewProps } from './views/registry'
@@ -17,7 +17,7 @@ export function App() {
   const runs = useMemo(() => runsData?.runs ?? [], [runsData])
   const sel = useSelection(runs, runsData !== null, state, update)
   const { run, runName, view, views, worker, workers, span, spans } = sel
-  const navigate = useCallback((v: string) => update({ view: v }), [update])
+  const navigate = useCallback((v: string, patch?: Partial<UiState>) => update({ ...patch, view: v }), [update])
 
   // Installation problems found at the plugin's start-up (the old torch-tb-profiler installed).
   const notices = (runsData?.notices ?? []).map((text) => (

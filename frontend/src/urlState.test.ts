@@ -34,13 +34,18 @@ describe('formatState', () => {
     expect(parseState('#view=Trace&t_crit=5').tCrit).toBe('5')
   })
 
+  it('keeps the Trace view\'s evidence window (t_win) for Copy link', () => {
+    expect(formatState({ ...DEFAULT_STATE, view: 'Trace', tWin: '100.5,200' })).toBe('#view=Trace&t_win=100.5%2C200')
+    expect(parseState('#view=Trace&t_win=100.5%2C200').tWin).toBe('100.5,200')
+  })
+
   it('round-trips a state where every field differs from its default', () => {
     const s: UiState = {
       run: 'r', view: 'Diff', worker: 'w', span: '2', memDevice: 'GPU1', expRun: 'r2', expWorker: 'w2', expSpan: '3', diffPath: 'a/b',
       diffBasis: 'total', diffTime: 'host', diffTable: 'kernels',
       opGroup: 'operator_input_shape', opSearch: 'conv', opTopN: '25', opSort: 'host_total_us:desc',
       kGroup: 'kernel_op_launch', kSearch: 'gemm', kOpSearch: 'mm', kTopN: 'all', kSort: 'calls:asc',
-      tCrit: '7',
+      tCrit: '7', tWin: '10.5,20',
       trPin: '3,1', trHide: '2', trOrder: 'gpu%3AGPU%200', trFold: 'counters',
     }
     expect(parseState(formatState(s))).toEqual(s)

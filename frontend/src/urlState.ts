@@ -23,6 +23,8 @@ const SLICES = { ...selectionSlice, ...memorySlice, ...diffSlice, ...operatorSli
 
 export type SelectionState = SliceState<typeof selectionSlice>
 export type UiState = SliceState<typeof SLICES>
+/** Switch to `view`, setting URL state with it (e.g. the Trace view's `tWin`). */
+export type Navigate = (view: string, patch?: Partial<UiState>) => void
 type Fields = [keyof UiState, (typeof SLICES)[keyof UiState]][]
 
 export const DEFAULT_STATE = Object.fromEntries(Object.entries(SLICES).map(([field, f]) => [field, f.fallback])) as UiState

@@ -1,7 +1,10 @@
 """torch.compile attribution: compiled regions -> their Inductor kernels -> device time.
 
 A region is a `Torch-Compiled Region: <frame>/<compile id>` op (TorchDynamo's graph; the
-backward graph runs as `CompiledFunctionBackward`). Inside it, on the operator tree:
+backward graph runs as `CompiledFunctionBackward`), or a `## Call CompiledFxGraph <hash> ##`
+annotation (Inductor's compiled graph called directly, as vLLM does, without a Dynamo frame)
+that no Dynamo region encloses (inside one it is the same work, counted once, by the Dynamo
+region). Inside it, on the operator tree:
 
 - Inductor kernels: ops carrying `kernel_file` (Triton launches record `kernel_file`,
   `kernel_hash`, `kernel_backend`), and Inductor's C++ kernels (`cpp_fused_*`, recorded when
@@ -30,6 +33,7 @@ import pandas as pd
 from ..ingest.schema import Kind, TraceTable
 from .events import category_flags
 from .memo import memoised
+from .node_kinds import FX_GRAPH_RE
 from .optree import OpTree, build_op_tree
 
 REGION_RE = re.compile(r"^Torch-Compiled Region|^CompiledFunctionBackward$")
@@ -75,7 +79,9 @@ def _node_args(table: TraceTable, tree: OpTree) -> pd.DataFrame:
 def _compiled(table: TraceTable) -> dict[str, Any]:
     tree = build_op_tree(table)
     events = table.events
-    is_region = _name_flags(tree, lambda n: bool(REGION_RE.match(n)))
+    is_dynamo = _name_flags(tree, lambda n: bool(REGION_RE.match(n)))
+    is_fx = _name_flags(tree, lambda n: bool(FX_GRAPH_RE.match(n)))
+    is_region = is_dynamo | (is_fx & (enclosing(tree, is_dynamo) < 0))
     region = enclosing(tree, is_region)
     region_nodes = np.flatnonzero(is_region)
     args = _node_args(table, tree)

@@ -11,13 +11,20 @@ from typing import Any, Optional
 import numpy as np
 
 from ..ingest.schema import LAUNCH_KINDS, Kind, TraceTable
+from .advice_costs import (
+    device_costs,
+    graph_mode,
+    host_compute_us,
+    kernel_generation,
+    sync_mask,
+)
+from .advice_facts import Facts
 from .breakdown import Breakdown
-from .critical_path import SYNC_NAME
+from .dist_summary import is_fsdp
 from .distributed import overlap_costs
 from .events import DATALOADER_RE, HOST_KINDS, category_flags, event_ends, kind_mask
 from .idle import idle_breakdown, temporal_breakdown
 from .launch_stats import kernel_launches
-from .recommendations import Facts
 from .steps import MARKER_KINDS, STEP_PREFIX
 from .vendor import trace_vendor
 
@@ -27,11 +34,6 @@ STARTUP_RE = re.compile(
     r"|SetDevice|GetDeviceProperties\w*|DeviceGetAttribute|GetDeviceCount|StreamCreate\w*"
     r"|FuncGetAttributes|ModuleLoad\w*|DeviceCanAccessPeer|DeviceEnablePeerAccess)$"
     r"|^cu(?:Init|DevicePrimaryCtxRetain|CtxCreate\w*|ModuleLoad\w*|LibraryLoad\w*)$")
-#: FSDP by its modules (certain), or by its collectives (only when DDP is not in the trace:
-#: DDP also all-gathers, e.g. to sync buffers).
-FSDP_MODULE_RE = re.compile(r"FullyShardedDataParallel|\bFSDP")
-FSDP_COLLECTIVE_RE = re.compile(r"_all_gather_base|_reduce_scatter_base|all_gather_into_tensor"
-                                r"|reduce_scatter_tensor")
 MFMA_RE = re.compile(r"_MI\d+x\d+x\d+|mfma", re.IGNORECASE)
 KERNEL_WAIT_US = 30.0
 
@@ -45,6 +47,9 @@ def add_diagnosis(facts: Facts, table: TraceTable, breakdown: Breakdown) -> Fact
         lo, hi = float(steps.starts[0]), float(steps.ends[-1])
         facts.steps_range = (lo, hi)
         facts.steps_us = float(np.sum(steps.lengths))
+        facts.step_count = int(len(steps.lengths))
+        facts.step_bounds = [(str(n), float(s), float(e))
+                             for n, s, e in zip(steps.names, steps.starts, steps.ends)]
     else:
         lo, hi = -np.inf, np.inf
     ts, ends = events["ts"].to_numpy(), event_ends(events)
@@ -54,7 +59,10 @@ def add_diagnosis(facts: Facts, table: TraceTable, breakdown: Breakdown) -> Fact
     _idle(facts, table)
     _launch(facts, table, inside)
     _sync(facts, table, inside, ts, ends)
+    _costs(facts, table, lo, hi)
     _comm(facts, table, breakdown)
+    facts.graph_mode = graph_mode(table)
+    facts.kernel_capability = kernel_generation(table)
     kernels = kind_mask(events, (Kind.KERNEL,))
     facts.matrix_core_kernels = int(np.count_nonzero(
         kernels & category_flags(events["name"], lambda n: bool(MFMA_RE.search(n)),
@@ -121,9 +129,6 @@ def _idle(facts: Facts, table: TraceTable) -> None:
         return
     facts.gpu_idle_pct = max(d["idle_pct"] for d in devices)
     idle = idle_breakdown(table, KERNEL_WAIT_US)
-    total = sum(s["idle_us"] for s in idle["streams"])
-    if total > 0:
-        facts.host_wait_pct = 100.0 * sum(s["host_wait_us"] for s in idle["streams"]) / total
     if idle["largest_gaps"]:
         gap = idle["largest_gaps"][0]
         facts.largest_gap = (gap["start_us"], gap["end_us"])
@@ -137,12 +142,21 @@ def _launch(facts: Facts, table: TraceTable, inside: np.ndarray) -> None:
     facts.launch_cpu_us = float(frame["cpu_us"].sum())
 
 
+def _costs(facts: Facts, table: TraceTable, lo: float, hi: float) -> None:
+    """Device idle time by cause on the device's own timeline (`advice_costs`): the host wait
+    share of the idle time and the prices of launch overhead and synchronisation."""
+    costs = device_costs(table, lo, hi)
+    facts.idle_us, facts.host_wait_us = costs.idle_us, costs.host_wait_us
+    facts.launch_idle_us, facts.sync_idle_us = costs.launch_us, costs.sync_us
+    if costs.idle_us > 0:
+        facts.host_wait_pct = 100.0 * costs.host_wait_us / costs.idle_us
+    facts.host_compute_us = host_compute_us(table, lo, hi)
+
+
 def _sync(facts: Facts, table: TraceTable, inside: np.ndarray, ts: np.ndarray,
           ends: np.ndarray) -> None:
     events = table.events
-    pattern = re.compile(SYNC_NAME)
-    mask = kind_mask(events, LAUNCH_KINDS) & inside & category_flags(
-        events["name"], lambda n: bool(pattern.search(n)))
+    mask = sync_mask(table) & inside
     rows = np.flatnonzero(mask)
     if len(rows) == 0:
         return
@@ -153,13 +167,7 @@ def _sync(facts: Facts, table: TraceTable, inside: np.ndarray, ts: np.ndarray,
 
 
 def _comm(facts: Facts, table: TraceTable, breakdown: Breakdown) -> None:
-    events = table.events
-    host = kind_mask(events, HOST_KINDS + (Kind.PYTHON_FUNCTION,))
-    def seen(pattern: re.Pattern) -> bool:
-        return bool((host & category_flags(events["name"],
-                                           lambda n: bool(pattern.search(n)))).any())
-
-    facts.uses_fsdp = seen(FSDP_MODULE_RE) or (not facts.uses_ddp and seen(FSDP_COLLECTIVE_RE))
+    facts.uses_fsdp = is_fsdp(table)  # by FSDP's own names, as the Distributed view says
     if breakdown.average.get("Communication", 0.0) <= 0 or facts.steps_us <= 0:
         return
     costs = overlap_costs(table)

@@ -134,7 +134,7 @@ def _rank_summary(table: TraceTable) -> RankSummary:
         hostname=_text(table.metadata.extra.get("host_name")
                        or table.metadata.extra.get("hostname")),
         pid=_host_pid(table), groups=_groups(info.get("pg_config")),
-        fsdp=_is_fsdp(table), gpus=[msgspec.convert(g, Gpu) for g in gpus(table)],
+        fsdp=is_fsdp(table), gpus=[msgspec.convert(g, Gpu) for g in gpus(table)],
         steps=Steps(
             names=list(steps.names), starts=_floats(steps.starts), ends=_floats(steps.ends),
             **{k: [float(overlap[n][k]) for n in steps.names]
@@ -225,7 +225,7 @@ def _host_pid(table: TraceTable) -> Optional[str]:
     return str(events["pid"].cat.categories[int(np.bincount(codes).argmax())])
 
 
-def _is_fsdp(table: TraceTable) -> bool:
+def is_fsdp(table: TraceTable) -> bool:
     names = table.events["name"].cat.categories.astype(str)
     return bool(names.str.contains(_FSDP).any())
 

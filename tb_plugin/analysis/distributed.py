@@ -29,12 +29,14 @@ import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from . import ranges as rg
-from .breakdown import COMMUNICATION, CPU_EXEC, KERNEL, role_ranges
+from .breakdown import COMMUNICATION, KERNEL, role_ranges
 from .comm_bytes import comm_bytes
 from .events import comm_kernel_mask, comm_op_mask, kind_mask, launched_device_events
 from .gpu_metrics import event_devices
 from .launch import device_properties
 from .memo import memoised
+from .node_kinds import NodeKind
+from .optree import build_op_tree
 from .steps import compute_steps
 
 NODE_PROCESS = re.compile(r"^(.*)_(\d+)")
@@ -255,10 +257,13 @@ def _ops_by_launch(table: TraceTable, ops: pd.DataFrame, kernels: np.ndarray) ->
 
 def overlap_costs(table: TraceTable) -> dict[str, dict[str, float]]:
     """Per step: computation-only, overlapping, communication-only and other us (spec 3.12).
-    Computation is kernel time, or CPU-op time when the trace has no kernels."""
+    Computation is kernel time, or, when the trace has no kernels, the time of CPU operators
+    that are not communication, not inside one and enclose none (`host_compute_ranges`): a
+    user annotation or a step-level operator around a collective is not computation that
+    overlaps it."""
     steps = compute_steps(table)
     roles = role_ranges(table)
-    compute = roles[KERNEL] if len(roles[KERNEL][0]) else roles[CPU_EXEC]
+    compute = roles[KERNEL] if len(roles[KERNEL][0]) else host_compute_ranges(table)
     comm = roles[COMMUNICATION]
     both = rg.intersect(compute, comm)
     comp = rg.length_in_windows(compute, steps.starts, steps.ends)
@@ -268,6 +273,25 @@ def overlap_costs(table: TraceTable) -> dict[str, dict[str, float]]:
     return {name: {"computation": comp[i] - over[i], "overlap": over[i],
                    "communication": com[i] - over[i], "other": other[i]}
             for i, name in enumerate(steps.names)}
+
+
+def host_compute_ranges(table: TraceTable) -> rg.Ranges:
+    """Merged intervals of the CPU operators (op-tree operator nodes) that are not
+    communication, not inside a communication op and enclose no communication op."""
+    tree = build_op_tree(table)
+    n = len(tree.event)
+    if n == 0:
+        return rg.empty()
+    rows = np.where(tree.event >= 0, tree.event, 0)
+    comm = (tree.event >= 0) & comm_op_mask(table.events)[rows]
+    count = np.concatenate(([0], np.cumsum(comm)))
+    encloses = (count[tree.subtree_end] - count[np.arange(n)]) > 0  # itself or below
+    inside = np.zeros(n + 1, dtype=np.int64)  # +1 over each comm op's subtree slice
+    np.add.at(inside, np.flatnonzero(comm), 1)
+    np.add.at(inside, tree.subtree_end[comm], -1)
+    within = np.cumsum(inside)[:n] > 0
+    keep = (tree.kind == NodeKind.OPERATOR) & ~encloses & ~within
+    return rg.merge(tree.start[keep], tree.end[keep])
 
 
 # --- devices ---------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ Formulas (also in `FORMULAS`, which the UI shows next to each chart):
   [first launch, last start]; time with length ≥ `queue_full`.
 - Bandwidth: each copy/memset contributes its `memory bandwidth (GB/s)` (else bytes / dur)
   while it runs; the sum over concurrent ones per copy kind (HtoD, DtoH, DtoD, memset, other).
+  The series is that sum's mean per bucket; a kind's peak is the sum's true maximum (not the
+  highest bucket mean) and its mean the sum's time-weighted mean over the busy time
+  (Σ bandwidth_j · dur_j / busy, = bytes / busy when the bandwidth is bytes / dur), so
+  peak ≥ mean always.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ FORMULAS = {
              "start, −1 at its device event's start; mean is time-weighted over [first launch, "
              "last start]; full = length ≥ queue_full.",
     "bandwidth": "Sum of the running copies' `memory bandwidth (GB/s)` (else bytes / duration) "
-                 "per copy kind, time-weighted per bucket.",
+                 "per copy kind, time-weighted per bucket; peak = the sum's maximum, mean = "
+                 "its time-weighted mean over the busy time.",
 }
 #: Bandwidth and queue series are reduced to at most this many buckets.
 MAX_POINTS = 400
@@ -194,7 +199,7 @@ COPY_KINDS = ("HtoD", "DtoH", "DtoD", "memset", "other")
 
 def bandwidth(table: TraceTable) -> dict[str, Any]:
     """Memory-copy bandwidth over time per copy kind (GB/s), time-weighted per bucket, plus
-    each kind's bytes, busy time and mean bandwidth (bytes / busy time)."""
+    each kind's bytes, busy time, mean and peak bandwidth (see the module docstring)."""
     work = device_work(table)
     work = work[work["cls"].to_numpy() == 2]
     if len(work) == 0:
@@ -222,12 +227,25 @@ def bandwidth(table: TraceTable) -> dict[str, Any]:
         busy = rg.total_length(rg.merge(start[sel], end[sel]))
         known = np.isfinite(nbytes[sel])
         total_bytes = float(np.nansum(nbytes[sel])) if known.any() else None
+        area = float(np.sum(gbps[sel] * np.maximum(end[sel] - start[sel], 0.0)))
         kinds.append({"kind": label, "count": int(sel.sum()), "bytes": total_bytes,
                       "busy_us": busy,
-                      "mean_gbps": total_bytes / (busy * 1e3) if total_bytes and busy > 0
-                      else None,
-                      "peak_gbps": float(max(series[label]))})
+                      "mean_gbps": area / busy if busy > 0 else None,
+                      "peak_gbps": _step_max(start[sel], end[sel], gbps[sel])})
     return {"kinds": kinds, "series": {"t_us": [float(x) for x in edges[:-1]], "gbps": series}}
+
+
+def _step_max(start: np.ndarray, end: np.ndarray, value: np.ndarray) -> float:
+    """The highest level of Σ_j value_j · [start_j ≤ t < end_j] over t, counting only
+    copies of positive length (a zero-length copy never runs alone for any time)."""
+    run = end > start
+    if not run.any():
+        return 0.0
+    times = np.concatenate((start[run], end[run]))
+    delta = np.concatenate((value[run], -value[run]))
+    # ends before starts at the same time: back-to-back copies do not add up
+    order = np.lexsort((delta, times))
+    return float(max(np.cumsum(delta[order]).max(), 0.0))
 
 
 def copy_kinds(names: pd.Series, rows: np.ndarray, kinds: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from .launch import fill_launch_estimates
 from .memo import memoised
 from .node_kinds import NodeKind
 from .optree import build_op_tree
+from .roofline import trace_matrix_units
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 GROUP_BY_KERNEL = "kernel"
@@ -183,7 +184,8 @@ def _clean_launch(record: dict[str, Any]) -> None:
 
 def build_kernel_pies(table: TraceTable, top_n: Optional[int] = 10) -> KernelPiesPayload:
     """Top-N kernels by total time (ties by name) and the tensor-core share of kernel time:
-    {"total": [{"name", "value"}], "tensor_cores": {"using", "not_using"} or None}."""
+    {"total": [{"name", "value"}], "tensor_cores": {"using", "not_using"} or None,
+    "matrix_units": "tensor cores" | "matrix cores" (AMD)}."""
     frame = kernel_frame(table)
     totals = frame.groupby("name", sort=False, observed=True)["dur"].sum().reset_index()
     totals["name"] = totals["name"].astype(object)  # lexical ties, not category order
@@ -195,4 +197,5 @@ def build_kernel_pies(table: TraceTable, top_n: Optional[int] = 10) -> KernelPie
     total = float(frame["dur"].sum())
     using = float(frame.loc[frame["tensor_cores"], "dur"].sum()) / total if total > 0 else 0.0
     tensor_cores = {"using": using, "not_using": 1.0 - using} if len(frame) else None
-    return {"total": pie, "tensor_cores": tensor_cores}
+    return {"total": pie, "tensor_cores": tensor_cores,
+            "matrix_units": trace_matrix_units(table)}

@@ -22,13 +22,16 @@ class NodeKind(IntEnum):
     DATALOADER = 3  # enumerate(DataLoader)#...__next__, enumerate(DataPipe)#...
     OPTIMIZER = 4  # Optimizer.step*
     MODULE = 5  # python_function with a "Python module id" (nn.Module forward)
-    USER_ANNOTATION = 6  # record_function ranges the reference keeps: the comm op names
+    USER_ANNOTATION = 6  # record_function ranges kept: the comm op names (as the reference),
+    # and Inductor's "## Call CompiledFxGraph <hash> ##" (compiled regions, analysis/compiled)
     PYTHON = 7  # legacy `python` category
     PL_MODULE = 8  # Lightning "[pl][module]..." ops
 
 
 COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo") for op in (
     "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
+#: Inductor's compiled-graph call, a user annotation (vLLM calls graphs without Dynamo).
+FX_GRAPH_RE = re.compile(r"^## Call CompiledFxGraph \w+ ##$")
 EXCLUDED_OP_NAMES = frozenset(("DataParallel.forward", "DistributedDataParallel.forward"))
 
 
@@ -45,7 +48,7 @@ def node_kinds(table: TraceTable) -> np.ndarray:
     step = _name_flags(names, r"^ProfilerStep#")
     loader = category_flags(names, lambda n: bool(DATALOADER_RE.search(n)))
     optimizer = _name_flags(names, r"^Optimizer\.step")
-    comm = category_flags(names, lambda n: n in COMM_OP_NAMES)
+    comm = category_flags(names, lambda n: n in COMM_OP_NAMES or bool(FX_GRAPH_RE.match(n)))
     out = np.full(len(events), -1, dtype=np.int8)
 
     cpu = kind == Kind.CPU_OP

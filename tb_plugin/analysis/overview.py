@@ -21,7 +21,7 @@ from .launch import device_properties
 from .memo import memoised
 from .optree import build_op_tree
 from .recommendations import Facts, recommend
-from .roofline import device_info, mfu_pct
+from .roofline import device_info, mbu_pct, mfu_pct
 from .tensor_cores import event_tc_flags
 
 
@@ -137,6 +137,8 @@ def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str,
         "peaks_model": info["peaks_model"],
         "mfu_pct": mfu_pct(table) if info["peaks_model"] else None,
         "peaks_reason": info["peaks_reason"],
+        "mbu_pct": mbu_pct(table) if info["peaks_model"] else None,
+        "matrix_units": info["matrix_units"],
         "utilization_pct": _pct(m.utilization),
         "sm_efficiency_pct": _pct(m.sm_efficiency),
         "achieved_occupancy_pct": _pct(m.achieved_occupancy, 1.0),  # already a percentage

@@ -1,24 +1,58 @@
-"""Recommendations v2: graded, quantified advice driven by the diagnosis numbers.
+"""Recommendations v3: advice priced by what it would save, silent when its preconditions do
+not hold, root causes before symptoms.
 
 Each rule reads a small `Facts` record (so rules are testable without a trace) and returns at
 most one item: `{"id", "severity", "title", "text", "view", "metric", "unit", "start_us",
-"end_us", "link", "links"}`. `view` names the view whose numbers prove the statement and
-[`start_us`, `end_us`] (trace us, or null) the time range to look at. A rule that lacks the data
-to judge returns nothing instead of guessing. Ids are stable (README: "Recommendation ids").
+"end_us", "link", "links", "saving_us", "saving_pct"}`. `view` names the view whose numbers prove
+the statement and [`start_us`, `end_us`] (trace us, or null) the time range to look at.
+`saving_us` is what the fix would save per step at most (us, null for advice that is not
+priced, e.g. a backend choice) and `saving_pct` that share of the step time. A rule that lacks
+the data to judge returns nothing instead of guessing. Ids are stable (README: "Recommendation
+ids").
 
-Rule order is priority order among equal severities: what invalidates the profile itself
-(start-up captured, a foreign step marker) comes first; low utilisation comes last and only
-when no more specific cause explains the idle GPU. Wording follows the trace: NVIDIA or AMD
-(never a CUDA compute capability or "tensor cores" for AMD), DDP or FSDP.
+Preconditions (each pinned by a test at its boundary):
+- launch overhead matters only where the device waited for a launch: `launch_bound` is priced
+  by the device idle time spent inside launch calls (`advice_costs`) and is silent below
+  `LAUNCH_PCT` of the step, however short the kernels;
+- a synchronising call costs the device idle time from its start until the device's next
+  event: `device_sync` is priced by that and silent below `SYNC_PCT`;
+- no "use CUDA/HIP graphs" on a trace that replays or captures graphs; no idle, launch, sync or
+  utilisation advice on a graph capture (its kernels never ran);
+- FSDP advice only when FSDP is in the trace (the Distributed view's rule);
+- "increase the batch size" only when no cause explains the idle GPU, host computation
+  (`host_compute`) included.
+
+Order: what invalidates the profile itself (start-up captured, a foreign step marker) first;
+then priced advice, largest saving first (a root cause outranks its symptom: `host_bound` is
+priced by the host wait that launch overhead, synchronisation and host computation do not
+already explain); then unpriced advice by severity and rule priority. Wording follows the
+trace: NVIDIA or AMD (never a CUDA compute capability or "tensor cores" for AMD), DDP or FSDP.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-HIGH, MEDIUM, LOW = "high", "medium", "low"
-_SEVERITY_ORDER = {HIGH: 0, MEDIUM: 1, LOW: 2}
+from .advice_facts import (
+    HIGH,
+    LOW,
+    MEDIUM,
+    SEVERITY_ORDER,
+    Facts,
+    api_name,
+    fmt_time,
+    grade,
+    graphs_hint,
+    join_words,
+    make_item,
+    pct_saving,
+    share_pct,
+    share_saving,
+    steps_saving,
+)
+
+__all__ = ["Facts", "RULE_IDS", "recommend"]
+
 
 STARTUP_PCT = 10.0
 DATALOADER_THRESHOLD_PCT = 5.0
@@ -29,7 +63,8 @@ HOST_WAIT_SHARE_PCT = 50.0
 SHORT_KERNEL_PCT = 50.0
 MIN_KERNELS = 100
 SYNC_PCT = 2.0
-SYNC_GPU_IDLE_PCT = 20.0
+LAUNCH_PCT = 5.0
+HOST_COMPUTE_PCT = 20.0
 MEMORY_LIMIT_PCT = 90.0
 
 URL_SCHEDULE = "https://pytorch.org/docs/stable/profiler.html#torch.profiler.schedule"
@@ -45,99 +80,16 @@ URL_CUDA_GRAPHS = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"
 URL_COMPILE = "https://pytorch.org/docs/stable/generated/torch.compile.html"
 URL_SYNC = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution"
 
-Range = Optional[tuple[float, float]]
-
-
-@dataclass
-class Facts:
-    """What the rules need to know about one trace (times in us, shares in percent)."""
-
-    average: dict[str, float]  # breakdown averages in us, with "Total"
-    vendor: str = "unknown"  # "nvidia" | "amd" | "unknown" (analysis.vendor)
-    steps_us: float = 0.0  # summed step lengths
-    steps_range: Range = None
-    gpu_utilization: dict[int, Optional[float]] = field(default_factory=dict)  # fraction
-    used_devices: list[int] = field(default_factory=list)
-    device_props: dict[int, dict[str, Any]] = field(default_factory=dict)
-    uses_dp: bool = False
-    uses_ddp: bool = False
-    uses_fsdp: bool = False
-    uses_nccl: bool = False
-    backend: Optional[str] = None
-    memory_peaks: dict[int, float] = field(default_factory=dict)  # GPU id -> peak bytes
-    kernel_tc_ratio: Optional[float] = None
-    tc_eligible_ops_kernel_ratio: Optional[float] = None
-    matrix_core_kernels: int = 0  # AMD MFMA kernels (by name)
-    # diagnosis
-    startup_calls: list[tuple[str, float]] = field(default_factory=list)  # biggest first
-    startup_us: float = 0.0
-    startup_range: Range = None
-    foreign_marker: Optional[dict[str, Any]] = None  # name, pid, ops_pid, dur_us, range
-    gpu_idle_pct: Optional[float] = None  # worst device, of its busy window within steps
-    host_wait_pct: Optional[float] = None  # of the idle time between device events
-    largest_gap: Range = None
-    kernels: int = 0
-    short_kernels: int = 0
-    launch_cpu_us: float = 0.0
-    sync_calls: int = 0
-    sync_us: float = 0.0
-    sync_names: list[str] = field(default_factory=list)
-    sync_range: Range = None
-    exposed_comm_pct: Optional[float] = None  # communication not overlapped, of step time
-    dataloader_range: Range = None
-
-
-def _item(rule: str, severity: str, title: str, text: str, view: str, metric: float, unit: str,
-          links: tuple[tuple[str, str], ...] = (), where: Range = None) -> dict[str, Any]:
-    return {
-        "id": rule,
-        "severity": severity,
-        "title": title,
-        "text": text,
-        "view": view,
-        "metric": round(float(metric), 2),
-        "unit": unit,
-        "start_us": float(where[0]) if where else None,
-        "end_us": float(where[1]) if where else None,
-        "link": links[0][1] if links else None,
-        "links": [{"label": label, "url": url} for label, url in links],
-    }
-
-
-def _grade(value: float, medium: float, high: float) -> str:
-    """Severity of a value that is worse when larger."""
-    return HIGH if value >= high else MEDIUM if value >= medium else LOW
-
-
-def _share_pct(facts: Facts, category: str) -> Optional[float]:
-    total = facts.average.get("Total", 0.0)
-    return 100.0 * facts.average.get(category, 0.0) / total if total > 0 else None
-
-
-def _join(items: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _seconds(us: float) -> str:
-    return f"{us / 1e6:.1f} s" if us >= 1e6 else f"{us / 1e3:.1f} ms" if us >= 1e3 else \
-        f"{us:.0f} us"
-
-
-def _api(facts: Facts) -> str:
-    return {"amd": "HIP", "nvidia": "CUDA"}.get(facts.vendor, "GPU runtime")
-
-
 def rule_startup(facts: Facts) -> Optional[dict[str, Any]]:
     if facts.steps_us <= 0 or not facts.startup_calls:
         return None
     pct = 100.0 * facts.startup_us / facts.steps_us
     if pct < STARTUP_PCT:
         return None
-    calls = _join([f"{name} {_seconds(us)}" for name, us in facts.startup_calls[:3]])
-    return _item(
-        "startup_captured", _grade(pct, 20.0, 40.0), f"{_api(facts)} start-up was profiled",
-        f"{_seconds(facts.startup_us)} ({pct:.1f}%) of the profiled steps is {_api(facts)} "
+    calls = join_words([f"{name} {fmt_time(us)}" for name, us in facts.startup_calls[:3]])
+    return make_item(
+        "startup_captured", grade(pct, 20.0, 40.0), f"{api_name(facts)} start-up was profiled",
+        f"{fmt_time(facts.startup_us)} ({pct:.1f}%) of the profiled steps is {api_name(facts)} "
         f"start-up and warm-up ({calls}): the profiler captured initialisation, so every other "
         "number here describes start-up, not training. Profile later: use "
         "torch.profiler.schedule(wait=..., warmup=..., active=...) so the first iterations are "
@@ -149,82 +101,135 @@ def rule_foreign_marker(facts: Facts) -> Optional[dict[str, Any]]:
     marker = facts.foreign_marker
     if not marker:
         return None
-    return _item(
+    return make_item(
         "foreign_step_marker", HIGH, "The step marker comes from another process",
         f"{marker['name']} was recorded by process {marker['pid']}, but this trace's "
         f"operators run in process {marker['ops_pid']}; it lasts "
-        f"{_seconds(marker['dur_us'])}, so step times and the 'Other' share measure that "
+        f"{fmt_time(marker['dur_us'])}, so step times and the 'Other' share measure that "
         "process's annotation, not this one's work. Profile each process with its own "
         "profiler (one trace per rank) or read the per-operator views.",
         "Trace", marker["dur_us"], "us", (), marker.get("range"))
 
 
-def rule_host_bound(facts: Facts) -> Optional[dict[str, Any]]:
+def _explained_host_wait(facts: Facts, fired: tuple[str, ...]) -> float:
+    """Host wait that a more specific cause that fired already prices (launch overhead,
+    synchronisation, host computation)."""
+    explained = 0.0
+    if "launch_bound" in fired:
+        explained += facts.launch_idle_us
+    if "device_sync" in fired:
+        explained += facts.sync_idle_us
+    if "host_compute" in fired:
+        explained += facts.host_compute_us
+    return explained
+
+
+def rule_host_bound(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[dict[str, Any]]:
+    """The device waits for the host: idle >= `HOST_BOUND_IDLE_PCT` of its window and host wait
+    >= `HOST_WAIT_SHARE_PCT` of that idle time (both on the device's own timeline). Priced by
+    the host wait that no more specific cause in `fired` explains; silent when none is left."""
     idle, wait = facts.gpu_idle_pct, facts.host_wait_pct
+    if facts.graph_mode == "capture":
+        return None
     if idle is None or wait is None or idle < HOST_BOUND_IDLE_PCT or wait < HOST_WAIT_SHARE_PCT:
         return None
-    return _item(
-        "host_bound", _grade(idle, 60.0, 80.0), "The step is host-bound",
-        f"The GPU is idle {idle:.1f}% of its active window, and {wait:.1f}% of that idle time "
-        "is host wait (the next kernel was launched only after the previous one had finished):"
-        " the CPU does not enqueue work fast enough. Reduce host work per step (Python "
-        "overhead, CPU-side ops, synchronising calls), capture the step with CUDA/HIP graphs, "
-        "or compile it (torch.compile).", "GPU Idle", idle, "%",
-        (("torch.compile", URL_COMPILE), ("CUDA graphs", URL_CUDA_GRAPHS)), facts.largest_gap)
+    left = facts.host_wait_us - _explained_host_wait(facts, fired)
+    saving = steps_saving(facts, left)
+    if left <= 0 or saving is None:
+        return None
+    steps = max(facts.step_count, 1)
+    return make_item(
+        "host_bound", grade(idle, 60.0, 80.0), "The step is host-bound",
+        f"The GPU is idle {idle:.1f}% of its active window ({fmt_time(facts.idle_us / steps)} "
+        f"per step), and in {fmt_time(facts.host_wait_us / steps)} of that idle time "
+        f"({wait:.1f}%) it had nothing queued: the next kernel was launched only after the "
+        "previous one had finished, so the CPU does not enqueue work fast enough. Reduce host "
+        f"work per step (Python overhead, CPU-side ops, synchronising calls){graphs_hint(facts)}"
+        ", or compile it (torch.compile).", "GPU Idle", idle, "%",
+        (("torch.compile", URL_COMPILE),) + ((("CUDA graphs", URL_CUDA_GRAPHS),)
+                                             if facts.graph_mode == "none" else ()),
+        facts.largest_gap, saving)
 
 
 def rule_launch_bound(facts: Facts) -> Optional[dict[str, Any]]:
-    if facts.kernels < MIN_KERNELS:
+    """Launch overhead, priced by the device idle time spent inside launch calls: silent on
+    graph traces, below `MIN_KERNELS` kernels, below `SHORT_KERNEL_PCT` short kernels, and
+    when that idle time is below `LAUNCH_PCT` of the step (a full queue hides launches)."""
+    if facts.graph_mode != "none" or facts.kernels < MIN_KERNELS:
         return None
     pct = 100.0 * facts.short_kernels / facts.kernels
-    if pct < SHORT_KERNEL_PCT:
+    saving = steps_saving(facts, facts.launch_idle_us)
+    if pct < SHORT_KERNEL_PCT or saving is None or saving[1] < LAUNCH_PCT:
         return None
-    return _item(
-        "launch_bound", _grade(pct, 65.0, 80.0), "Many kernels are shorter than their launch",
+    return make_item(
+        "launch_bound", grade(saving[1], 10.0, 25.0), "Kernel launches keep the GPU waiting",
         f"{facts.short_kernels} of {facts.kernels} kernels ({pct:.1f}%) run for less time on "
-        f"the GPU than their launch call takes on the CPU ({_seconds(facts.launch_cpu_us)} of "
-        "launch calls in all): launch overhead dominates. Fuse kernels (torch.compile) or "
-        "replay the step as a CUDA/HIP graph.", "GPU Idle", pct, "%",
-        (("torch.compile", URL_COMPILE), ("CUDA graphs", URL_CUDA_GRAPHS)), facts.steps_range)
+        f"the GPU than their launch call takes on the CPU, and the GPU sits idle inside launch "
+        f"calls for {fmt_time(saving[0])} per step ({saving[1]:.1f}% of the step): launch "
+        "overhead, not GPU work, sets the pace. Fuse kernels (torch.compile) or replay the step "
+        "as a CUDA/HIP graph.", "GPU Idle", saving[1], "%",
+        (("torch.compile", URL_COMPILE), ("CUDA graphs", URL_CUDA_GRAPHS)), facts.steps_range,
+        saving)
 
 
 def rule_sync(facts: Facts) -> Optional[dict[str, Any]]:
-    if facts.steps_us <= 0 or facts.sync_calls == 0:
+    """Synchronising calls, priced by the device idle time from each call's start until the
+    device's next event; silent below `SYNC_PCT` of the step (a sync on a busy GPU is free)."""
+    if facts.graph_mode == "capture" or facts.sync_calls == 0:
         return None
-    if facts.gpu_idle_pct is None or facts.gpu_idle_pct < SYNC_GPU_IDLE_PCT:
-        return None  # the GPU stays busy: waiting for it costs nothing
-    pct = 100.0 * facts.sync_us / facts.steps_us
-    if pct < SYNC_PCT:
+    saving = steps_saving(facts, facts.sync_idle_us)
+    if saving is None or saving[1] < SYNC_PCT:
         return None
-    return _item(
-        "device_sync", _grade(pct, 5.0, 15.0), "The step synchronises with the device",
+    pct = saving[1]
+    return make_item(
+        "device_sync", grade(pct, 5.0, 15.0), "The step synchronises with the device",
         f"{facts.sync_calls} synchronising call{'s' if facts.sync_calls > 1 else ''} "
-        f"({_join(facts.sync_names[:3])}) take {_seconds(facts.sync_us)}, {pct:.1f}% of the "
-        "step time, while the GPU is idle part of the step: the CPU waits for the GPU and "
-        "stops enqueuing work. Remove .item(), .cpu(), printing of GPU tensors and "
-        "explicit synchronize() from the step, or move them out of the hot loop.",
-        "Trace", pct, "%", (("Asynchronous execution", URL_SYNC),), facts.sync_range)
+        f"({join_words(facts.sync_names[:3])}) leave the GPU idle for {fmt_time(saving[0])} "
+        f"per step ({pct:.1f}% of the step time): the CPU waits for the GPU, then the GPU "
+        "waits for the CPU to enqueue work again. Remove .item(), .cpu(), printing of GPU "
+        "tensors and explicit synchronize() from the step, or move them out of the hot loop.",
+        "Trace", pct, "%", (("Asynchronous execution", URL_SYNC),), facts.sync_range, saving)
+
+
+def rule_host_compute(facts: Facts) -> Optional[dict[str, Any]]:
+    """CPU work that launches nothing (preprocessing, Python, CPU operators) while no device
+    runs anything, on a trace with GPU work: at least `HOST_COMPUTE_PCT` of the step. Priced by
+    that time."""
+    if not facts.used_devices or facts.graph_mode == "capture" or facts.foreign_marker:
+        return None  # no GPU work, none that ran, or steps that measure another process
+    saving = steps_saving(facts, facts.host_compute_us)
+    if saving is None or saving[1] < HOST_COMPUTE_PCT:
+        return None
+    pct = saving[1]
+    return make_item(
+        "host_compute", grade(pct, 30.0, 50.0), "CPU work runs while the GPU waits",
+        f"{pct:.1f}% of the step time ({fmt_time(saving[0])} per step) is CPU work that "
+        "launches nothing on the GPU, with no GPU work running meanwhile: input preprocessing, "
+        "Python or CPU operators inside the step. Move preprocessing into DataLoader workers "
+        "(num_workers > 0) or onto the GPU and keep CPU-side operators out of the step; a "
+        "larger batch would not help while the CPU sets the pace.", "Trace", pct, "%",
+        (("Multi-process data loading", URL_DATALOADER),), facts.steps_range, saving)
 
 
 def rule_dataloader(facts: Facts) -> Optional[dict[str, Any]]:
-    pct = _share_pct(facts, "DataLoader")
+    pct = share_pct(facts, "DataLoader")
     if pct is None or pct <= DATALOADER_THRESHOLD_PCT:
         return None
-    severity = _grade(pct, 15.0, 30.0)
-    return _item(
+    severity = grade(pct, 15.0, 30.0)
+    return make_item(
         "dataloader", severity, "Input data loading is slow",
         f"{pct:.1f}% of the step time is spent in DataLoader: {severity.upper()} (flagged above "
         f"{DATALOADER_THRESHOLD_PCT:g}%). Load batches in background worker processes "
         "(DataLoader num_workers > 0, pin_memory=True) so data loading overlaps with compute.",
         "Overview", pct, "%", (("Multi-process data loading", URL_DATALOADER),),
-        facts.dataloader_range)
+        facts.dataloader_range, share_saving(facts, "DataLoader"))
 
 
 def rule_data_parallel(facts: Facts) -> Optional[dict[str, Any]]:
     if not facts.uses_dp or len(facts.used_devices) <= 1:
         return None
     n = len(facts.used_devices)
-    return _item(
+    return make_item(
         "data_parallel", MEDIUM, "Use DistributedDataParallel instead of DataParallel",
         f"This run uses DataParallel on {n} GPUs. DistributedDataParallel (one process per GPU) "
         "avoids DataParallel's single-process overheads and is recommended even on one machine.",
@@ -239,7 +244,7 @@ def rule_nccl(facts: Facts) -> Optional[dict[str, Any]]:
     library = "RCCL (the nccl backend on ROCm)" if facts.vendor == "amd" else "NCCL"
     wrapper = "FSDP" if facts.uses_fsdp else "DistributedDataParallel"
     backend = f"the {facts.backend} backend" if facts.backend else "a backend other than nccl"
-    return _item(
+    return make_item(
         "nccl_backend", MEDIUM, f"Use the nccl backend for {wrapper}",
         f"{wrapper} runs with {backend} on {len(facts.used_devices)} GPU(s). {library} is the "
         "fastest collective library for GPU training.", "Distributed",
@@ -250,7 +255,7 @@ def rule_exposed_communication(facts: Facts) -> Optional[dict[str, Any]]:
     pct = facts.exposed_comm_pct
     if pct is None or pct <= EXPOSED_COMM_PCT:
         return None
-    severity = _grade(pct, 20.0, 35.0)
+    severity = grade(pct, 20.0, 35.0)
     if facts.uses_fsdp:
         advice = ("FSDP: prefetch the next all-gather (backward_prefetch=BACKWARD_PRE, "
                   "forward_prefetch=True), wrap larger units so fewer, bigger collectives run, "
@@ -266,11 +271,12 @@ def rule_exposed_communication(facts: Facts) -> Optional[dict[str, Any]]:
         advice = ("Issue collectives asynchronously (async_op=True) and wait on them only "
                   "where the result is needed, so computation runs meanwhile.")
         links = (("Which backend to use", URL_BACKENDS),)
-    return _item(
+    return make_item(
         "communication_not_overlapped", severity, "Communication is not overlapped",
         f"{pct:.1f}% of the step time is communication that no computation overlaps: "
         f"{severity.upper()} (flagged above {EXPOSED_COMM_PCT:g}%). {advice}",
-        "Distributed", pct, "%", links, facts.steps_range)
+        "Distributed", pct, "%", links, facts.steps_range,
+        pct_saving(facts, pct))
 
 
 def _capability(props: dict[str, Any]) -> tuple[int, int]:
@@ -294,11 +300,11 @@ def rule_matrix_units(facts: Facts) -> Optional[dict[str, Any]]:
     if facts.kernel_tc_ratio != 0.0:
         return None
     pct = 100.0 * ratio
-    severity = _grade(pct, 20.0, 50.0)
+    severity = grade(pct, 20.0, 50.0)
     if facts.vendor == "amd":
         if facts.matrix_core_kernels > 0:
             return None
-        return _item(
+        return make_item(
             "matrix_units_unused", severity, "GEMMs do not use the matrix cores",
             f"Kernels with {pct:.0f}% of the kernel time come from matrix-multiply or "
             "convolution operators, yet no kernel uses the AMD matrix cores (MFMA). Run them "
@@ -309,11 +315,13 @@ def rule_matrix_units(facts: Facts) -> Optional[dict[str, Any]]:
     devices = facts.used_devices or sorted(facts.device_props)[:1]
     capabilities = [_capability(facts.device_props.get(d, {})) for d in devices]
     best = max(capabilities, default=(-1, -1))
+    if best < (0, 0) and facts.kernel_capability is not None:
+        best = facts.kernel_capability  # no device properties: the kernels name it
     if best < (7, 0):
         return None
     tf32 = (" or allow TF32 for float32 matmuls (torch.set_float32_matmul_precision('high'))"
             if best >= (8, 0) else "")
-    return _item(
+    return make_item(
         "matrix_units_unused", severity, "Enable mixed precision to use Tensor Cores",
         f"Kernels with {pct:.0f}% of the kernel time are launched by Tensor Cores eligible "
         f"operators, yet no kernel uses the Tensor Cores of this {_nvidia_generation(best)} "
@@ -335,7 +343,7 @@ def rule_memory(facts: Facts) -> Optional[dict[str, Any]]:
         return None
     pct, device, capacity = worst
     severity = HIGH if pct >= 95.0 else MEDIUM
-    return _item(
+    return make_item(
         "memory_limit", severity, "Device memory usage is at the limit",
         f"The peak memory allocated on GPU {device} is {pct:.1f}% of its "
         f"{capacity / 1024 ** 3:.1f} GB: {severity.upper()} (flagged above "
@@ -347,12 +355,13 @@ def rule_memory(facts: Facts) -> Optional[dict[str, Any]]:
 
 #: Rules whose finding explains an idle GPU better than "low utilisation" does.
 _IDLE_CAUSES = ("startup_captured", "foreign_step_marker", "host_bound", "launch_bound",
-                "device_sync", "dataloader", "communication_not_overlapped")
+                "device_sync", "dataloader", "communication_not_overlapped", "host_compute")
 
 
 def rule_low_utilization(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[dict[str, Any]]:
-    """Only when no more specific cause fired: then the GPU is idle for want of work."""
-    if any(rule in _IDLE_CAUSES for rule in fired):
+    """Only when no more specific cause fired, and never on a graph capture (its kernels did
+    not run): then the GPU is idle for want of work."""
+    if facts.graph_mode == "capture" or any(rule in _IDLE_CAUSES for rule in fired):
         return None
     low = {d: 100.0 * u for d, u in sorted(facts.gpu_utilization.items())
            if u is not None and 100.0 * u < LOW_UTILIZATION_PCT}
@@ -360,9 +369,9 @@ def rule_low_utilization(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[
         return None
     worst = min(low.values())
     severity = HIGH if worst < 20.0 else MEDIUM if worst < 35.0 else LOW
-    gpus = _join([f"{d} ({pct:.1f}%)" for d, pct in low.items()])
+    gpus = join_words([f"{d} ({pct:.1f}%)" for d, pct in low.items()])
     subject = f"GPU {gpus} has" if len(low) == 1 else f"GPUs {gpus} have"
-    return _item(
+    return make_item(
         "low_gpu_utilization", severity, "Low GPU utilization",
         f"{subject} low utilization: {severity.upper()} (flagged below "
         f"{LOW_UTILIZATION_PCT:g}% of the step time with a kernel running), and neither host "
@@ -372,21 +381,47 @@ def rule_low_utilization(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[
 
 
 RULES: tuple[Callable[[Facts], Optional[dict[str, Any]]], ...] = (
-    rule_startup, rule_foreign_marker, rule_host_bound, rule_launch_bound, rule_sync,
+    rule_startup, rule_foreign_marker, rule_launch_bound, rule_sync, rule_host_compute,
     rule_dataloader, rule_exposed_communication, rule_data_parallel, rule_nccl,
     rule_matrix_units, rule_memory,
 )
 #: Every id a rule can emit, in priority order (README: "Recommendation ids").
 RULE_IDS = ("startup_captured", "foreign_step_marker", "host_bound", "launch_bound",
-            "device_sync", "dataloader", "communication_not_overlapped", "data_parallel",
-            "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization")
+            "device_sync", "host_compute", "dataloader", "communication_not_overlapped",
+            "data_parallel", "nccl_backend", "matrix_units_unused", "memory_limit",
+            "low_gpu_utilization")
+#: Advice about the profile itself: before any saving.
+_PROFILE_RULES = ("startup_captured", "foreign_step_marker")
 
 
 def recommend(facts: Facts) -> list[dict[str, Any]]:
-    """Items of every rule that fires, most severe first (priority order breaks ties)."""
+    """Items of every rule that fires: the profile's own problems first, then priced advice by
+    its saving (largest first), then unpriced advice by severity; rule priority breaks ties."""
     items = [item for rule in RULES if (item := rule(facts)) is not None]
-    low = rule_low_utilization(facts, tuple(item["id"] for item in items))
+    fired = tuple(item["id"] for item in items)
+    host = rule_host_bound(facts, fired)
+    if host is not None:
+        items.append(host)
+    low = rule_low_utilization(facts, fired + ((host["id"],) if host else ()))
     if low is not None:
         items.append(low)
-    return sorted(items, key=lambda item: (_SEVERITY_ORDER[item["severity"]],
-                                           RULE_IDS.index(item["id"])))
+    for item in items:
+        item.update(_located(facts, item["start_us"]))
+    return sorted(items, key=_order)
+
+
+def _located(facts: Facts, start: Optional[float]) -> dict[str, Any]:
+    """The step whose span [start, end) holds `start`, and how far into it (us)."""
+    for name, lo, hi in facts.step_bounds:
+        if start is not None and lo <= start < hi:
+            return {"evidence_step": name, "evidence_offset_us": round(start - lo, 2)}
+    return {"evidence_step": None, "evidence_offset_us": None}
+
+
+def _order(item: dict[str, Any]) -> tuple[int, float, int, int]:
+    rank = RULE_IDS.index(item["id"])
+    if item["id"] in _PROFILE_RULES:
+        return (0, 0.0, 0, rank)
+    if item["saving_us"] is not None:
+        return (1, -item["saving_pct"], 0, rank)
+    return (2, 0.0, SEVERITY_ORDER[item["severity"]], rank)

@@ -45,16 +45,24 @@ MODERN_KERNEL_PATTERNS: tuple[tuple[str, Optional[str], str], ...] = (
      "kernels: DeviceGemmXdl*, kernel_gemm_xdl_cshuffle_v3, *_mfma_*"),
     (r"sm1[02]0_|tcgen05|(?<![a-z])umma", r"simt", "Blackwell tcgen05/UMMA kernels: "
      "sm100_xmma_*, cutlass3x_sm100_*"),
-    (r"cutlass.*(?:gemm|conv)", r"simt", "other CUTLASS GEMM/conv kernels, except SIMT ones"),
+    (r"cutlass.*(?:gemm|conv(?!ert))", r"simt", "other CUTLASS GEMM/conv kernels, except SIMT "
+     "ones (and never a dtype *Convert*)"),
     (r"xmma\w*(?:gemm|conv|fprop|dgrad|wgrad)", None, "cuDNN/cuBLAS xmma kernels: "
      "sm80_xmma_fprop_implicit_gemm_*, sm90_xmma_gemm_*"),
     (r"(?:tf32|bf16|fp16|f16|fp8|e4m3|e5m2)\w*gemm|gemm\w*(?:tf32|bf16|fp16|f16|fp8|e4m3)",
      r"sgemm|simt|gemv|maxwell|pascal|kepler", "reduced-precision GEMMs (not Maxwell/Pascal fp16 "
      "sgemm, which has no tensor cores)"),
     (r"nvjet", None, "cuBLAS 12.x Hopper/Blackwell nvjet GEMMs"),
-    (r"flash_fwd|flash_bwd|flash_attn|fmha|native_sdpa|^attn_(?:fwd|bwd)", None,
-     "flash / memory-efficient attention: FlashAttention, xformers fmha_cutlass*, cuDNN SDPA, "
-     "AOTriton attn_fwd/attn_bwd (ROCm)"),
+    (r"flash_fwd|flash_bwd|flash_attn|FlashAttn(?:Fwd|Bwd)Sm\d+|fmha|native_sdpa|"
+     r"^attn_(?:fwd|bwd)", r"combine|preprocess|postprocess|convert_d|dot_do_o|clear_dkv|"
+     r"prepare_varlen", "flash / memory-efficient attention: FlashAttention 2 and 3 "
+     "(flash::FlashAttnFwdSm90, FlashAttnBwdSm90), xformers fmha_cutlass*, cuDNN SDPA, "
+     "AOTriton attn_fwd/attn_bwd (ROCm); never their split-KV combine, dO.O, dQ/dKV "
+     "conversion and pre/post-processing kernels, which are elementwise or reductions"),
+    (r"matmul_ogs|(?<![a-z])bmm_(?:mx)?(?:e\dm\d|bfloat16|fp16)|"
+     r"(?:mxf?p?[468]|nvf?p?4|e2m1)\w*(?:gemm|matmul)|(?:gemm|matmul)\w*(?:mxf?p?[468]|nvf?p?4|"
+     r"e2m1)", None, "block-scaled MX/NV FP8/FP6/FP4 GEMMs: TensorRT-LLM "
+     "bmm_MxE4m3_MxE2m1MxE4m3_*, Triton matmul_ogs *_bf16xbf16xmxfp4, *mxfp4*gemm*"),
 )
 
 _REFERENCE_RE = re.compile("|".join(re.escape(p) for p in REFERENCE_KERNEL_PATTERNS))

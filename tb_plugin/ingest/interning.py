@@ -7,6 +7,24 @@ from typing import Any, Callable, Optional
 import msgspec
 import numpy as np
 
+#: Longest string a column keeps whole, in characters: a longer one (a hostile 250 MB event
+#: name) keeps its first MAX_STRING_CHARS and a note of its length (`CUT_NOTE`), so the table
+#: and its cache entry hold 1 Mi characters of it, not 250 MB (issue 32). Real names, shapes
+#: and call stacks are far shorter.
+MAX_STRING_CHARS = 1 << 20
+CUT_NOTE = "\u2026 [cut: {} characters]"
+
+
+def cut_string(key: str) -> str:
+    """`key`, or its first MAX_STRING_CHARS characters and `CUT_NOTE` when it is longer."""
+    if len(key) <= MAX_STRING_CHARS:
+        return key
+    return key[:MAX_STRING_CHARS] + CUT_NOTE.format(len(key))
+
+
+def is_cut(key: str) -> bool:
+    return len(key) > MAX_STRING_CHARS and key.endswith(" characters]")
+
 
 class Interner:
     """Maps values to dense integer codes; `categories[code]` is the string.
@@ -39,7 +57,11 @@ class Interner:
         """The code of a raw value seen for the first time (None, NaN and b"" are missing)."""
         if value is None or value == b"" or (isinstance(value, float) and value != value):
             return self._missing
-        return self.code_of_key(self._normalize(value))
+        return self.code_of_key(cut_string(self._normalize(value)))
+
+    def cut(self) -> int:
+        """How many of the categories were cut (`cut_string`)."""
+        return sum(map(is_cut, self.categories))
 
     def find(self, key: str) -> int:
         """The code of a normalised string, -2 if it was never seen (nothing is interned)."""
@@ -74,7 +96,9 @@ class _CodeLookup(dict):
         self._interner = interner
 
     def __missing__(self, value: Any) -> int:
-        code = self[value] = self._interner.code_of_value(value)
+        code = self._interner.code_of_value(value)
+        if not isinstance(value, (str, bytes)) or len(value) <= MAX_STRING_CHARS:
+            self[value] = code  # a longer raw value is not kept: only its cut category is
         return code
 
 

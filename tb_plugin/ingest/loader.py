@@ -37,6 +37,8 @@ def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
     except OSError as exc:  # not the file's content: may pass (the file is still being made)
         parse.status.cut_off = True
         parse.warn(LoadState.ERROR, f"cannot read the file: {exc}")
+    except MemoryError:  # the machine, not the file (nor a parser bug): say what bounds it
+        parse.out_of_memory()
     except Exception as exc:  # a parser bug must cost one worker, never the run or the server
         log.exception("parsing %s failed", ref.url)
         parse.warn(LoadState.ERROR, f"internal error while parsing ({type(exc).__name__}: "

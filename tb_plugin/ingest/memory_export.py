@@ -24,7 +24,7 @@ from typing import BinaryIO, Union
 
 import numpy as np
 
-from ..storage import FileRef, iter_decompressed
+from ..storage import FileRef, iter_decompressed, open_local
 
 #: Bumped whenever the reader's output changes; part of the export's cache key.
 EXPORT_VERSION = 1
@@ -66,7 +66,7 @@ def read_raw_timeline(source: Source) -> RawTimeline:
         with source.open() as handle:
             return _read(handle)
     if isinstance(source, (str, Path)):
-        with open(source, "rb") as handle:
+        with open_local(source) as handle:
             return _read(handle)
     return _read(source)
 

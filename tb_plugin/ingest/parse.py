@@ -23,6 +23,7 @@ from ..settings import (
 )
 from .columns import ColumnBuilder
 from .decode import Event, recover_batch, try_decode_batch
+from .interning import MAX_STRING_CHARS
 from .scanner import EventStreamScanner, ScanResult, TokenTooLarge
 from .schema import (
     TABLE_COLUMNS,
@@ -112,6 +113,16 @@ class TraceParse:
         kept = "the events before are shown" if found else "nothing was read"
         self.warn(LoadState.TRUNCATED if found else LoadState.ERROR,
                   f"stopped: {limit}; {kept} (raise the limit to read the whole file)")
+
+    def out_of_memory(self) -> None:
+        """The process ran out of memory: keep the events read so far (state TRUNCATED, or ERROR
+        when none was), and name the limits that bound a parse's memory."""
+        self.stopped = True
+        found = self.scanner.result.found_events
+        kept = "the events before are shown" if found else "nothing was read"
+        self.warn(LoadState.TRUNCATED if found else LoadState.ERROR,
+                  f"out of memory after {self.status.bytes_read >> 20} MB of JSON; {kept}: free "
+                  f"memory, or lower {MAX_TOKEN_ENV} and {MAX_INFLATE_RATIO_ENV}")
 
     def consume(self, chunks: Iterable[bytes], progress: Optional[ProgressCallback]) -> None:
         """Feed the rest of the stream and close it."""
@@ -213,6 +224,10 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stoppe
     if builder.missing_timestamps:
         status.warn(LoadState.PARTIAL, f"{builder.missing_timestamps} events had no numeric 'ts' "
                     "(or one beyond 1e17 us) and were skipped")
+    cut = sum(interner.cut() for interner in builder.interners.values())
+    if cut:
+        status.warn(LoadState.PARTIAL, f"{cut} strings (event names, shapes or call stacks) "
+                    f"were longer than {MAX_STRING_CHARS} characters and were cut to that length")
     if builder.event_rows == 0 and status.state == LoadState.OK:
         status.warn(LoadState.OK, "the trace has no events")
 

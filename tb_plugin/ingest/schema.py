@@ -15,9 +15,10 @@ from typing import Any, Callable
 import pandas as pd
 
 #: Bumped whenever the parser's output changes; part of every cache key.
-PARSER_VERSION = 3  # 2: categories in order of first appearance, batch-independent
+PARSER_VERSION = 4  # 2: categories in order of first appearance, batch-independent
 # 3: op_args gained concrete_inputs, flops and the Inductor kernel columns
 #    (kernel_file, kernel_hash, kernel_backend, kernel_flop, kernel_num_gb)
+# 4: strings over 1 Mi characters are cut (interning.MAX_STRING_CHARS)
 
 
 #: Largest |ts| (and duration) read, in microseconds (about 3,170 years): the clock of any real

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..compression import GZIP_MAGIC
-from ..storage import FileRef
+from ..storage import FileRef, open_local
 
 #: Bumped whenever the reader's output changes; part of the snapshot's cache key.
 SNAPSHOT_VERSION = 1
@@ -121,7 +121,7 @@ def read_snapshot(source: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
         with source.open() as handle:
             return _read(handle, max_bytes)
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
-        with open(source, "rb") as handle:
+        with open_local(source) as handle:
             return _read(handle, max_bytes)
     return _read(source, max_bytes)
 

@@ -7,6 +7,9 @@ from typing_extensions import TypedDict
 
 from .common import doc
 
+MatrixUnits = Literal["tensor cores", "matrix cores"]
+AboveRoof = Literal["algorithmic_flops", "precision", "overlap", "bytes", "unknown"]
+
 
 class InductorKernel(TypedDict):
     """One Inductor-generated kernel op (Triton launch or C++ kernel) of a region."""
@@ -66,8 +69,11 @@ class RooflineDevice(TypedDict):
     vendor: Annotated[Optional[str], doc('"NVIDIA", "AMD"; null when unknown.')]
     architecture: Annotated[Optional[str], doc('e.g. "Ampere (sm_80)", "CDNA2 (gfx90a)".')]
     peaks_model: Annotated[Optional[str], doc("Matched peaks row; null: unknown device.")]
+    matrix_units: Annotated[MatrixUnits, doc(
+        'What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".')]
     peak_tflops: Annotated[Optional[dict[str, float]], doc(
-        "Peak dense TFLOP/s per dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8).")]
+        "Peak dense TFLOP/s per precision the chip has (fp64, fp64_matrix, fp32, tf32, bf16, "
+        "fp16, fp8, fp6, fp4, int8).")]
     memory_tbps: Annotated[Optional[float], doc("Peak memory bandwidth, TB/s.")]
     peaks_reason: Annotated[Optional[str], doc(
         "Why vendor/architecture/peaks are null though the trace lists the device (its "
@@ -79,6 +85,11 @@ class RooflineRow(TypedDict):
 
     name: Annotated[str, doc("Operator name.")]
     dtype: Annotated[str, doc('dtype of its first tensor ("bf16", "fp32"...; "unknown").')]
+    precision: Annotated[str, doc(
+        'The math it ran, which picks its peak: from its tensor-core kernels\' names (e.g. '
+        '"tf32" for an fp32 GEMM on tensor cores, "fp8"/"fp4" for MX GEMMs), else its dtype; '
+        "one of the keys of the device's peak_tflops (a missing one falls back to the next "
+        "wider precision the chip has).")]
     calls: Annotated[int, doc("Calls.")]
     flops: Annotated[Optional[float], doc("FLOPs summed; null when unknown.")]
     bytes: Annotated[Optional[float], doc("Bytes moved summed; null when unknown.")]
@@ -88,12 +99,22 @@ class RooflineRow(TypedDict):
     intensity: Annotated[Optional[float], doc("Arithmetic intensity, FLOPs per byte.")]
     bound: Annotated[Optional[Literal["compute", "memory"]], doc(
         "Above or below the device's ridge point for its dtype; null without peaks.")]
-    peak_tflops: Annotated[Optional[float], doc("Peak of its dtype, TFLOP/s; null.")]
+    peak_tflops: Annotated[Optional[float], doc("Peak of its precision, TFLOP/s; null.")]
     estimate: Annotated[bool, doc("Some calls' FLOPs/bytes come from shape formulas, not a "
                                   "recorded `flops`/`kernel_flop`.")]
     flops_reason: Annotated[Optional[str], doc(
         "Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid "
         "stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known.")]
+    mbu_pct: Annotated[Optional[float], doc(
+        "Memory-bandwidth utilisation: achieved TB/s / peak TB/s, percent; null without "
+        "peaks or bytes.")]
+    above_roof: Annotated[Optional[AboveRoof], doc(
+        "Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x "
+        "bandwidth): the likely reason. algorithmic_flops: a Winograd/FFT "
+        "convolution kernel (fewer multiplies than counted); precision: under the peak of a "
+        "faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: "
+        "only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows "
+        "are left out of MFU and MBU. Null when at or under the roof.")]
 
 
 class RooflineStep(TypedDict):
@@ -101,9 +122,13 @@ class RooflineStep(TypedDict):
 
     step: Annotated[str, doc("Step name.")]
     flops: Annotated[float, doc("FLOPs of the operators that started in the step.")]
+    bytes: Annotated[float, doc("Bytes moved by those operators (flagged rows left out).")]
     tflops: Annotated[Optional[float], doc("FLOPs / step duration, TFLOP/s.")]
-    mfu_pct: Annotated[Optional[float], doc("Model FLOPs utilisation, percent; null without "
-                                            "peaks.")]
+    mfu_pct: Annotated[Optional[float], doc("Model FLOPs utilisation, percent (each operator at "
+                                            "the peak of its precision; rows above the roof "
+                                            "left out); null without peaks.")]
+    mbu_pct: Annotated[Optional[float], doc("Memory-bandwidth utilisation: bytes / (duration x "
+                                            "peak bandwidth), percent; null without peaks.")]
 
 
 class RooflinePayload(TypedDict):

@@ -130,8 +130,13 @@ class CopyKind(TypedDict):
     count: int
     bytes: Annotated[Optional[float], doc("Bytes moved; null when the trace has no sizes.")]
     busy_us: Annotated[float, doc("Merged time with such a copy running, us.")]
-    mean_gbps: Annotated[Optional[float], doc("bytes / busy time, GB/s.")]
-    peak_gbps: Annotated[float, doc("Highest bucket mean of the series, GB/s.")]
+    mean_gbps: Annotated[Optional[float], doc(
+        "Time-weighted mean of the running copies' summed bandwidth over the busy time "
+        "(= bytes / busy time when each copy's bandwidth is its bytes / duration), GB/s; null "
+        "when no copy has a positive duration.")]
+    peak_gbps: Annotated[float, doc(
+        "The true maximum of the running copies' summed bandwidth (not a bucket mean), GB/s; "
+        "never below mean_gbps or any bucket of the series.")]
 
 
 class BandwidthSeries(TypedDict):

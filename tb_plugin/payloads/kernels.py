@@ -1,6 +1,6 @@
 """`/kernels` and `/kernels/pies` (`analysis.kernels`)."""
 
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -65,3 +65,6 @@ class KernelPiesPayload(TypedDict):
                                          "by name).")]
     tensor_cores: Annotated[Optional[TensorCoreShare], doc("Null when the trace has no "
                                                            "kernels.")]
+    matrix_units: Annotated[Literal["tensor cores", "matrix cores"], doc(
+        'What the GPU\'s vendor calls its matrix units: "matrix cores" on AMD, else "tensor '
+        'cores" (also when unknown).')]

@@ -59,7 +59,13 @@ class OverviewGpu(TypedDict):
         "The row of the hardware peaks table matched (see `/roofline`); null: unknown device.")]
     mfu_pct: Annotated[Optional[float], doc(
         "Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for "
-        "their dtype / step time); null when the device's peaks are unknown.")]
+        "the precision they ran in / step time; operators above the roof left out); null when "
+        "the device's peaks are unknown.")]
+    mbu_pct: Annotated[Optional[float], doc(
+        "Memory-bandwidth utilisation over the steps, percent (bytes the operators moved / "
+        "(step time x peak bandwidth)); null when the device's peaks are unknown.")]
+    matrix_units: Annotated[Literal["tensor cores", "matrix cores"], doc(
+        'What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".')]
     peaks_reason: Annotated[Optional[str], doc(
         "Why the peaks (hence MFU) are null though the device is listed: its properties could "
         "not be read (see `/roofline`); null otherwise.")]
@@ -70,7 +76,8 @@ class OverviewGpu(TypedDict):
     achieved_occupancy_pct: Annotated[Optional[float], doc(
         "Estimated achieved occupancy (kernel-time weighted), percent; null when unknown.")]
     tensor_core_pct: Annotated[Optional[float], doc(
-        "Share of kernel time on Tensor Cores, percent; null when unavailable.")]
+        "Share of kernel time on tensor cores (AMD: matrix cores), percent; null when "
+        "unavailable.")]
 
 
 class RecommendationLink(TypedDict):
@@ -80,17 +87,18 @@ class RecommendationLink(TypedDict):
 
 RecommendationId = Literal[
     "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
-    "dataloader", "communication_not_overlapped", "data_parallel", "nccl_backend",
-    "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
+    "host_compute", "dataloader", "communication_not_overlapped", "data_parallel",
+    "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
 """Stable rule ids (`analysis.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
 class Recommendation(TypedDict):
-    """One performance recommendation (`analysis.recommendations`), most severe first."""
+    """One performance recommendation (`analysis.recommendations`): problems of the profile
+    itself first, then priced advice by its saving, then unpriced advice by severity."""
 
     id: Annotated[RecommendationId, doc("The rule that fired.")]
     severity: Annotated[Literal["high", "medium", "low"], doc(
-        "The grade: how much it matters (ties keep the rules' priority order).")]
+        "The grade of the measured value (orders unpriced advice).")]
     title: Annotated[str, doc("Short headline (plain text).")]
     text: Annotated[str, doc("Explanation with the measured value and threshold (plain text).")]
     view: Annotated[ViewName, doc("The view that shows the evidence.")]
@@ -101,6 +109,14 @@ class Recommendation(TypedDict):
     end_us: Annotated[Optional[float], doc("End of that range (trace us), or null.")]
     link: Annotated[Optional[str], doc("URL of the first link, null when there is none.")]
     links: Annotated[list[RecommendationLink], doc("Further reading.")]
+    saving_us: Annotated[Optional[float], doc(
+        "What the fix would save per step at most (us, 2 decimals); null when not priced.")]
+    saving_pct: Annotated[Optional[float], doc(
+        "`saving_us` as a share of the step time (%, 2 decimals); null when not priced.")]
+    evidence_step: Annotated[Optional[str], doc(
+        "The step whose span holds `start_us`; null when none does (or no range).")]
+    evidence_offset_us: Annotated[Optional[float], doc(
+        "`start_us` minus that step's start (us, 2 decimals); null with `evidence_step`.")]
 
 
 class DistributedInfo(TypedDict):

@@ -199,8 +199,14 @@ class Catalog:
         self._forget_table(state)
 
     def _schedule(self, state: FileState) -> None:
-        """Use the summary cached by an earlier parse of this exact file, else queue a parse."""
-        summary = peek_summary(self._cache, state.ref)
+        """Use the summary cached by an earlier parse of this exact file, else queue a parse
+        (a cached summary that cannot be read costs this file a parse, never the scan)."""
+        try:
+            summary = peek_summary(self._cache, state.ref)
+        except Exception:  # noqa: BLE001 - the cache is only a cache
+            log.exception("torch-prof: reading the cached summary of %s failed; parsing it",
+                          state.ref.url)
+            summary = None
         if summary is not None:
             self._on_done(LoadOutcome(state.identity, summary=summary))
         elif self._pool is not None:

@@ -152,9 +152,9 @@ OffsetList = Annotated[str, Meta(pattern=rf"^{_OFFSET}(,{_OFFSET}){{0,7}}$", des
 
 class RanksOptions(msgspec.Struct, forbid_unknown_fields=True):
     ranks: Optional[RankList] = None
-    start_us: Optional[Annotated[float, Meta(description=(
+    start_us: Optional[Annotated[float, TimeUs, Meta(description=(
         "Window start, on the run clock (a rank's trace us minus its offset)."))]] = None
-    end_us: Optional[Annotated[float, Meta(description=(
+    end_us: Optional[Annotated[float, TimeUs, Meta(description=(
         "Window end, on the run clock; must be greater than `start_us`."))]] = None
     width: Annotated[int, Meta(ge=1, le=MAX_WIDTH, description=(
         "Pixels across the window."))] = DEFAULT_WIDTH

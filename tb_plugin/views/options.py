@@ -2,14 +2,17 @@
 
 The server's query string and the CLI's flags both arrive as text; `read_options` validates them
 into the spec's Struct with the same messages, so a bad `width` is the same 400 on the server
-and the same exit 2 in the CLI. The query-string name of a field is its msgspec name (`q`, `id`);
-the CLI flag is its attribute name (`--query`, `--event-id`). `option_fields` describes the
-fields for the CLI's flags and the OpenAPI parameters.
+and the same exit 2 in the CLI. A text option with a `pattern` must match it whole (a
+trailing newline too is refused) and one with `max_length` be at most that long: the pattern
+is checked here, before any builder splits the text. The query-string name of a field is its
+msgspec name (`q`, `id`); the CLI flag is its attribute name (`--query`, `--event-id`).
+`option_fields` describes the fields for the CLI's flags and the OpenAPI parameters.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -37,6 +40,8 @@ class OptionField:
     minimum: Any = None  # bounds (integers: always set; numbers: None = unbounded)
     maximum: Any = None
     description: str = ""
+    pattern: Optional[str] = None  # text: the whole value must match it (msgspec `pattern`)
+    max_length: Optional[int] = None  # text: characters
 
     @property
     def flag(self) -> str:
@@ -66,7 +71,8 @@ def _field(field: Any) -> OptionField:
     if isinstance(kind, mi.FloatType):
         return OptionField(kind="number", minimum=kind.ge, maximum=kind.le, **common)
     if isinstance(kind, mi.StrType):
-        return OptionField(kind="text", **common)
+        return OptionField(kind="text", pattern=kind.pattern, max_length=kind.max_length,
+                           **common)
     raise TypeError(f"option {field.name}: unsupported type {kind!r}")
 
 
@@ -107,4 +113,9 @@ def _parse(field: OptionField, value: str) -> Any:
             raise OptionError(f"parameter {name!r} must be a number from {low:g} to {high:g}; "
                               f"got {value[:60]!r}")
         return number
+    if field.max_length is not None and len(value) > field.max_length:
+        raise OptionError(f"parameter {name!r} is longer than {field.max_length} characters")
+    if field.pattern is not None and re.fullmatch(field.pattern, value) is None:
+        raise OptionError(f"parameter {name!r} is malformed ({field.description}); got "
+                          f"{value[:60]!r}")
     return value

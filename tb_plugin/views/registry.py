@@ -102,8 +102,9 @@ SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
              "`tb_plugin.analysis.compiled.build_compiled`."),
     ViewSpec("roofline", "/roofline", "Operator", build.roofline,
              payload=RooflinePayload, rows=rows.whole_payload,
-             summary="FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic "
-                     "intensity, compute/memory bound, and MFU per step.",
+             summary="FLOPs and bytes per operator, the precision it ran in, achieved TFLOP/s "
+                     "and TB/s, arithmetic intensity, compute/memory bound, MBU, above-roof "
+                     "flags, and MFU and MBU per step.",
              description="A section of the Operator view. The device's peaks come from the "
              "documented table in\n`tb_plugin.analysis.hardware`. Shape: see "
              "`tb_plugin.analysis.roofline.build_roofline`."),

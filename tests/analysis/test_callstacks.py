@@ -213,7 +213,6 @@ def _id_chain_stacks(path):
     return sorted(out)
 
 
-@pytest.mark.skipif(not CNN, reason="samples absent")
 @pytest.mark.parametrize("path", [*CNN, *sorted((SAMPLES / "ddp_gloo").glob("*rank0*.gz"))[:1]],
                          ids=lambda p: p.name)
 def test_sample_matches_python_id_chains(path):
@@ -228,7 +227,6 @@ def test_sample_matches_python_id_chains(path):
     assert ours == _id_chain_stacks(path)
 
 
-@pytest.mark.skipif(not CNN, reason="samples absent")
 @pytest.mark.parametrize("path", CNN, ids=lambda p: p.name)
 def test_sample_conv2d_stacks_reach_the_training_step(path):
     table = load_trace(str(path), use_cache=False)
@@ -248,7 +246,6 @@ def test_sample_conv2d_stacks_reach_the_training_step(path):
     assert len(with_stack) >= 0.9 * len(rows)  # the main thread runs everything from Python
 
 
-@pytest.mark.skipif(not CNN, reason="samples absent")
 def test_scaled_sample_keeps_its_stacks(tmp_path):
     """The sample repeated 8 times (shifted in time, fresh Python ids): the same distinct
     stacks, each op 8 times as often."""

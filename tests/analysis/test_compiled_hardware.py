@@ -30,6 +30,7 @@ pytestmark = pytest.mark.unit
 MI300 = SHARED_TRACES / "tl_mi300_torch_compile_triton" / "worker0.pt.trace.json.gz"
 TRITON = SHARED_TRACES / "triton_kernels" / "worker0.1700000000000.pt.trace.json.gz"
 MI250 = SHARED_TRACES / "amd_mi250_rocm" / "worker0.1700000000000.pt.trace.json.gz"
+VLLM_CAPTURE = SHARED_TRACES / "tl_vllm_decode_fullgraph" / "capture" / "rank0.pt.trace.json.gz"
 
 
 def _raw(path: Path) -> list[dict]:
@@ -132,13 +133,80 @@ def test_amd_traces_overview_and_roofline() -> None:
     [gpu] = build_overview(table)["gpus"]
     assert (gpu["vendor"], gpu["architecture"], gpu["compute_capability"]) == (
         "AMD", "CDNA2 (gfx90a)", None)
-    assert gpu["peaks_model"] == "MI210" and gpu["mfu_pct"] is not None
-    roof = build_roofline(load_trace(str(MI300), use_cache=False))
+    assert gpu["peaks_model"] == "MI210" and gpu["matrix_units"] == "matrix cores"
+    assert build_kernel_pies(table)["matrix_units"] == "matrix cores"
+    table = load_trace(str(MI300), use_cache=False)
+    roof = build_roofline(table)
     assert roof["device"]["peaks_model"] == "MI300X"  # device 2 unlisted; every listed is one
+    assert (roof["device"]["architecture"], roof["device"]["matrix_units"]) == (
+        "CDNA3 (gfx942)", "matrix cores")
     [mm] = [r for r in roof["rows"] if r["name"] == "aten::mm"]
     # 4 calls of [32768,2048]x[2048,2048], 2 of x[2048,8192], 1 of [32768,8192]x[8192,2048]
-    assert mm["flops"] == 2 * 32768 * 2048 * (4 * 2048 + 2 * 8192 + 8192)
+    mm_flops = 2 * 32768 * 2048 * (4 * 2048 + 2 * 8192 + 8192)
+    assert mm["flops"] == mm_flops
     assert mm["bound"] == "compute" and mm["peak_tflops"] == 1307.4
+    assert mm["precision"] == "bf16"  # hipBLASLt Cijk_..._BBS_BH MFMA GEMM on bf16 data
+    # MFU: mm + SDPA ([8,16,4096,128] q/k/v: 2*8*16*4096*4096*(128+128)) at the MI300X bf16
+    # peak, over the one implicit step: first host event start to last device event end; the
+    # Triton kernels carry no kernel_flop.
+    events = _raw(MI300)
+    host = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation", "python_function",
+                                                  "cuda_runtime")]
+    device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    step_s = (max(e["ts"] + e["dur"] for e in device) - min(e["ts"] for e in host)) * 1e-6
+    sdpa_flops = 2 * 8 * 16 * 4096 * 4096 * (128 + 128)
+    [gpu] = build_overview(table)["gpus"]
+    assert gpu["mfu_pct"] == pytest.approx((mm_flops + sdpa_flops) / 1307.4e12 / step_s * 100)
+    assert gpu["compute_capability"] is None and gpu["matrix_units"] == "matrix cores"
+
+
+@needs_shared
+def test_nvidia_trace_says_tensor_cores() -> None:
+    table = load_trace(str(SHARED_TRACES / "tl_h100_qwen_mem_modules" /
+                           "worker0.pt.trace.json.gz"), use_cache=False)
+    [gpu] = build_overview(table)["gpus"]
+    assert (gpu["architecture"], gpu["compute_capability"], gpu["matrix_units"]) == (
+        "Hopper (sm_90)", "9.0", "tensor cores")
+    assert build_kernel_pies(table)["matrix_units"] == "tensor cores"
+
+
+@needs_shared
+def test_compiled_fx_graph_calls_are_regions() -> None:
+    """vLLM calls Inductor's graphs without a Dynamo frame: `## Call CompiledFxGraph <hash> ##`
+    user annotations. Each becomes a region: its calls are the annotations, its Inductor
+    kernels the `triton_*` ops (with kernel_file) inside them on the same thread."""
+    events = _raw(VLLM_CAPTURE)
+    calls = [e for e in events if e.get("cat") == "user_annotation"
+             and e["name"].startswith("## Call CompiledFxGraph")]
+    expected_calls: dict[str, int] = {}
+    expected_kernels: dict[tuple[str, str], int] = {}
+    for a in calls:
+        expected_calls[a["name"]] = expected_calls.get(a["name"], 0) + 1
+        for e in events:
+            if (e.get("cat") == "cpu_op" and "kernel_file" in e.get("args", {})
+                    and e["tid"] == a["tid"] and a["ts"] <= e["ts"]
+                    and e["ts"] + e["dur"] <= a["ts"] + a["dur"]):
+                key = (a["name"], e["name"])
+                expected_kernels[key] = expected_kernels.get(key, 0) + 1
+    assert len(expected_calls) == 3 and sum(expected_calls.values()) == 25
+    payload = build_compiled(load_trace(str(VLLM_CAPTURE), use_cache=False))
+    assert payload["available"]
+    assert {r["name"]: r["calls"] for r in payload["regions"]} == expected_calls
+    shown = {(r["name"], k["name"]): k["calls"] for r in payload["regions"]
+             for k in r["inductor_kernels"]}
+    assert shown == expected_kernels and payload["inductor_kernels"] == sum(
+        expected_kernels.values())
+
+
+@needs_shared
+def test_fx_graph_inside_a_dynamo_region_is_counted_once() -> None:
+    """tl_mi300: the `## Call CompiledFxGraph` annotation sits inside `Torch-Compiled Region:
+    0/0`: one region, whose device time is every kernel's (checked above), not two."""
+    events = _raw(MI300)
+    assert any(e.get("name", "").startswith("## Call CompiledFxGraph") for e in events)
+    names = [r["name"] for r in build_compiled(load_trace(str(MI300), use_cache=False))[
+        "regions"]]
+    assert names == ["Torch-Compiled Region: 0/0"]
 
 
 @needs_shared

@@ -387,7 +387,6 @@ def test_cpu_only_gloo() -> None:
     assert payload["overlap"]["all"]["rank34"]["communication"] > 0
 
 
-@pytest.mark.skipif(not DDP_GLOO.is_dir(), reason="samples/ddp_gloo absent")
 def test_ddp_gloo_sample() -> None:
     files = sorted(DDP_GLOO.glob("*.pt.trace.json.gz"))
     spans: dict[str, list[Path]] = {}

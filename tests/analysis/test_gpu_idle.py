@@ -3,11 +3,19 @@ comments from the events, never from the builders."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tb_plugin.analysis.critical_path import critical_paths
 from tb_plugin.analysis.device_work import log_histogram
 from tb_plugin.analysis.gpu_idle import build_gpu_idle
-from tb_plugin.analysis.idle import bandwidth, idle_breakdown, queue_lengths, temporal_breakdown
+from tb_plugin.analysis.idle import (
+    _step_max,
+    bandwidth,
+    idle_breakdown,
+    queue_lengths,
+    temporal_breakdown,
+)
 from tb_plugin.analysis.launch_stats import (
     annotation_breakdown,
     kernel_sequences,
@@ -94,6 +102,37 @@ def test_bandwidth(table):
         "HtoD", 1, 2e6, 20.0)
     assert htod["mean_gbps"] == pytest.approx(100.0) and htod["peak_gbps"] == pytest.approx(100.0)
     assert max(result["series"]["gbps"]["HtoD"]) == pytest.approx(100.0)
+
+
+def test_bandwidth_peak_is_the_series_true_maximum(tmp_path):
+    """HtoD copies A [0, 10) at 100 GB/s and B [5, 15) at 50 GB/s (1e6 and 5e5 bytes): the sum
+    runs 100 on [0, 5), 150 on [5, 10), 50 on [10, 15): peak 150 (the old bucket-mean peak
+    was lower than that), mean over the 15 us busy = (100*10 + 50*10) / 15 = 100 = bytes /
+    busy. Then C [100, 110) and D [110, 120) back to back at 80 GB/s (DtoD, 8e5 bytes each):
+    they never add up: peak 80, mean 80."""
+    events = [memcpy(0, 10, bytes=1e6), memcpy(5, 10, bytes=5e5)]
+    events += [device_event("gpu_memcpy", "Memcpy DtoD (Device -> Device)", ts, 10, bytes=8e5)
+               for ts in (100, 110)]
+    kinds = {k["kind"]: k for k in bandwidth(make_table(events, tmp_path))["kinds"]}
+    assert kinds["HtoD"]["peak_gbps"] == pytest.approx(150.0)
+    assert kinds["HtoD"]["mean_gbps"] == pytest.approx(100.0)
+    assert kinds["HtoD"]["mean_gbps"] == pytest.approx(1.5e6 / (15 * 1e3))
+    assert kinds["DtoD"]["peak_gbps"] == pytest.approx(80.0)
+    assert kinds["DtoD"]["mean_gbps"] == pytest.approx(80.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20), st.integers(1, 100)),
+                min_size=1, max_size=12))
+def test_step_max_is_the_brute_force_maximum(copies):
+    """Integer copies (start, length, GB/s): the maximum over every half-integer instant of
+    the sum of running copies (zero-length copies never run)."""
+    start = np.array([c[0] for c in copies], dtype=float)
+    end = start + np.array([c[1] for c in copies], dtype=float)
+    value = np.array([c[2] for c in copies], dtype=float)
+    brute = max([sum(v for s, e, v in zip(start, end, value) if s <= t < e)
+                 for t in np.arange(0.5, 71.0, 1.0)] + [0.0])
+    assert _step_max(start, end, value) == brute
 
 
 def test_launch_stats(table):

@@ -83,3 +83,8 @@ def test_gpu_idle_on_every_trace(path):
         assert sum(one["shares_us"].values()) == pytest.approx(one["length_us"], rel=1e-9,
                                                                abs=1e-3)
     assert "temporal" in {r["table"] for r in rows}
+    for kind in payload["bandwidth"]["kinds"]:  # the true peak of a series is never below it
+        series = payload["bandwidth"]["series"]["gbps"][kind["kind"]]
+        assert kind["peak_gbps"] >= max(series) * (1 - 1e-9)
+        assert (kind["mean_gbps"] is None) == (kind["busy_us"] == 0)  # mean needs busy time
+        assert kind["peak_gbps"] >= (kind["mean_gbps"] or 0.0) * (1 - 1e-9)

@@ -167,7 +167,7 @@ def test_tensor_core_pie(tmp_path):
     pies = build_kernel_pies(make_table(events, tmp_path))
     assert pies["tensor_cores"] == {"using": 0.75, "not_using": 0.25}
     assert build_kernel_pies(make_table([op("aten::mm", 0, 1, 1)], tmp_path)) == {
-        "total": [], "tensor_cores": None}
+        "total": [], "tensor_cores": None, "matrix_units": "tensor cores"}
 
 
 def test_invalid_group_by(tmp_path):

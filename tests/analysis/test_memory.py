@@ -360,7 +360,6 @@ CNN = SAMPLES / "cnn_bs32"
 PT19 = SHARED_TRACES / "resnet50_gpu_pt19" / "worker0.1623143089861.pt.trace.json.gz"
 
 
-@pytest.mark.skipif(not CNN.is_dir(), reason="samples/cnn_bs32 absent")
 def test_cnn_sample_memory() -> None:
     trace = sorted(CNN.glob("*.pt.trace.json.gz"))[0]
     payload = mem.build_memory(load_trace(str(trace), use_cache=False))

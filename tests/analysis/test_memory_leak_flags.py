@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tb_plugin.analysis.memory import build_memory
 from tb_plugin.discovery import discover_runs
 from tb_plugin.load import load_trace
@@ -74,7 +72,6 @@ def _callouts(root: Path) -> dict[str, list]:
     return found
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="samples/ absent")
 def test_no_leak_callout_on_the_sample_runs() -> None:
     assert _callouts(SAMPLES) == {}
 

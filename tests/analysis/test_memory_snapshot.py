@@ -28,7 +28,7 @@ from tests.ingest.snapshots import (
     into_trace_period,
     write,
 )
-from tests.support import SAMPLES
+from tests.support import SAMPLES, need_shipped
 
 
 @pytest.fixture()
@@ -176,8 +176,7 @@ def test_level_of_detail_keeps_the_peak_and_ranges_start_with_the_value_in_force
 
 def test_of_several_snapshots_a_span_gets_the_one_of_its_period(tmp_path: Path) -> None:
     traces = sorted(SAMPLES.glob("cnn_bs32/*.pt.trace.json.gz"))
-    if len(traces) < 2:
-        pytest.skip("samples/cnn_bs32 is absent")
+    need_shipped(len(traces) >= 2, "samples/cnn_bs32's two traces")
     first = write(tmp_path / "a.pickle", into_trace_period(hand_snapshot(), traces[1]))
     second = write(tmp_path / "b.pickle", into_trace_period(hand_snapshot(), traces[0]))
     evil = tmp_path / "evil.pickle"

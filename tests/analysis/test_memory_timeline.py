@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from tb_plugin.analysis import memory_timeline as mt
 from tb_plugin.discovery import discover_runs
@@ -131,7 +130,6 @@ def test_real_export() -> None:
     assert min(min(v) for v in payload["series"].values()) >= 0
 
 
-@pytest.mark.skipif(not CNN.is_dir(), reason="samples/cnn_bs32 absent")
 def test_sample_export_on_the_trace_clock() -> None:
     run = next(r for r in discover_runs(str(SAMPLES)) if r.name == "cnn_bs32")
     assert run.memory_timelines

@@ -243,6 +243,7 @@ def _recursive_op(torch):
     return _REC_OP[0]
 
 
+@pytest.mark.e2e  # records with torch
 def test_matches_torch_profiler_key_averages(tmp_path):
     """Our operator rows against `prof.key_averages()` on the same recording.
 

@@ -30,7 +30,7 @@ def _gpu_events():
         step(1, 0, 1000), step(2, 1000, 1000),
         cpu_op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 300,
                cat="user_annotation"),
-        cpu_op("aten::conv2d", 400, 200, ext=1),
+        cpu_op("aten::conv2d", 400, 200, ext=1, flops=1.57e9),
         runtime(410, 20, corr=1, ext=1),
         kernel(450, 300, corr=1, ext=1, device=0, **{"blocks per SM": 2.0,
                                                      "est. achieved occupancy %": 40}),
@@ -75,7 +75,11 @@ def test_overview_contract(tmp_path):
         "utilization_pct": pytest.approx(15.0), "sm_efficiency_pct": pytest.approx(15.0),
         "achieved_occupancy_pct": pytest.approx(40.0), "tensor_core_pct": 0.0,  # no TC kernel
         "vendor": "NVIDIA", "architecture": "Volta (sm_70)", "peaks_model": "V100",
-        "mfu_pct": 0.0,  # no operator with FLOPs in the steps
+        # the conv's recorded 1.57e9 FLOPs ran on a plain (non-tensor-core) kernel with no dtype
+        # recorded: the V100 fp32 peak, 15.7 TFLOP/s, would need 100 us of the 2000 us of steps
+        "mfu_pct": pytest.approx(1.57e9 / 15.7e12 / 2000e-6 * 100),  # 5 %
+        "mbu_pct": 0.0,  # no operator with a bytes formula (no input shapes recorded)
+        "matrix_units": "tensor cores",
         "peaks_reason": None,
     }
     items = {r["id"]: r for r in overview["recommendations"]}

@@ -13,6 +13,7 @@ from tb_plugin.analysis.recommendations import (
     rule_exposed_communication,
     rule_foreign_marker,
     rule_host_bound,
+    rule_host_compute,
     rule_launch_bound,
     rule_low_utilization,
     rule_matrix_units,
@@ -132,34 +133,113 @@ def test_foreign_marker_rule():
     assert rule_foreign_marker(facts()) is None
 
 
-def test_host_bound_needs_both_idle_and_host_wait():
-    item = rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=99.0, largest_gap=(1.0, 9.0)))
+# Priced rules: steps_us is the summed step time, step_count the number of steps; a saving is
+# (total us / steps, 100 * total / steps_us).
+PRICED = dict(steps_us=10_000.0, step_count=2)
+
+
+def test_host_bound_needs_both_idle_and_host_wait_and_is_priced_by_host_wait():
+    base = dict(largest_gap=(1.0, 9.0), idle_us=8000.0, host_wait_us=6000.0, **PRICED)
+    item = rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=75.0, **base))
     assert item["severity"] == "medium" and item["view"] == "GPU Idle"
-    assert item["text"].startswith("The GPU is idle 76.0% of its active window, and 99.0% of "
-                                   "that idle time is host wait")
+    # per step: idle 8000 / 2 = 4.0 ms, host wait 6000 / 2 = 3.0 ms
+    assert item["text"].startswith("The GPU is idle 76.0% of its active window (4.0 ms per "
+                                   "step), and in 3.0 ms of that idle time (75.0%) it had "
+                                   "nothing queued")
+    assert (item["saving_us"], item["saving_pct"]) == (3000.0, 60.0)
     assert (item["start_us"], item["end_us"]) == (1.0, 9.0)
-    assert rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=40.0)) is None
-    assert rule_host_bound(facts(gpu_idle_pct=40.0, host_wait_pct=99.0)) is None
+    # the thresholds are inclusive: 50% idle and 50% host wait fire, just below does not
+    assert rule_host_bound(facts(gpu_idle_pct=50.0, host_wait_pct=50.0, **base)) is not None
+    assert rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=49.99, **base)) is None
+    assert rule_host_bound(facts(gpu_idle_pct=49.99, host_wait_pct=99.0, **base)) is None
     assert rule_host_bound(facts()) is None
+    assert rule_host_bound(facts(gpu_idle_pct=76.0, host_wait_pct=75.0, graph_mode="capture",
+                                 **base)) is None
 
 
-def test_launch_bound_counts_short_kernels():
-    item = rule_launch_bound(facts(kernels=200, short_kernels=150, launch_cpu_us=3000.0))
-    assert item["metric"] == pytest.approx(75.0) and item["severity"] == "medium"
+def test_host_bound_is_priced_by_what_no_specific_cause_explains():
+    base = dict(gpu_idle_pct=90.0, host_wait_pct=90.0, idle_us=8000.0, host_wait_us=6000.0,
+                launch_idle_us=1000.0, sync_idle_us=500.0, host_compute_us=1500.0, **PRICED)
+    fired = ("launch_bound", "device_sync", "host_compute")
+    item = rule_host_bound(facts(**base), fired)
+    assert item["saving_us"] == (6000.0 - 1000.0 - 500.0 - 1500.0) / 2  # 1500 us per step
+    assert item["saving_pct"] == 30.0
+    assert rule_host_bound(facts(**base), ("launch_bound",))["saving_us"] == 2500.0
+    # fully explained: silent
+    assert rule_host_bound(facts(**{**base, "host_compute_us": 4500.0}), fired) is None
+
+
+def test_graph_traces_are_not_told_to_use_graphs():
+    base = dict(gpu_idle_pct=90.0, host_wait_pct=90.0, idle_us=8000.0, host_wait_us=6000.0,
+                **PRICED)
+    plain = rule_host_bound(facts(**base))
+    assert "CUDA/HIP graphs" in plain["text"] and "CUDA graphs" in {
+        link["label"] for link in plain["links"]}
+    replay = rule_host_bound(facts(graph_mode="replay", **base))
+    assert "graphs" not in replay["text"] and "CUDA graphs" not in {
+        link["label"] for link in replay["links"]}
+    launch = dict(kernels=200, short_kernels=150, launch_idle_us=2000.0, **PRICED)
+    assert rule_launch_bound(facts(**launch)) is not None
+    assert rule_launch_bound(facts(graph_mode="replay", **launch)) is None
+
+
+def test_launch_bound_is_priced_by_idle_time_inside_launch_calls():
+    base = dict(kernels=200, short_kernels=150, **PRICED)
+    item = rule_launch_bound(facts(launch_idle_us=2000.0, **base))  # 20% of the steps
+    assert item["metric"] == pytest.approx(20.0) and item["severity"] == "medium"
+    assert (item["saving_us"], item["saving_pct"]) == (1000.0, 20.0)
     assert item["text"].startswith("150 of 200 kernels (75.0%) run for less time on the GPU")
-    assert rule_launch_bound(facts(kernels=99, short_kernels=99)) is None  # too few to judge
-    assert rule_launch_bound(facts(kernels=200, short_kernels=99)) is None
+    assert "idle inside launch calls for 1.0 ms per step (20.0% of the step)" in item["text"]
+    # LAUNCH_PCT (5%) is inclusive: a full queue hides launches, however short the kernels
+    assert rule_launch_bound(facts(launch_idle_us=500.0, **base)) is not None
+    assert rule_launch_bound(facts(launch_idle_us=499.0, **base)) is None
+    assert rule_launch_bound(facts(launch_idle_us=0.0, kernels=1000, short_kernels=1000,
+                                   **PRICED)) is None
+    # too few kernels, or too few short ones (SHORT_KERNEL_PCT 50% inclusive), to judge
+    assert rule_launch_bound(facts(launch_idle_us=2000.0, kernels=99, short_kernels=99,
+                                   **PRICED)) is None
+    assert rule_launch_bound(facts(launch_idle_us=2000.0, kernels=200, short_kernels=100,
+                                   **PRICED)) is not None
+    assert rule_launch_bound(facts(launch_idle_us=2000.0, kernels=200, short_kernels=99,
+                                   **PRICED)) is None
 
 
-def test_sync_rule_only_when_the_gpu_idles():
-    base = dict(steps_us=1000.0, sync_calls=2, sync_us=60.0,
-                sync_names=["cudaStreamSynchronize"], sync_range=(10.0, 50.0))
-    item = rule_sync(facts(gpu_idle_pct=30.0, **base))
+def test_sync_rule_is_priced_by_the_idle_time_it_causes():
+    base = dict(sync_calls=2, sync_names=["cudaStreamSynchronize"], sync_range=(10.0, 50.0),
+                **PRICED)
+    item = rule_sync(facts(sync_idle_us=600.0, **base))
     assert item["metric"] == pytest.approx(6.0) and item["severity"] == "medium"
-    assert item["text"].startswith("2 synchronising calls (cudaStreamSynchronize) take 60 us, "
-                                   "6.0% of the step time")
-    assert rule_sync(facts(gpu_idle_pct=1.0, **base)) is None  # GPU busy: waiting is free
-    assert rule_sync(facts(**base)) is None  # idle unknown
+    assert item["text"].startswith("2 synchronising calls (cudaStreamSynchronize) leave the GPU "
+                                   "idle for 300 us per step (6.0% of the step time)")
+    assert (item["saving_us"], item["saving_pct"]) == (300.0, 6.0)
+    # SYNC_PCT (2%) is inclusive; a sync that waits on a busy GPU costs nothing
+    assert rule_sync(facts(sync_idle_us=200.0, **base)) is not None
+    assert rule_sync(facts(sync_idle_us=199.0, **base)) is None
+    assert rule_sync(facts(sync_idle_us=0.0, **base)) is None
+    assert rule_sync(facts(sync_idle_us=600.0, graph_mode="capture", **base)) is None
+
+
+def test_host_compute_rule_needs_gpu_work_and_is_priced():
+    base = dict(used_devices=[0], **PRICED)
+    item = rule_host_compute(facts(host_compute_us=4000.0, **base))
+    assert (item["saving_us"], item["saving_pct"]) == (2000.0, 40.0)
+    assert item["severity"] == "medium" and item["id"] == "host_compute"
+    assert item["text"].startswith("40.0% of the step time (2.0 ms per step) is CPU work that "
+                                   "launches nothing on the GPU")
+    # HOST_COMPUTE_PCT (20%) inclusive
+    assert rule_host_compute(facts(host_compute_us=2000.0, **base)) is not None
+    assert rule_host_compute(facts(host_compute_us=1999.0, **base)) is None
+    assert rule_host_compute(facts(host_compute_us=4000.0, **PRICED)) is None  # no GPU
+    assert rule_host_compute(facts(host_compute_us=4000.0, graph_mode="capture", **base)) is None
+    assert rule_host_compute(facts(host_compute_us=4000.0, foreign_marker={"name": "x"},
+                                   **base)) is None
+
+
+def test_low_utilization_is_silent_on_a_capture_and_after_host_compute():
+    low = dict(gpu_utilization={0: 0.1})
+    assert rule_low_utilization(facts(**low))["id"] == "low_gpu_utilization"
+    assert rule_low_utilization(facts(graph_mode="capture", **low)) is None
+    assert rule_low_utilization(facts(**low), ("host_compute",)) is None
 
 
 def test_data_parallel_rule_needs_several_devices():
@@ -220,12 +300,25 @@ def test_memory_rule_uses_each_gpus_own_capacity():
     assert rule_memory(facts(memory_peaks={5: 20 * GB}, device_props=props)) is None
 
 
-def test_items_are_most_severe_first_then_by_priority():
-    items = recommend(facts(average=shares(DataLoader=8), exposed_comm_pct=50.0,
-                            gpu_idle_pct=90.0, host_wait_pct=90.0, uses_ddp=True))
+def test_items_are_ordered_by_what_they_save():
+    # 2 steps of 5000 us: the data loader saves 400 us (8%) per step, exposed communication
+    # 50% (2500 us), the host wait 9000 us over both steps: 4500 us (90%) per step; DataParallel
+    # advice is not priced and comes after every priced item.
+    items = recommend(facts(average={"Total": 5000.0, "DataLoader": 400.0},
+                            exposed_comm_pct=50.0, gpu_idle_pct=90.0, host_wait_pct=90.0,
+                            uses_ddp=True, idle_us=9500.0, host_wait_us=9000.0,
+                            used_devices=[0, 1], uses_dp=True, **PRICED))
     assert [i["id"] for i in items] == ["host_bound", "communication_not_overlapped",
-                                        "dataloader"]
-    assert [i["severity"] for i in items] == ["high", "high", "low"]
+                                        "dataloader", "data_parallel"]
+    assert [(i["saving_us"], i["saving_pct"]) for i in items] == [
+        (4500.0, 90.0), (2500.0, 50.0), (400.0, 8.0), (None, None)]
+
+
+def test_profile_problems_come_before_any_saving():
+    items = recommend(facts(average=shares(DataLoader=60), startup_calls=[("cudaMalloc", 5.0)],
+                            startup_us=2000.0, **PRICED))
+    assert [i["id"] for i in items] == ["startup_captured", "dataloader"]
+    assert items[0]["saving_us"] is None and items[1]["saving_pct"] == 60.0
 
 
 def test_every_rule_id_is_documented_in_the_readme():

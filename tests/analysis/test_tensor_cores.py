@@ -42,6 +42,17 @@ USES_TC = [
     "fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel::Params)",
     "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_4x1x1_kernel0_0",
     "void gemm_bf16_kernel<128>()",
+    # FlashAttention-3 main kernels (Hopper warp-specialised, WGMMA)
+    "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
+    "CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>>, cutlass::bfloat16_t, float, "
+    "cutlass::arch::Sm90, true>>>>(Params)",
+    "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnBwdSm90<>>>(Params)",
+    # MX block-scaled FP8/FP4 GEMMs (TensorRT-LLM on Blackwell, Triton matmul_ogs)
+    "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x8x512u2_s3_et128x8_m128x8x32_cga1x1x1_16dp256b_splitK2_TN"
+    "_transOut_schedS_sm100f",
+    "bmm_Bfloat16_E4m3E4m3_Fp32_t128x8x512u2_s3_sm100f",
+    "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1",
+    "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu",
 ]
 NO_TC = [
     "volta_sgemm_64x64_nt", "ampere_sgemm_128x64_nn", "maxwell_fp16_sgemm_fp16_128x64_nn",
@@ -51,6 +62,19 @@ NO_TC = [
     "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>", "triton_poi_fused_add_cos_sin_0",
     "volta_scudnn_128x64_relu_interior_nn_v1",
     "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>()",
+    # FlashAttention's elementwise/reduction helpers: split-KV combine, dO.O, dQ conversion,
+    # pre/post-processing, varlen scheduling
+    "void cutlass::device_kernel<flash::FlashAttnFwdCombine<cute::tuple<>, 7, 256, 1, false, "
+    "true, cutlass::bfloat16_t, float, cutlass::arch::Sm90>>(Params)",
+    "void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>()",
+    "void flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<128, 64, 128, 8>>(Params)",
+    "void flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8>>(Params)",
+    "void cutlass::device_kernel<flash::FlashAttnBwdPreprocess<cute::tuple<>, float>>(Params)",
+    "void cutlass::device_kernel<flash::FlashAttnBwdPostprocessConvertdQ<>>(Params)",
+    "void flash::prepare_varlen_num_blocks_kernel(int, int, int, int const*, int*)",
+    # "flash" and "Fp8" in a KV-cache copy are not a GEMM
+    "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, "
+    "(vllm::Fp8KVCacheDataType)0>(__hip_bfloat16 const*)",
 ]
 
 
@@ -158,3 +182,15 @@ def test_resnet50_golden_tensor_cores():
     summary = tensor_core_summary(table)
     assert summary["kernel_tc_ratio"] == 0.0 and summary["tc_ratio_by_device"] == {0: 0.0}
     assert round(summary["tc_eligible_ops_kernel_ratio"] * 100) == 68
+
+
+def test_fa3_share_counts_main_kernels_not_combine(tmp_path):
+    """An FA3 forward (60 us) and its combine (10 us) plus a 30 us elementwise kernel: the
+    tensor-core share is 60 / 100 (the old rules gave 10 / 100: combine in, main out)."""
+    fa3 = USES_TC[-6]
+    combine = NO_TC[-8]
+    assert "FlashAttnFwdSm90" in fa3 and "Combine" in combine
+    events = [kernel(0, 60, 1, 0, name=fa3), kernel(70, 10, 2, 0, name=combine),
+              kernel(90, 30, 3, 0, name="elementwise")]
+    table = make_table(events, tmp_path)
+    assert tensor_core_summary(table)["kernel_tc_ratio"] == pytest.approx(60 / 100)

@@ -202,6 +202,38 @@ def test_scanner_token_limit_is_exact_and_keeps_the_events_before() -> None:
     assert sum(len(decoded) for _, decoded in got) == 3
 
 
+@pytest.mark.parametrize("chunk", [1 << 16, 1 << 20])
+def test_scanner_limit_counts_only_the_event_in_progress(chunk: int) -> None:
+    """Issue 32: complete events are cut before the limit is applied, so adjacent events each
+    over half the limit (and up to it) are read, whatever the doubling retry schedule last
+    tried; an event still unfinished when the buffer passes the limit (here one read chunk
+    longer than it) stops. Without the cut first, the 0.6x events stopped as "too long"."""
+    limit = 1 << 20
+
+    def event(size: int, ts: int) -> bytes:
+        head = b'{"ph":"X","ts":%d,"dur":1,"name":"' % ts
+        return head + b"a" * (size - len(head) - 2) + b'"}'
+
+    for size, stops in ((limit * 3 // 5, False), (limit - 1, False), (limit + chunk + 1, True)):
+        data = b'{"traceEvents":[' + b",".join(event(size, ts) for ts in range(4)) + b"]}"
+        scanner = EventStreamScanner(try_decode_batch, max_token=limit)
+        got: list[Any] = []
+        if stops:
+            with pytest.raises(TokenTooLarge):
+                _scan_in_chunks(scanner, data, chunk, got)
+            assert got == []
+        else:
+            _scan_in_chunks(scanner, data, chunk, got)
+            assert [e.ts for _, decoded in got for e in decoded] == [0, 1, 2, 3], size
+
+
+def _scan_in_chunks(scanner: EventStreamScanner, data: bytes, chunk: int, got: list[Any]
+                    ) -> None:
+    for start in range(0, len(data), chunk):
+        got.extend(scanner.feed(data[start: start + chunk]))
+    got.extend(scanner.close())
+
+
 def test_scanner_drops_whitespace_between_events() -> None:
     scanner = EventStreamScanner(try_decode_batch, max_token=1 << 20)
     list(scanner.feed(b'{"traceEvents":[' + events(0, 3) + b","))

@@ -44,6 +44,15 @@ def _split_vs_sequential(path: Path, caplog: pytest.LogCaptureFixture, processes
     return split, caplog.text
 
 
+@pytest.fixture(autouse=True)
+def _patient_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent stops waiting for a child's boundary after `_BOUNDARY_WAIT_S` (5 s) and then
+    parses alone: correct, but not the merge these tests assert. A loaded machine can take
+    longer than that to start a child, so the tests wait as long as a child may take (the
+    silence limit still ends a stuck one); the test that needs the give-up sets its own."""
+    monkeypatch.setattr(parallel, "_BOUNDARY_WAIT_S", parallel._SILENCE_LIMIT_S)
+
+
 def _merged(log: str) -> int:
     return log.count(MERGED)
 

@@ -6,6 +6,8 @@ import json
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tb_plugin.ingest.scanner import (
     EventStreamScanner,
@@ -98,3 +100,25 @@ def test_structure_depths() -> None:
 def test_split_batch_elements_recovers_pieces() -> None:
     pieces = split_batch_elements(b'[{"a": 1}, {"b": [2]}, [3], {"c": "}"}]')
     assert pieces == [b'{"a": 1}', b'{"b": [2]}', b"[3]", b'{"c": "}"}']
+
+
+def _brute_force_depths(data: bytes) -> list[int]:
+    """Depth after each bracket outside strings, one character at a time, by the documented
+    rule: a quote toggles "inside a string" unless an odd run of backslashes precedes it."""
+    depths, depth, inside, run = [], 0, False, 0
+    for char in data.decode("latin-1"):
+        if char == '"' and run % 2 == 0:
+            inside = not inside
+        elif char in "[{]}" and not inside:
+            depth += 1 if char in "[{" else -1
+            depths.append(depth)
+        run = run + 1 if char == "\\" else 0
+    return depths
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"\\", b'"', b"[", b"]", b"{", b"}", b"a"]), max_size=60))
+def test_structure_matches_a_character_by_character_scan(pieces: list[bytes]) -> None:
+    """Runs of backslashes of any length before a quote (odd: escaped, even: not)."""
+    data = b"".join(pieces)
+    assert scan_structure(data, 0).depth_after.tolist() == _brute_force_depths(data)

@@ -153,6 +153,7 @@ def test_snapshots_are_discovered_beside_traces(tmp_path: Path) -> None:
         "oom.pickle"]
 
 
+@pytest.mark.e2e  # runs torch
 def test_a_snapshot_written_by_pytorch_itself(tmp_path: Path) -> None:
     """`_profile_to_snapshot` is PyTorch's own writer of the snapshot format (from a CPU
     profile): blocks without addresses, entries without times, shared frames lists."""

@@ -27,6 +27,7 @@ from typing import Any, Optional
 import pytest
 
 from tb_plugin.workers import WORKER_NAME
+from tests.support import need
 from tests.support.hostile import whitespace_bomb
 
 from .harness import (
@@ -55,7 +56,13 @@ GPU_VIEWS = ["Overview", "Operator", "Kernel", "Trace", "Module", "Diff", "GPU I
 CPU_VIEWS = ["Overview", "Operator", "Trace", "Module", "Diff", "GPU Idle"]
 STALLED = {"run": "stalled", "worker": "w", "span": "default"}
 HAS_PROC = Path("/proc/self/stat").exists()
-needs_proc = pytest.mark.skipif(not HAS_PROC, reason="counts processes through /proc")
+needs_proc = pytest.mark.usefixtures("_proc")
+
+
+@pytest.fixture
+def _proc() -> None:
+    """These tests count processes through /proc (Linux): a failure in CI where it is absent."""
+    need(HAS_PROC, "/proc (Linux)")
 
 
 # The main server (`tb`) and its logdir are session fixtures in conftest.py, shared with
@@ -263,9 +270,11 @@ def test_views_workers_spans(tb: TensorBoard, shared_runs: list[str]) -> None:
         str(i) for i in range(1, 11)]
     nested = {"run": "nested/deep run \u00fc"}
     assert tb.get("workers", {**nested, "view": "Overview"}).json() == ["w"]
-    if "resnet50_gpu_pt19" in shared_runs:
-        assert tb.get("spans", {"run": "resnet50_gpu_pt19", "worker": "worker0"}).json() == [
-            "1", "2"]
+
+
+def test_spans_of_a_shared_trace(tb: TensorBoard, shared_runs: list[str]) -> None:
+    need("resnet50_gpu_pt19" in shared_runs, "../shared/traces/resnet50_gpu_pt19")
+    assert tb.get("spans", {"run": "resnet50_gpu_pt19", "worker": "worker0"}).json() == ["1", "2"]
 
 
 def test_data_routes_json_and_csv(tb: TensorBoard) -> None:
@@ -466,8 +475,7 @@ def test_file_being_written_is_not_reported_broken(tb: TensorBoard, logdir: Path
 def test_server_memory_stays_bounded(tb: TensorBoard) -> None:
     """Every file was parsed in child processes and many payloads were served: the server
     process itself holds only summaries, a bounded table LRU and encoded bodies."""
-    if not HAS_PROC:
-        pytest.skip("needs /proc")
+    need(HAS_PROC, "/proc (Linux)")
     status = Path(f"/proc/{tb.process.pid}/status").read_text()
     rss_mb = int(next(line for line in status.splitlines() if line.startswith("VmRSS:")
                       ).split()[1]) >> 10

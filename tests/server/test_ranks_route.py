@@ -16,6 +16,7 @@ from tb_plugin.discovery import discover_runs
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import plain
 from tb_plugin.views.registry import build_view
+from tests.support import need
 
 from .harness import TensorBoard, assert_error
 
@@ -47,8 +48,7 @@ def test_ranks_route_cli_and_errors(tb: TensorBoard, logdir: Path, tmp_path: Pat
 
 
 def test_ranks_on_shared_ddp(tb: TensorBoard, shared_runs: list[str]) -> None:
-    if "ddp_2ranks_sampled" not in shared_runs:
-        pytest.skip("needs ../shared/traces")
+    need("ddp_2ranks_sampled" in shared_runs, "../shared/traces/ddp_2ranks_sampled")
     reply = tb.get("ranks", {"run": "ddp_2ranks_sampled", "span": "1", "width": "800"})
     assert reply.status == 200, reply.body[:300]
     payload = reply.json()

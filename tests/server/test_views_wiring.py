@@ -26,6 +26,7 @@ from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import plain
 from tb_plugin.output.rows import module_rows
 from tb_plugin.views.registry import SPECS, build_view
+from tests.support import need
 
 from .harness import TIMINGS, Reply, TensorBoard, assert_error
 
@@ -105,9 +106,9 @@ def test_views_and_workers_of_the_new_views(tb: TensorBoard, loaded: dict[str, A
     assert tb.get("workers", {"run": "export_only", "view": "Memory"}).json() == []
     expected = {"resnet50_gpu_pt19": "Memory", "ddp_2ranks_sampled": "Distributed",
                 "nccl_collectives": "Distributed", "memory_timeline_raw": "Memory"}
+    need(set(expected) <= set(shared_runs), f"../shared/traces/{sorted(expected)}")
     for run, view in expected.items():
-        if run in shared_runs:
-            assert view in views[run], (run, views[run])
+        assert view in views[run], (run, views[run])
 
 
 # -- Trace ----------------------------------------------------------------------------------------
@@ -246,8 +247,7 @@ def test_memory(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
 
 def test_memory_on_shared_gpu_trace(tb: TensorBoard, loaded: dict[str, Any],
                                     shared_runs: list[str]) -> None:
-    if "resnet50_gpu_pt19" not in shared_runs:
-        pytest.skip("needs ../shared/traces")
+    need("resnet50_gpu_pt19" in shared_runs, "../shared/traces/resnet50_gpu_pt19")
     params = {"run": "resnet50_gpu_pt19", "worker": "worker0", "span": "1"}
     memory = ok(tb.get("memory", params))
     gpus = [d for d in memory["devices"] if d.startswith("GPU")]
@@ -272,8 +272,6 @@ def test_memory_timeline(tb: TensorBoard, loaded: dict[str, Any], tables: Any,
     alone = ok(tb.get("memory/timeline", {"run": "export_only"}))
     assert alone == plain(build_view(None, "memory_timeline",
                                      runs["export_only"].memory_timelines[0]))
-    if "memory_timeline_raw" in shared_runs:
-        assert ok(tb.get("memory/timeline", {"run": "memory_timeline_raw"}))["records"] > 0
     error = assert_error(tb.get("memory/timeline", {"run": "ddp_gloo", "worker": DDP[0],
                                                     "span": "1"}), 404)
     assert "export" in error["message"]
@@ -289,6 +287,11 @@ def test_memory_timeline(tb: TensorBoard, loaded: dict[str, Any], tables: Any,
 
 
 # -- Distributed ----------------------------------------------------------------------------------
+
+
+def test_memory_timeline_of_a_shared_export(tb: TensorBoard, shared_runs: list[str]) -> None:
+    need("memory_timeline_raw" in shared_runs, "../shared/traces/memory_timeline_raw")
+    assert ok(tb.get("memory/timeline", {"run": "memory_timeline_raw"}))["records"] > 0
 
 
 def test_distributed(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
@@ -319,9 +322,8 @@ def test_distributed_degrades_with_broken_workers(tb: TensorBoard, loaded: dict[
 
 def test_distributed_on_shared_traces(tb: TensorBoard, loaded: dict[str, Any],
                                       shared_runs: list[str]) -> None:
-    names = [n for n in ("ddp_2ranks_sampled", "nccl_collectives") if n in shared_runs]
-    if not names:
-        pytest.skip("needs ../shared/traces")
+    names = ["ddp_2ranks_sampled", "nccl_collectives"]
+    need(set(names) <= set(shared_runs), f"../shared/traces/{names}")
     for name in names:
         payload = ok(tb.get("distributed", {"run": name, "span": "1"}))
         assert payload["workers"] and payload["comm_ops"]

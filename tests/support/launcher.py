@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from tests.support import refuse_in_unit
+
 #: "TensorBoard 2.x at http://127.0.0.1:PORT[/prefix]/ (Press CTRL+C to quit)"
 _URL_LINE = re.compile(r"TensorBoard \S+ at (http://\S+?)/? \(Press CTRL\+C")
 STARTUP_TIMEOUT_S = 90
@@ -52,6 +54,7 @@ def start(logdir: Optional[Path], log_path: Path, env: dict[str, str], *extra: s
           timeout: float = STARTUP_TIMEOUT_S) -> Process:
     """Start TensorBoard on `logdir` (None: pass --logdir_spec in `extra`) and wait until it
     prints its address. stdout and stderr go to `log_path`; the cwd is its folder."""
+    refuse_in_unit("TensorBoard")
     args = [sys.executable, "-m", "tensorboard.main", "--port", "0", "--host", "127.0.0.1",
             *extra]
     if logdir is not None:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.ingest.snapshots import Simulated, evil_pickles, into_trace_period
 from tests.ingest.snapshots import write as write_snapshot
+from tests.support import REQUIRE_BROWSER_ENV, need
 from tests.support.fsdp_trace import write_fsdp_run
 
 from .harness import (
@@ -45,8 +46,7 @@ def tensorboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TensorBoar
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    need(os.path.exists(CHROMIUM), f"{CHROMIUM} (apt-get install chromium)", REQUIRE_BROWSER_ENV)
     from playwright.sync_api import sync_playwright  # a test dependency: fail if it is missing
 
     with sync_playwright() as pw:

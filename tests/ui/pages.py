@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.support import need as support_need
+from tests.support import need_shipped
 
 from .harness import PLUGIN, TensorBoard
 
@@ -85,14 +86,12 @@ def shot(page: Any, artifacts: Path, name: str) -> None:
 
 
 def first_sample(tb: TensorBoard) -> str:
-    if not tb.runs["samples"]:
-        pytest.skip("no sample runs in samples/")
+    need_shipped(bool(tb.runs["samples"]), "a sample run in samples/")
     return tb.runs["samples"][0]
 
 
 def gpu_run(tb: TensorBoard) -> str:
-    if "resnet50_gpu_pt19" not in tb.runs["shared"]:
-        pytest.skip("../shared/traces/resnet50_gpu_pt19 is absent")
+    support_need("resnet50_gpu_pt19" in tb.runs["shared"], "../shared/traces/resnet50_gpu_pt19")
     return "resnet50_gpu_pt19"
 
 
@@ -140,8 +139,8 @@ def view_selection(tb: TensorBoard, run: str, view: str) -> dict[str, str]:
 
 
 def need(tb: TensorBoard, run: str) -> str:
-    if run not in tb.runs["samples"] + tb.runs["shared"]:
-        pytest.skip(f"run {run} is absent (samples/ or ../shared/traces)")
+    support_need(run in tb.runs["samples"] + tb.runs["shared"],
+                 f"run {run} (samples/ or ../shared/traces)")
     return run
 
 

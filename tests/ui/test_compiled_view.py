@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import need
+
 from .pages import TIMEOUT_MS, assert_dark, open_view, shot, view_selection
 
 pytestmark = pytest.mark.browser
 
 
 def _need(tb, run: str) -> str:
-    if run not in tb.runs["compiled"]:
-        pytest.skip(f"run {run} is absent")
+    need(run in tb.runs["compiled"], f"run {run}")
     return run
 
 
@@ -48,6 +49,10 @@ def test_roofline_and_mfu_dark(dark_page, tensorboard, artifacts):
     frame = open_view(dark_page, tensorboard, "Operator", **sel)
     frame.wait_for_selector("[data-testid=roofline-chart][data-rendered=true]",
                             timeout=TIMEOUT_MS)
+    steps = frame.inner_text("[data-testid=roofline-steps]")
+    roof = tensorboard.api("roofline", **sel)
+    [step] = roof["steps"]
+    assert "MFU / MBU per step" in steps and f"{step['mbu_pct']:.2f} %" in steps
     device = frame.inner_text("[data-testid=roofline-device]")
     assert "AMD" in device and "CDNA3 (gfx942)" in device and "MI300X" in device
     assert_dark(frame, "[data-testid=roofline-card]")
@@ -56,4 +61,13 @@ def test_roofline_and_mfu_dark(dark_page, tensorboard, artifacts):
     overview = open_view(dark_page, tensorboard, "Overview", **sel)
     overview.wait_for_selector("[data-testid=gpu-arch]", timeout=TIMEOUT_MS)
     assert "AMD CDNA3 (gfx942)" in overview.inner_text("[data-testid=gpu-arch]")
-    assert "MFU" in overview.inner_text("[data-testid=gpu-summary]")
+    summary = overview.inner_text("[data-testid=gpu-summary]")
+    assert "MFU" in summary and "MBU" in summary
+    # AMD words: matrix cores, the gfx architecture, no CUDA compute capability column
+    assert "Kernel time on matrix cores" in summary and "Tensor" not in summary
+    assert "Compute capability" not in overview.locator(".gpu-table").inner_text()
+    kernels = open_view(dark_page, tensorboard, "Kernel", **view_selection(tensorboard, run,
+                                                                             "Kernel"))
+    kernels.wait_for_selector("[data-testid=pie-tensor-cores]", timeout=TIMEOUT_MS)
+    pies = kernels.inner_text("[data-testid=k-pies]")
+    assert "Kernel time using Matrix Cores" in pies and "Tensor" not in pies

@@ -26,9 +26,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from .harness import CHROMIUM, REPO, SAMPLES, TensorBoard, running_tensorboard
+from tests.support import need, need_shipped
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+from .harness import REPO, SAMPLES, TensorBoard, running_tensorboard
 
 TIMEOUT_MS = 30_000
 GUTTER_W = 232  # layout.ts
@@ -42,8 +42,7 @@ DEBUG_PROBE = "window.__TORCH_PROF_DEBUG__ = true"
 
 
 def sample_run(tb: TensorBoard) -> str:
-    if not tb.runs["samples"]:
-        pytest.skip("no sample runs in samples/")
+    need_shipped(bool(tb.runs["samples"]), "a sample run in samples/")
     return tb.runs["samples"][0]
 
 
@@ -75,12 +74,13 @@ def view(page: Any) -> tuple[float, float]:
 
 
 def wait_idle(page: Any, timeout: int = TIMEOUT_MS) -> None:
-    """No request pending or scheduled, and the loaded frame covers the view."""
-    page.wait_for_timeout(120)  # past the 60 ms debounce
+    """No request pending or scheduled, no draw pending, and the loaded frame covers the view
+    (the probe's data-loading, data-scheduled and data-draw-pending)."""
     page.wait_for_function(
         """() => {
           const r = document.querySelector('[data-testid=trace-canvas-root]');
           if (!r || r.dataset.state !== 'ready' || r.dataset.loading) return false;
+          if (r.dataset.scheduled || r.dataset.drawPending) return false;
           const vs = +r.dataset.viewStart, ve = +r.dataset.viewEnd, end = +r.dataset.traceEnd;
           const eps = (ve - vs) * 1e-3;
           return +r.dataset.frameStart <= Math.max(vs, 0) + eps
@@ -134,8 +134,16 @@ def timeline_requests(urls: list[str]) -> list[dict[str, list[str]]]:
     return [parse_qs(urlparse(u).query) for u in urls if urlparse(u).path.endswith("/timeline")]
 
 
-def shot(page: Any, artifacts: Path, name: str) -> None:
-    page.wait_for_timeout(150)
+def wait_drawn(page: Any) -> None:
+    """The draw that the last input or toggle requested is done (`data-draw-pending` clear)."""
+    page.wait_for_selector("[data-testid=trace-canvas-root]:not([data-draw-pending='1'])",
+                           state="attached")
+
+
+def shot(page: Any, artifacts: Path, name: str, drawn_in: Any = None) -> None:
+    """A screenshot of `page` once the canvas (in `drawn_in`, the plugin's frame, when the
+    page is TensorBoard's own) has drawn what was asked."""
+    wait_drawn(drawn_in or page)
     page.screenshot(path=str(artifacts / f"{name}.png"))
 
 
@@ -195,7 +203,7 @@ def test_trace_tab_in_tensorboard_draws(page, tensorboard, artifacts):
     wait_idle(frame)
     after = view(frame)
     assert after[1] - after[0] < 0.7 * (before[1] - before[0])
-    shot(page, artifacts, "trace_in_tensorboard")
+    shot(page, artifacts, "trace_in_tensorboard", drawn_in=frame)
 
 
 def test_probe_is_off_by_default(page, tensorboard):
@@ -318,8 +326,7 @@ def test_search_next_previous_select_and_reveal(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, sample_run(tensorboard))
     query = "aten::conv2d"
     expected = tensorboard.api("timeline/search", **sel, q=query, limit=200)
-    if expected["total"] < 2:
-        pytest.skip(f"fewer than two {query} events in {sel}")
+    need_shipped(expected["total"] >= 2, f"two {query} events in {sel}")
     open_trace(page, tensorboard, sel)
     page.fill("[data-testid=trace-search]", query)
     assert wait_search_count(page) == f"– / {expected['total']:,}"
@@ -379,7 +386,7 @@ def find_event_point(page: Any) -> tuple[float, float, str]:
     for x, y in candidates:
         page.mouse.move(box["x"] + x, box["y"] + y)
         tip = page.locator("[data-testid=trace-tooltip]")
-        page.wait_for_timeout(30)
+        wait_drawn(page)
         if tip.is_visible() and "Duration" in tip.inner_text():
             title = page.inner_text("[data-testid=trace-tooltip] .trace-tip-title")
             return box["x"] + x, box["y"] + y, title
@@ -410,8 +417,7 @@ def test_click_event_shows_details_with_args(page, tensorboard, artifacts):
     with_args = next((m for m in found if any(
         tensorboard.api("timeline/event", **sel, id=m["id"])["args"].get(g)
         for g in ("op_args", "device_args", "python_args"))), None)
-    if with_args is None:
-        pytest.skip("no aten:: event with args in this sample")
+    need_shipped(with_args is not None, "an aten:: event with args in the sample")
     page.fill("[data-testid=trace-search]", with_args["name"])
     wait_search_count(page)
     page.click("[data-testid=trace-search-next]")
@@ -426,8 +432,7 @@ def test_click_event_shows_details_with_args(page, tensorboard, artifacts):
 
 def test_correlated_link_jumps_to_the_kernel(page, tensorboard, artifacts):
     """GPU trace: a kernel's launch is a link that selects and reveals the launch."""
-    if "resnet50_gpu_pt19" not in tensorboard.runs["shared"]:
-        pytest.skip("../shared/traces/resnet50_gpu_pt19 is absent")
+    need("resnet50_gpu_pt19" in tensorboard.runs["shared"], "../shared/traces/resnet50_gpu_pt19")
     sel = selection_of(tensorboard, "resnet50_gpu_pt19")
     kernel = tensorboard.api("timeline/search", **sel, q="sgemm", limit=1)["matches"][0]
     details = tensorboard.api("timeline/event", **sel, id=kernel["id"])
@@ -465,14 +470,13 @@ def test_correlated_link_jumps_to_the_kernel(page, tensorboard, artifacts):
 def test_flows_toggle_draws_arrows(page, tensorboard, artifacts):
     sel = selection_of(tensorboard, sample_run(tensorboard))
     whole = tensorboard.api("timeline", **sel, width=1000)
-    if not whole["flows"]["total"]:
-        pytest.skip("no flows in this sample")
+    need_shipped(whole["flows"]["total"] > 0, "flows in the sample")
     open_trace(page, tensorboard, sel)
     assert root_attr(page, "flows") in ("", "off")
     before = pixels(page)
     page.check("[data-testid=trace-flows-toggle]")
     page.wait_for_selector("[data-testid=trace-canvas-root][data-flows=on]")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     after = pixels(page)
     assert after["other"] != before["other"], "flow arrows changed nothing on the canvas"
     # One chip per flow category, each can be switched off.
@@ -482,7 +486,7 @@ def test_flows_toggle_draws_arrows(page, tensorboard, artifacts):
     shot(page, artifacts, "trace_flows")
     page.uncheck("[data-testid=trace-flows-toggle]")
     page.wait_for_selector("[data-testid=trace-canvas-root][data-flows=off]")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     assert pixels(page)["other"] == before["other"]
 
 
@@ -570,7 +574,7 @@ def hover_scan(page: Any, x: float, ys: list[float], want: str) -> tuple[float, 
     tip = page.locator("[data-testid=trace-tooltip]")
     for y in ys:
         page.mouse.move(box["x"] + x, box["y"] + y)
-        page.wait_for_timeout(40)
+        wait_drawn(page)
         if tip.is_visible() and want in tip.inner_text():
             return box["x"] + x, box["y"] + y
     return None
@@ -588,7 +592,7 @@ def test_process_header_collapses_and_expands(page, tensorboard, artifacts):
     height = int(root_attr(page, "content-height"))
     page.mouse.click(*spot)
     page.wait_for_selector("[data-testid=trace-canvas-root][data-collapsed='1']")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     assert page.locator("[data-testid=trace-tooltip]").inner_text().endswith("click to expand")
     assert page.inner_text("[data-testid=trace-tooltip] .trace-tip-title") == label
     assert int(root_attr(page, "content-height")) < height
@@ -596,7 +600,7 @@ def test_process_header_collapses_and_expands(page, tensorboard, artifacts):
     shot(page, artifacts, "trace_collapsed")
     page.mouse.click(*spot)
     page.wait_for_selector("[data-testid=trace-canvas-root][data-collapsed='0']")
-    page.wait_for_timeout(100)
+    wait_drawn(page)
     assert int(root_attr(page, "content-height")) == height
     assert pixels(page)["other"] == before["other"]
 
@@ -626,8 +630,7 @@ def write_big_trace(path: Path, target_events: int) -> int:
     """A sample's events replicated with shifted times (and ids) until ~target_events complete
     ("X") events, the ones the timeline draws; returns how many there are."""
     source = sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))
-    if not source:
-        pytest.skip("samples/cnn_bs32 is missing")
+    need_shipped(bool(source), "samples/cnn_bs32")
     with gzip.open(source[0], "rt") as handle:
         trace = json.load(handle)
     events = trace["traceEvents"]

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support import launcher
+from tests.support import launcher, need_shipped
 
-from .harness import CHROMIUM, PLUGIN, RequestLog, new_page
+from .harness import PLUGIN, RequestLog, new_page
 from .pages import (
     TIMEOUT_MS,
     choose,
@@ -38,7 +38,6 @@ from .pages import (
     wait_text,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 def test_overview_in_tensorboard_matches_api(page, tensorboard, artifacts):
     run = first_sample(tensorboard)
@@ -74,13 +73,42 @@ def test_overview_gpu_trace(page, tensorboard, artifacts):
     assert frame.locator("[data-testid=gpu]").count() == len(overview["gpus"])
     gpu = overview["gpus"][0]
     assert gpu["name"] in frame.inner_text("[data-testid=configuration]")
-    # A recommendation naming a view links to it.
+    # A recommendation naming a view links to it; priced ones say what they save.
     links = frame.locator("[data-testid=rec-view-link]")
-    if links.count():
-        target = next(r["view"] for r in overview["recommendations"] if r.get("view"))
-        links.first.click()
-        frame.wait_for_selector(f"[data-testid=tab-{target}][aria-selected=true]")
+    assert links.count() > 0, "the GPU trace's recommendations name their views"
+    assert frame.locator("[data-testid=rec-saving]").count() == sum(
+        r["saving_us"] is not None for r in overview["recommendations"])
     shot(page, artifacts, "overview_gpu_light")
+    target = next(r["view"] for r in overview["recommendations"] if r.get("view"))
+    links.first.click()
+    frame.wait_for_selector(f"[data-testid=tab-{target}][aria-selected=true]")
+
+
+def test_recommendation_evidence_opens_the_trace_on_its_range(page, tensorboard, artifacts):
+    """Each recommendation with an evidence range opens the Trace view zoomed to that range
+    (5% margin on each side), not the whole trace; the evidence text is relative to its step."""
+    run = gpu_run(tensorboard)
+    sel = selection_of(tensorboard, run)
+    ranged = [r for r in tensorboard.api("overview", **sel)["recommendations"]
+              if r["start_us"] is not None]
+    assert ranged, "the GPU trace's recommendations carry evidence ranges"
+    page.add_init_script("window.__TORCH_PROF_DEBUG__ = true")
+    for index, rec in enumerate(ranged):
+        frame = open_entry(page, tensorboard, f"run={run}&view=Overview")
+        evidence = frame.locator("[data-testid=rec-evidence]").nth(index).inner_text()
+        assert f"into step {rec['evidence_step']}" in evidence and "trace time" not in evidence
+        frame.locator("[data-testid=rec-show-on-trace]").nth(index).click()
+        root = "[data-testid=trace-canvas-root]"
+        frame.wait_for_selector(f"{root}[data-state=ready]", timeout=TIMEOUT_MS)
+        frame.wait_for_selector(f"{root}:not([data-draw-pending='1'])", state="attached")
+        origin = float(frame.get_attribute(root, "data-trace-start"))
+        start, end = rec["start_us"] - origin, rec["end_us"] - origin
+        pad = max(0.05 * (end - start), 0.05)
+        view = (float(frame.get_attribute(root, "data-view-start")),
+                float(frame.get_attribute(root, "data-view-end")))
+        assert view == pytest.approx((max(0.0, start - pad), end + pad), abs=1e-3), (rec, view)
+        if index == 0:
+            shot(page, artifacts, "recommendation_evidence_on_trace")
 
 
 def test_operator_view(page, tensorboard, artifacts):
@@ -162,8 +190,7 @@ def test_operator_call_stack_jump_to_source(page, tensorboard):
         with_stack = [r for r in rows if r.get("has_call_stack")]
         if with_stack:
             break
-    else:
-        pytest.skip("no run with call stacks")
+    need_shipped(bool(with_stack), "a sample run with call stacks")
     target = with_stack[0]
     stacks = tensorboard.api("operators/stack", **sel, group_by="operator", name=target["name"])
     frame = plugin_frame(page, tensorboard)
@@ -367,8 +394,7 @@ def test_follows_tensorboard_dark_mode_toggle(page, tensorboard):
 
 
 def test_worker_and_span_selection(page, tensorboard):
-    if "ddp_gloo" not in tensorboard.runs["samples"]:
-        pytest.skip("samples/ddp_gloo is absent")
+    need_shipped("ddp_gloo" in tensorboard.runs["samples"], "samples/ddp_gloo")
     workers = tensorboard.api("workers", run="ddp_gloo", view="Overview")
     assert len(workers) == 2
     frame = open_entry(page, tensorboard, "run=ddp_gloo&view=Overview")

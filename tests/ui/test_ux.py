@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -16,7 +15,7 @@ import pytest
 
 from tests.support import REPO, SAMPLES, launcher
 
-from .harness import CHROMIUM, TensorBoard, wait_ready
+from .harness import TensorBoard, wait_ready
 from .pages import (
     TIMEOUT_MS,
     fmt_duration,
@@ -29,8 +28,6 @@ from .pages import (
     wait_rows,
     wait_text,
 )
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 DEBUG_PROBE = "window.__TORCH_PROF_DEBUG__ = true"  # the Trace engine's data-* state
 GUTTER_W, HEADER_H = 232, 42  # frontend/src/views/trace/layout.ts

@@ -9,13 +9,12 @@ header is 24 px, a track max(1, depth) x 18 + 6 px, a counter 36 px), never from
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 
-from .harness import CHROMIUM, TensorBoard
+from .harness import TensorBoard
 from .pages import (
     TIMEOUT_MS,
     fmt_duration,
@@ -26,8 +25,6 @@ from .pages import (
     wait_request,
     wait_text,
 )
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 DEBUG_PROBE = "window.__TORCH_PROF_DEBUG__ = true"  # the Trace engine's data-* state
 ROOT = "[data-testid=trace-canvas-root]"

@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import pytest
-
-from .harness import CHROMIUM
 from .pages import TIMEOUT_MS, assert_dark, fmt_us, need, open_view, shot, table_column, wait_rows
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 
 def _open(page: Any, tb: Any, run: str) -> tuple[Any, dict[str, Any]]:

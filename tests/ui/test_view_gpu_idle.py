@@ -4,14 +4,7 @@ launch counts and recommendations as the API gives them, every formula shown), a
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from .harness import CHROMIUM
 from .pages import TIMEOUT_MS, assert_dark, fmt_us, need, open_view, shot, view_selection
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 VIEW = "GPU Idle"
 

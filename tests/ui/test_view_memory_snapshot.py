@@ -5,20 +5,15 @@ on screen, the new leak/end wording, and light and dark screenshots."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qsl, urlparse
 
-import pytest
+from tests.support import need_shipped
 
-from .harness import CHROMIUM
 from .pages import TIMEOUT_MS, fmt_bytes, open_view, select, shot, view_selection, wait_request
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 
 def _run(tb) -> str:
-    if "snapshot_run" not in tb.runs.get("snapshots", []):
-        pytest.skip("samples/cnn_bs32 is absent")
+    need_shipped("snapshot_run" in tb.runs.get("snapshots", []), "samples/cnn_bs32")
     return "snapshot_run"
 
 

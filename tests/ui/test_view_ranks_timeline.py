@@ -4,15 +4,11 @@ links drawn by the trace painter, and an offset override that moves a lane."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .harness import CHROMIUM
 from .pages import TIMEOUT_MS, assert_dark, need, open_view, shot
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 ROOT = "[data-testid=ranks-canvas-root]"
 # The canvas' pixels as a short fingerprint (changes when anything drawn changes).

@@ -5,13 +5,12 @@ request outside 127.0.0.1 (checked by the `page` fixtures)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 import pytest
 
-from .harness import CHROMIUM, REPO
+from .harness import REPO
 from .pages import (
     TIMEOUT_MS,
     assert_dark,
@@ -29,7 +28,6 @@ from .pages import (
     wait_text,
 )
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 def test_served_bundle_is_this_checkout(views_tensorboard):
     status, body, ctype = views_tensorboard.get("index.js")

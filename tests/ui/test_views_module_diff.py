@@ -5,12 +5,9 @@ column groups), experiment selectors, and no request outside 127.0.0.1."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .harness import CHROMIUM, TensorBoard
+from .harness import TensorBoard
 from .pages import (
     TIMEOUT_MS,
     assert_dark,
@@ -27,8 +24,6 @@ from .pages import (
     wait_rows,
     wait_text,
 )
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 
 def flatten(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -839,7 +839,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * FLOPs and bytes per operator, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, and MFU per step.
+         * FLOPs and bytes per operator, the precision it ran in, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, MBU, above-roof flags, and MFU and MBU per step.
          * @description A section of the Operator view. The device's peaks come from the documented table in
          *     `tb_plugin.analysis.hardware`. Shape: see `tb_plugin.analysis.roofline.build_roofline`.
          */
@@ -2440,11 +2440,16 @@ export interface components {
             architecture: string | null;
             /** @description Device index. */
             id: number;
+            /**
+             * @description What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".
+             * @enum {unknown}
+             */
+            matrix_units: "matrix cores" | "tensor cores";
             /** @description Peak memory bandwidth, TB/s. */
             memory_tbps: number | null;
             /** @description Device name; null when unknown. */
             name: string | null;
-            /** @description Peak dense TFLOP/s per dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8). */
+            /** @description Peak dense TFLOP/s per precision the chip has (fp64, fp64_matrix, fp32, tf32, bf16, fp16, fp8, fp6, fp4, int8). */
             peak_tflops: {
                 [key: string]: number;
             } | null;
@@ -2460,6 +2465,8 @@ export interface components {
          * @description One operator name and dtype (outermost FLOP-carrying calls only).
          */
         RooflineRow: {
+            /** @description Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x bandwidth): the likely reason. algorithmic_flops: a Winograd/FFT convolution kernel (fewer multiplies than counted); precision: under the peak of a faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows are left out of MFU and MBU. Null when at or under the roof. */
+            above_roof: ("algorithmic_flops" | "bytes" | "overlap" | "precision" | "unknown") | null;
             /** @description Bytes / time, TB/s. */
             achieved_tbps: number | null;
             /** @description FLOPs / time, TFLOP/s. */
@@ -2480,10 +2487,14 @@ export interface components {
             flops_reason: string | null;
             /** @description Arithmetic intensity, FLOPs per byte. */
             intensity: number | null;
+            /** @description Memory-bandwidth utilisation: achieved TB/s / peak TB/s, percent; null without peaks or bytes. */
+            mbu_pct: number | null;
             /** @description Operator name. */
             name: string;
-            /** @description Peak of its dtype, TFLOP/s; null. */
+            /** @description Peak of its precision, TFLOP/s; null. */
             peak_tflops: number | null;
+            /** @description The math it ran, which picks its peak: from its tensor-core kernels' names (e.g. "tf32" for an fp32 GEMM on tensor cores, "fp8"/"fp4" for MX GEMMs), else its dtype; one of the keys of the device's peak_tflops (a missing one falls back to the next wider precision the chip has). */
+            precision: string;
             /** @description Device time (GPU trace) or host time (CPU trace), us. */
             time_us: number;
         };
@@ -2492,9 +2503,13 @@ export interface components {
          * @description FLOPs and MFU of one profiler step.
          */
         RooflineStep: {
+            /** @description Bytes moved by those operators (flagged rows left out). */
+            bytes: number;
             /** @description FLOPs of the operators that started in the step. */
             flops: number;
-            /** @description Model FLOPs utilisation, percent; null without peaks. */
+            /** @description Memory-bandwidth utilisation: bytes / (duration x peak bandwidth), percent; null without peaks. */
+            mbu_pct: number | null;
+            /** @description Model FLOPs utilisation, percent (each operator at the peak of its precision; rows above the roof left out); null without peaks. */
             mfu_pct: number | null;
             /** @description Step name. */
             step: string;
@@ -2569,9 +2584,9 @@ export interface components {
              * @enum {unknown}
              */
             kind: "DtoD" | "DtoH" | "HtoD" | "memset" | "other";
-            /** @description bytes / busy time, GB/s. */
+            /** @description Time-weighted mean of the running copies' summed bandwidth over the busy time (= bytes / busy time when each copy's bandwidth is its bytes / duration), GB/s; null when no copy has a positive duration. */
             mean_gbps: number | null;
-            /** @description Highest bucket mean of the series, GB/s. */
+            /** @description The true maximum of the running copies' summed bandwidth (not a bucket mean), GB/s; never below mean_gbps or any bucket of the series. */
             peak_gbps: number;
         };
         /** BandwidthSeries */
@@ -2763,24 +2778,33 @@ export interface components {
         };
         /**
          * Recommendation
-         * @description One performance recommendation (`analysis.recommendations`), most severe first.
+         * @description One performance recommendation (`analysis.recommendations`): problems of the profile
+         *         itself first, then priced advice by its saving, then unpriced advice by severity.
          */
         Recommendation: {
             /** @description End of that range (trace us), or null. */
             end_us: number | null;
+            /** @description `start_us` minus that step's start (us, 2 decimals); null with `evidence_step`. */
+            evidence_offset_us: number | null;
+            /** @description The step whose span holds `start_us`; null when none does (or no range). */
+            evidence_step: string | null;
             /**
              * @description The rule that fired.
              * @enum {unknown}
              */
-            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
             /** @description URL of the first link, null when there is none. */
             link: string | null;
             /** @description Further reading. */
             links: components["schemas"]["RecommendationLink"][];
             /** @description The measured value (2 decimals), in `unit`. */
             metric: number;
+            /** @description `saving_us` as a share of the step time (%, 2 decimals); null when not priced. */
+            saving_pct: number | null;
+            /** @description What the fix would save per step at most (us, 2 decimals); null when not priced. */
+            saving_us: number | null;
             /**
-             * @description The grade: how much it matters (ties keep the rules' priority order).
+             * @description The grade of the measured value (orders unpriced advice).
              * @enum {unknown}
              */
             severity: "high" | "low" | "medium";
@@ -2848,6 +2872,11 @@ export interface components {
          * @description `/kernels/pies`: top-N kernels by total time and the Tensor Core share.
          */
         KernelPiesPayload: {
+            /**
+             * @description What the GPU's vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores" (also when unknown).
+             * @enum {unknown}
+             */
+            matrix_units: "matrix cores" | "tensor cores";
             /** @description Null when the trace has no kernels. */
             tensor_cores: components["schemas"]["TensorCoreShare"] | null;
             /** @description Top-N kernels by total time, us, descending (ties by name). */
@@ -3599,9 +3628,16 @@ export interface components {
             compute_capability: string | null;
             /** @description Device index. */
             id: number;
+            /**
+             * @description What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".
+             * @enum {unknown}
+             */
+            matrix_units: "matrix cores" | "tensor cores";
+            /** @description Memory-bandwidth utilisation over the steps, percent (bytes the operators moved / (step time x peak bandwidth)); null when the device's peaks are unknown. */
+            mbu_pct: number | null;
             /** @description Total device memory, GiB (2 decimals); null when unknown. */
             memory_gb: number | null;
-            /** @description Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for their dtype / step time); null when the device's peaks are unknown. */
+            /** @description Model FLOPs utilisation over the steps, percent (FLOPs at the device's peak for the precision they ran in / step time; operators above the roof left out); null when the device's peaks are unknown. */
             mfu_pct: number | null;
             /** @description Device name from the trace's device properties; null when the trace has none. */
             name: string | null;
@@ -3611,7 +3647,7 @@ export interface components {
             peaks_reason: string | null;
             /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
             sm_efficiency_pct: number | null;
-            /** @description Share of kernel time on Tensor Cores, percent; null when unavailable. */
+            /** @description Share of kernel time on tensor cores (AMD: matrix cores), percent; null when unavailable. */
             tensor_core_pct: number | null;
             /** @description GPU utilization: share of the steps' time with a kernel running, percent. */
             utilization_pct: number | null;

@@ -4,7 +4,7 @@
 import type { ComponentType } from 'react'
 import type { Selection } from '../api'
 import type { Theme } from '../theme'
-import type { UiState } from '../urlState'
+import type { Navigate, UiState } from '../urlState'
 import { DiffView } from './diff/DiffView'
 import { DistributedView } from './distributed/DistributedView'
 import { GpuIdleView } from './gpu_idle/GpuIdleView'
@@ -25,7 +25,7 @@ export interface ViewProps {
   workerCount: number
   /** Whether this span has a memory-timeline export (undefined: the server does not say). */
   hasMemoryExport?: boolean
-  onNavigate: (view: string) => void
+  onNavigate: Navigate
 }
 
 export interface ViewEntry {

@@ -137,6 +137,8 @@ function DistributedContent({ data, theme, csvUrl, run, span }: { data: Distribu
 
 function DeviceTable({ devices }: { devices: DistributedDevice[] }) {
   const anyGpu = devices.some((d) => d.gpus.length > 0)
+  // a CUDA compute capability only where some GPU has one (never on AMD)
+  const anyCc = devices.some((d) => d.gpus.some((g) => g.compute_capability != null))
   return (
     <table className="simple-table dist-device-table" data-testid="dist-device-table">
       <thead>
@@ -149,7 +151,7 @@ function DeviceTable({ devices }: { devices: DistributedDevice[] }) {
           <th className="right">World size</th>
           {anyGpu && <th>GPU</th>}
           {anyGpu && <th className="right">Memory</th>}
-          {anyGpu && <th className="right">Compute capability</th>}
+          {anyCc && <th className="right">Compute capability</th>}
         </tr>
       </thead>
       <tbody>
@@ -175,7 +177,7 @@ function DeviceTable({ devices }: { devices: DistributedDevice[] }) {
               )}
               {anyGpu && <td>{g ? `GPU ${g.id}${g.name ? ` · ${g.name}` : ''}` : <span className="muted">none</span>}</td>}
               {anyGpu && <td className="right">{g?.memory_bytes ? bytes(g.memory_bytes) : '–'}</td>}
-              {anyGpu && <td className="right">{g?.compute_capability ?? '–'}</td>}
+              {anyCc && <td className="right">{g?.compute_capability ?? '–'}</td>}
             </tr>
           ))
         })}

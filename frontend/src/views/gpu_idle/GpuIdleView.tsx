@@ -1,5 +1,6 @@
 // GPU Idle view (one worker span): why the GPU is idle. Every card states its formula, taken
 // from the payload (`formulas`), so the UI and the README cannot drift from the code.
+import type { Navigate } from '../../urlState'
 import { useMemo, useState } from 'react'
 import type { Selection } from '../../api'
 import { Async } from '../../components/Async'
@@ -20,7 +21,7 @@ interface Props {
   selection: Selection
   theme: Theme
   views: string[]
-  onNavigate: (view: string) => void
+  onNavigate: Navigate
   update?: (patch: Partial<UiState>) => void
 }
 
@@ -55,7 +56,7 @@ const IDLE: Part[] = [
   { key: 'other_us', label: 'Other', color: '#9e9e9e' },
 ]
 
-function Content({ data, theme, csvUrl, views, onNavigate, onShowOnTrace }: { data: GpuIdlePayload; theme: Theme; csvUrl: string; views: string[]; onNavigate: (view: string) => void; onShowOnTrace?: (step: string) => void }) {
+function Content({ data, theme, csvUrl, views, onNavigate, onShowOnTrace }: { data: GpuIdlePayload; theme: Theme; csvUrl: string; views: string[]; onNavigate: Navigate; onShowOnTrace?: (step: string) => void }) {
   const f = data.formulas
   return (
     <div className="view gpu-idle" data-testid="gpu-idle-view">
@@ -210,6 +211,7 @@ function BandwidthCard({ data, theme, formula }: { data: GpuIdlePayload; theme: 
             <th className="right">Copies</th>
             <th className="right">Busy, us</th>
             <th className="right">Mean GB/s</th>
+            <th className="right">Peak GB/s</th>
           </tr>
         </thead>
         <tbody>
@@ -219,6 +221,7 @@ function BandwidthCard({ data, theme, formula }: { data: GpuIdlePayload; theme: 
               <td className="right">{count(k.count)}</td>
               <td className="right">{us(k.busy_us)}</td>
               <td className="right">{k.mean_gbps === null ? 'n/a' : k.mean_gbps.toFixed(2)}</td>
+              <td className="right">{k.peak_gbps.toFixed(2)}</td>
             </tr>
           ))}
         </tbody>

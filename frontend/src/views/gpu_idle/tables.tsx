@@ -1,9 +1,11 @@
 // Tables and the critical-path card of the GPU Idle view.
+import { evidenceText, evidenceWindow, savingText } from '../../components/advice'
+import type { Navigate } from '../../urlState'
 import { useMemo, useState } from 'react'
 import type { Recommendation } from '../../api'
 import { Chart } from '../../charts/Chart'
 import { Card, Empty, Select } from '../../components/ui'
-import { count, duration, pct, share, us } from '../../format'
+import { count, pct, share, us } from '../../format'
 import type { Theme } from '../../theme'
 import type { CriticalPath, GpuIdlePayload, LaunchOutlier } from './api'
 import { stackedBars, type Part } from './charts'
@@ -12,7 +14,7 @@ type Gap = GpuIdlePayload['idle']['largest_gaps'][number]
 type Sequence = GpuIdlePayload['sequences'][number]
 type Annotation = GpuIdlePayload['annotations'][number]
 
-export function Recommendations({ items, views, onNavigate }: { items: Recommendation[]; views: string[]; onNavigate: (view: string) => void }) {
+export function Recommendations({ items, views, onNavigate }: { items: Recommendation[]; views: string[]; onNavigate: Navigate }) {
   if (items.length === 0) return <Empty title="Nothing stands out">No rule fired for this span.</Empty>
   return (
     <ul className="gi-recs">
@@ -22,12 +24,17 @@ export function Recommendations({ items, views, onNavigate }: { items: Recommend
           <div>
             <div className="gi-rec-title">{r.title}</div>
             <div className="gi-rec-text">{r.text}</div>
+            {savingText(r) && <div className="gi-rec-saving">{savingText(r)}</div>}
             <div className="gi-rec-evidence muted">
-              Evidence: {r.view}
-              {r.start_us !== null && r.end_us !== null ? ` view, a ${duration(r.end_us - r.start_us)} range at trace time ${us(r.start_us)} us` : ' view'}
+              Evidence: {r.view} view{evidenceText(r) ? `, ${evidenceText(r)}` : ''}
               {views.includes(r.view) && r.view !== 'GPU Idle' && (
                 <button type="button" className="link-button" onClick={() => onNavigate(r.view)}>
                   Open {r.view} view →
+                </button>
+              )}
+              {evidenceWindow(r) && views.includes('Trace') && (
+                <button type="button" className="link-button" onClick={() => onNavigate('Trace', { tWin: evidenceWindow(r) ?? '', tCrit: '' })} data-testid="gpu-idle-rec-trace">
+                  Show the evidence on Trace →
                 </button>
               )}
             </div>

@@ -53,7 +53,9 @@ export function KernelView({ selection, state, update, theme }: Props) {
 
   const hasBlocks = Boolean(data?.rows.some((r) => r.blocks_per_sm != null))
   const hasOcc = Boolean(data?.rows.some((r) => r.occupancy_pct != null))
-  const columns = useMemo(() => kernelColumns(opMode, hasBlocks, hasOcc), [opMode, hasBlocks, hasOcc])
+  // "Tensor Cores" (NVIDIA) or "Matrix Cores" (AMD), as the backend says the vendor calls them
+  const units = pies.status === 'ok' && pies.data.matrix_units === 'matrix cores' ? 'Matrix Cores' : 'Tensor Cores'
+  const columns = useMemo(() => kernelColumns(opMode, hasBlocks, hasOcc, units), [opMode, hasBlocks, hasOcc, units])
   const rowKey = useCallback(
     (r: KernelRow, i: number) =>
       opMode ? `${r.name}\u0000${r.operator}\u0000${r.grid}\u0000${r.block}\u0000${r.registers_per_thread}\u0000${r.shared_memory}\u0000${i}` : r.name,
@@ -64,12 +66,12 @@ export function KernelView({ selection, state, update, theme }: Props) {
     if (pies.status !== 'ok' || pies.data.tensor_cores === null) return null
     const r = Math.min(1, Math.max(0, pies.data.tensor_cores.using))
     const slices = [
-      { name: 'Using Tensor Cores', value: r },
-      { name: 'Not using Tensor Cores', value: 1 - r },
+      { name: `Using ${units}`, value: r },
+      { name: `Not using ${units}`, value: 1 - r },
     ].filter((s) => s.value > 0)
     return { slices, other: 0, total: 1 }
-  }, [pies])
-  const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name === 'Using Tensor Cores' ? TC_USING : TC_NOT_USING)) : []), [tcPie])
+  }, [pies, units])
+  const tcColors = useMemo(() => (tcPie ? tcPie.slices.map((s) => (s.name.startsWith('Using') ? TC_USING : TC_NOT_USING)) : []), [tcPie])
   const tcRatio = pies.status === 'ok' ? (pies.data.tensor_cores?.using ?? null) : null
 
   // Kernel time adds up, so what the top-N pie leaves out is known from the table.
@@ -107,7 +109,7 @@ export function KernelView({ selection, state, update, theme }: Props) {
           <div className="donut-grid two">
             <Donut title="Total time by kernel" pie={kernelPie} theme={theme} testId="pie-kernels" height={260} />
             <Donut
-              title="Kernel time using Tensor Cores"
+              title={`Kernel time using ${units}`}
               pie={tcPie}
               theme={theme}
               unit="ratio"
@@ -115,7 +117,7 @@ export function KernelView({ selection, state, update, theme }: Props) {
               centerLabel={tcRatio !== null ? pct(tcRatio * 100) : undefined}
               testId="pie-tensor-cores"
               height={260}
-              emptyText="Tensor Core usage unknown"
+              emptyText={`${units} usage unknown`}
             />
           </div>
         )}
@@ -156,7 +158,8 @@ export function KernelView({ selection, state, update, theme }: Props) {
   )
 }
 
-function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Column<KernelRow>[] {
+function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean, units: string): Column<KernelRow>[] {
+  const [first, second] = units.split(' ')
   const cols: Column<KernelRow>[] = [
     {
       key: 'name',
@@ -201,8 +204,8 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
   }
   cols.push({
     key: 'tensor_cores',
-    header: 'Uses Tensor\nCores',
-    title: 'Tensor Cores (TC) are the GPU units for matrix math: whether this kernel runs on them',
+    header: `Uses ${first}\n${second}`,
+    title: `${units} are the GPU units for matrix math: whether this kernel runs on them`,
     width: '100px',
     align: 'right',
     render: (r) => yesNo(r.tensor_cores),
@@ -212,8 +215,8 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean): Co
   if (opMode) {
     cols.push({
       key: 'op_tc_eligible',
-      header: 'Operator TC\neligible',
-      title: 'TC = Tensor Cores: whether the operator that launched the kernel could use them',
+      header: `Operator ${first === 'Matrix' ? 'MC' : 'TC'}\neligible`,
+      title: `${first === 'Matrix' ? 'MC' : 'TC'} = ${units}: whether the operator that launched the kernel could use them`,
       width: '116px',
       align: 'right',
       render: (r) => yesNo(r.op_tc_eligible),

@@ -10,7 +10,7 @@ import { count, num2, pct, us, yesNo } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
 import { fetchCompiled, fetchRoofline, type CompiledRegion, type InductorKernel, type Roofline } from './api'
-import { flopsReasonText, rooflineOption } from './roofline'
+import { ABOVE_ROOF_REASONS, flopsReasonText, rooflineOption } from './roofline'
 import { jumpToSource } from './source'
 
 function selKey(sel: Selection): string {
@@ -142,7 +142,7 @@ function RooflineBody({ data, theme }: { data: Roofline; theme: Theme }) {
         <thead>
           <tr>
             <th>Operator</th>
-            <th>dtype</th>
+            <th title="The math it ran, which picks its peak (tensor-core kernel names, else the dtype)">Precision</th>
             <th className="right">Calls</th>
             <th className="right">GFLOP</th>
             <th className="right">MB</th>
@@ -150,17 +150,19 @@ function RooflineBody({ data, theme }: { data: Roofline; theme: Theme }) {
             <th className="right">TFLOP/s</th>
             <th className="right">TB/s</th>
             <th className="right">FLOP/B</th>
+            <th className="right" title="Memory-bandwidth utilisation: achieved TB/s / peak TB/s">MBU</th>
             <th>Bound</th>
+            <th>Above roof</th>
           </tr>
         </thead>
         <tbody>
           {data.rows.map((r) => (
-            <tr key={`${r.name}\u0000${r.dtype}`} data-testid="roofline-row">
+            <tr key={`${r.name}\u0000${r.dtype}\u0000${r.precision}`} data-testid="roofline-row" className={r.above_roof ? 'flagged' : undefined}>
               <td className="mono">
                 {r.name}
                 {r.estimate ? ' *' : ''}
               </td>
-              <td>{r.dtype}</td>
+              <td title={`dtype ${r.dtype}`}>{r.precision === r.dtype ? r.dtype : `${r.precision} (${r.dtype} data)`}</td>
               <td className="right">{count(r.calls)}</td>
               <td className="right">
                 {r.flops === null ? '–' : tf(r.flops / 1e9)}
@@ -171,14 +173,20 @@ function RooflineBody({ data, theme }: { data: Roofline; theme: Theme }) {
               <td className="right">{tf(r.achieved_tflops)}</td>
               <td className="right">{tf(r.achieved_tbps)}</td>
               <td className="right">{tf(r.intensity)}</td>
+              <td className="right">{r.mbu_pct === null || r.mbu_pct === undefined ? '–' : pct(r.mbu_pct)}</td>
               <td>{r.bound ?? '–'}</td>
+              <td data-testid="roofline-flag" title={r.above_roof ? ABOVE_ROOF_REASONS[r.above_roof] : undefined}>
+                {r.above_roof ? `${r.above_roof} (not in MFU)` : '–'}
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
       <div className="muted roofline-steps" data-testid="roofline-steps">
-        MFU per step:{' '}
-        {data.steps.map((s) => `${s.step}: ${s.mfu_pct === null || s.mfu_pct === undefined ? 'n/a' : pct(s.mfu_pct)} (${tf(s.tflops)} TFLOP/s)`).join(' · ')}
+        MFU / MBU per step:{' '}
+        {data.steps
+          .map((s) => `${s.step}: ${s.mfu_pct === null || s.mfu_pct === undefined ? 'n/a' : pct(s.mfu_pct)} / ${s.mbu_pct === null || s.mbu_pct === undefined ? 'n/a' : pct(s.mbu_pct)} (${tf(s.tflops)} TFLOP/s)`)
+          .join(' · ')}
         {` · estimates: ${yesNo(data.rows.some((r) => r.estimate))}`}
       </div>
     </div>

@@ -10,12 +10,14 @@ import type { Theme } from '../../theme'
 import { useViewStyle } from '../../components/style'
 import css from './overview.css?inline'
 import { Async } from '../../components/Async'
+import { evidenceText, evidenceWindow, savingText } from '../../components/advice'
+import type { Navigate } from '../../urlState'
 
 interface Props {
   selection: Selection
   workerCount: number
   theme: Theme
-  onNavigate: (view: string) => void
+  onNavigate: Navigate
   views: string[]
 }
 
@@ -46,7 +48,7 @@ function OverviewContent({
   data: Overview
   workerCount: number
   theme: Theme
-  onNavigate: (view: string) => void
+  onNavigate: Navigate
   views: string[]
 }) {
   const categories = useMemo(() => categoriesOf(data), [data])
@@ -73,6 +75,8 @@ function OverviewContent({
   )
 
   const extraEnv = environmentRows(data.environment).filter(([k]) => !(k === 'GPUs' && data.gpus.length > 0))
+  // CUDA compute capability only where a GPU has one (AMD GPUs show their gfx architecture)
+  const anyCc = data.gpus.some((g) => g.compute_capability != null)
 
   return (
     <div className="view overview" data-testid="overview">
@@ -94,7 +98,7 @@ function OverviewContent({
                   <th>GPU</th>
                   <th>Name</th>
                   <th className="right">Memory</th>
-                  <th className="right">Compute capability</th>
+                  {anyCc && <th className="right">Compute capability</th>}
                   <th>Architecture</th>
                 </tr>
               </thead>
@@ -104,7 +108,7 @@ function OverviewContent({
                     <td>{String(g.id)}</td>
                     <td>{g.name ?? '–'}</td>
                     <td className="right">{g.memory_gb != null ? `${num2(g.memory_gb)} GB` : '–'}</td>
-                    <td className="right">{g.compute_capability ?? '–'}</td>
+                    {anyCc && <td className="right">{g.compute_capability ?? '–'}</td>}
                     <td>{[g.vendor, g.architecture].filter(Boolean).join(' ') || '–'}</td>
                   </tr>
                 ))}
@@ -262,17 +266,22 @@ function GpuSummary({ gpu }: { gpu: GpuInfo }) {
       <Meter label="GPU utilization" value={gpu.utilization_pct} hint="Share of the step time in which at least one kernel ran on this GPU." />
       <Meter label="Est. SM efficiency" value={gpu.sm_efficiency_pct} hint="Estimated share of streaming multiprocessors busy, weighted by time (blocks per SM, capped at 1)." />
       <Meter label="Est. achieved occupancy" value={gpu.achieved_occupancy_pct} hint="Time-weighted estimated achieved occupancy of the kernels." />
-      <Meter label="Kernel time on Tensor Cores" value={gpu.tensor_core_pct} hint="Share of kernel time spent in kernels that use Tensor Cores (AMD: MFMA matrix cores)." />
+      <Meter label={`Kernel time on ${gpu.matrix_units}`} value={gpu.tensor_core_pct} hint={`Share of kernel time spent in kernels that use ${gpu.matrix_units}${gpu.vendor === 'AMD' ? ' (MFMA)' : ''}.`} />
       <Meter
         label="MFU"
         value={gpu.mfu_pct}
         hint={
           gpu.peaks_model
-            ? `Model FLOPs utilisation: the operators' FLOPs at the ${gpu.peaks_model} peak of their dtype, over the step time (see the Operator view's roofline).`
+            ? `Model FLOPs utilisation: the operators' FLOPs at the ${gpu.peaks_model} peak of the precision they ran in, over the step time; operators above their roof are left out (see the Operator view's roofline).`
             : gpu.peaks_reason
               ? `No MFU: ${gpu.peaks_reason}.`
               : 'Unknown device: not in the peaks table, so no MFU.'
         }
+      />
+      <Meter
+        label="MBU"
+        value={gpu.mbu_pct}
+        hint={gpu.peaks_model ? `Memory-bandwidth utilisation: the operators' bytes moved over the step time at the ${gpu.peaks_model} peak bandwidth.` : 'Unknown device: not in the peaks table, so no MBU.'}
       />
     </div>
   )
@@ -296,7 +305,7 @@ function metricText(rec: Recommendation): string {
   return `${value}${unit}`
 }
 
-function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; onNavigate: (view: string) => void; views: string[] }) {
+function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; onNavigate: Navigate; views: string[] }) {
   const target = rec.view ? (views.find((v) => v.toLowerCase() === rec.view!.toLowerCase()) ?? VIEW_ALIASES[rec.view.toLowerCase()] ?? rec.view) : null
   const available = target !== null && views.includes(target)
   const links = (rec.links && rec.links.length ? rec.links : rec.link ? [{ label: 'Learn more', url: rec.link }] : [])
@@ -304,6 +313,9 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
     .filter((l): l is { label: string; url: string } => l.url !== null)
   const severity = rec.severity === 'high' || rec.severity === 'medium' || rec.severity === 'low' ? rec.severity : 'low'
   const metric = metricText(rec)
+  const saving = savingText(rec)
+  const evidence = evidenceText(rec)
+  const window = evidenceWindow(rec)
   return (
     <li className={`rec ${severity}`} data-testid="recommendation">
       <span className={`chip ${severity}`}>{severity}</span>
@@ -313,15 +325,25 @@ function RecommendationItem({ rec, onNavigate, views }: { rec: Recommendation; o
           {metric && <span className="rec-metric">{metric}</span>}
         </div>
         <div className="rec-text">{rec.text}</div>
-        {rec.start_us !== null && rec.end_us !== null && (
+        {saving && (
+          <div className="rec-saving" data-testid="rec-saving">
+            {saving}
+          </div>
+        )}
+        {evidence && (
           <div className="rec-evidence muted" data-testid="rec-evidence">
-            Evidence: a {duration(rec.end_us - rec.start_us)} range at trace time {duration(rec.start_us)}
+            Evidence: {evidence}
           </div>
         )}
         <div className="rec-actions">
           {available && (
             <button type="button" className="link-button" onClick={() => onNavigate(target)} data-testid="rec-view-link">
               Open {target === 'Kernel' ? 'GPU Kernel' : target} view →
+            </button>
+          )}
+          {window && views.includes('Trace') && (
+            <button type="button" className="link-button" onClick={() => onNavigate('Trace', { tWin: window, tCrit: '' })} data-testid="rec-show-on-trace">
+              Show the evidence on Trace →
             </button>
           )}
           {links.map((l) => (

@@ -12,7 +12,7 @@ import { DetailsPanel, type DetailsState } from './DetailsPanel'
 import { TraceEngine, type EventRef } from './engine'
 import { openInPerfetto } from './perfetto'
 import { RangePanel, type RangeSel } from './RangePanel'
-import type { TraceUrlState } from './state'
+import { parseWindow, type TraceUrlState } from './state'
 import { formatTrackList, parseTrackList, type TrackList } from './trackList'
 import { TrackMenu } from './TrackMenu'
 import css from './trace.css?inline'
@@ -101,6 +101,9 @@ function TraceSession({ selection, theme, state, update }: TraceProps) {
   const onClearCritical = useCallback(() => updateRef.current({ tCrit: '' }), [])
   const criticalRef = useRef(critical)
   criticalRef.current = critical
+  const evidence = useMemo(() => parseWindow(state.tWin), [state.tWin])
+  const evidenceRef = useRef(evidence)
+  evidenceRef.current = evidence
 
   const [first, setFirst] = useState<FirstState>({ status: 'pending', progress: null })
   const [frameError, setFrameError] = useState<Error | null>(null)
@@ -151,6 +154,7 @@ function TraceSession({ selection, theme, state, update }: TraceProps) {
       onTrackList: setTrackList,
     }, criticalRef.current)
     engineRef.current = engine
+    if (evidenceRef.current) engine.showWindow(evidenceRef.current)
     return () => {
       engine.destroy()
       engineRef.current = null
@@ -168,6 +172,10 @@ function TraceSession({ selection, theme, state, update }: TraceProps) {
   useEffect(() => {
     engineRef.current?.setFlows(flowsOn, flowCatsOff)
   }, [flowsOn, flowCatsOff])
+
+  useEffect(() => {
+    if (evidence) engineRef.current?.showWindow(evidence)
+  }, [evidence])
 
   useEffect(() => {
     engineRef.current?.setCritical(critical)

@@ -21,6 +21,10 @@ export interface ProbeState {
   traceEnd: number | null
   frame: { start: number; end: number; events: number } | null
   loading: boolean
+  /** A window request waits for its debounce timer (`data-scheduled`). */
+  scheduled: boolean
+  /** A draw is requested and not yet done (`data-draw-pending`). */
+  drawPending: boolean
   requests: number
   selected: number | null
   flows: boolean
@@ -78,6 +82,8 @@ export class DebugProbe {
       d.frameEvents = String(s.frame.events)
     }
     d.loading = s.loading ? '1' : ''
+    d.scheduled = s.scheduled ? '1' : ''
+    d.drawPending = s.drawPending ? '1' : ''
     d.requests = String(s.requests)
     d.selected = s.selected === null ? '' : String(s.selected)
     d.flows = s.flows ? 'on' : 'off'

@@ -78,6 +78,8 @@ export class TraceEngine implements InputHost {
   private searchNames: ReadonlySet<string> | null = null
   /** The step whose critical path is highlighted (asked of the server with every window). */
   private critical: string | null = null
+  /** A window (trace us, absolute) to show once the first frame is in (`showWindow`). */
+  private pendingWindow: TimeWindow | null = null
   private raf = 0
   private draws = 0
   private destroyed = false
@@ -116,6 +118,7 @@ export class TraceEngine implements InputHost {
         els.root.classList.toggle('is-loading', on)
         this.publish()
       },
+      onScheduled: () => this.publish(),
     })
     this.input = new Input(this, els)
     this.resize()
@@ -136,6 +139,21 @@ export class TraceEngine implements InputHost {
   setTheme(theme: Theme): void {
     this.painter.setTheme(theme)
     this.requestDraw()
+  }
+
+  /** Show [start, end] (absolute trace us, e.g. a recommendation's evidence) with a 5% margin
+   * on each side; before the first frame, once it arrives. */
+  showWindow(win: TimeWindow): void {
+    const base = this.frames.base
+    if (!base) {
+      this.pendingWindow = win
+      return
+    }
+    this.pendingWindow = null
+    const start = win[0] - base.traceStart
+    const end = win[1] - base.traceStart
+    const pad = Math.max((end - start) * 0.05, MIN_SPAN_US)
+    this.setView([Math.max(0, start - pad), end + pad])
   }
 
   fit(): void {
@@ -217,7 +235,9 @@ export class TraceEngine implements InputHost {
     this.raf = requestAnimationFrame(() => {
       this.raf = 0
       this.draw()
+      this.publish()
     })
+    this.publish()
   }
 
   // ------------------------------------------------------------------------------------------
@@ -323,6 +343,7 @@ export class TraceEngine implements InputHost {
       const pad = Math.max((crit.end - crit.start) * 0.03, MIN_SPAN_US)
       this.setView([Math.max(0, crit.start - pad), crit.end + pad])
     }
+    if (this.pendingWindow) this.showWindow(this.pendingWindow)
     this.publish()
     this.cb.onFirstFrame({ status: 'ok', frame })
   }
@@ -404,6 +425,6 @@ export class TraceEngine implements InputHost {
     const { base, cur } = this.frames
     const frame = cur ? { start: cur.start, end: cur.end, events: cur.stats.events } : null
     const [viewStart, viewEnd] = this.view
-    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.trackList.collapsed.length, contentHeight: this.layout.height, draws: this.draws })
+    this.probe.publish({ state: this.state, viewStart, viewEnd, traceStart: base ? base.traceStart : null, traceEnd: base ? this.traceEnd : null, frame, loading: this.loading, scheduled: this.loader.scheduled, drawPending: this.raf !== 0, requests: this.loader.requests, selected: this.selected?.id ?? null, flows: this.flows.on, collapsed: this.trackList.collapsed.length, contentHeight: this.layout.height, draws: this.draws })
   }
 }

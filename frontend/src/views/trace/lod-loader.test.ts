@@ -112,6 +112,20 @@ describe('window requests', () => {
     expect(loader.requests).toBe(1)
   })
 
+  it('says a request is scheduled from schedule() until its debounce timer ran, not a tick longer', async () => {
+    const { loader } = setup()
+    expect(loader.scheduled).toBe(false)
+    loader.schedule(want)
+    expect(loader.scheduled).toBe(true)
+    await vi.advanceTimersByTimeAsync(DEBOUNCE_MS - 1)
+    expect(loader.scheduled).toBe(true)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(loader.scheduled).toBe(false)
+    loader.schedule(want)
+    loader.cancelScheduled()
+    expect(loader.scheduled).toBe(false)
+  })
+
   it('aborts the older request when a newer one starts and ignores its late answer', async () => {
     const { loader, sent, seen } = setup()
     loader.schedule(want)

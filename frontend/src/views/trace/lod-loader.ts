@@ -32,6 +32,8 @@ export interface LodEvents {
   onFrameError: (error: Error) => void
   /** A window request started (true) or settled (false). */
   onLoading: (on: boolean) => void
+  /** A debounced window request was scheduled (true) or its timer ran (false). */
+  onScheduled?: (on: boolean) => void
 }
 
 export const DEBOUNCE_MS = 60
@@ -45,6 +47,8 @@ export class LodLoader {
   private destroyed = false
   /** Requests sent (the first load counts once it succeeds), for the debug probe. */
   requests = 0
+  /** A window request waits for its debounce timer. */
+  scheduled = false
   private readonly fetchJson: FetchJson<RawTimeline>
   private readonly url: (window: TimelineWindow) => string
   private readonly events: LodEvents
@@ -60,6 +64,7 @@ export class LodLoader {
     this.destroyed = true
     this.inflight?.abort()
     clearTimeout(this.timer)
+    this.scheduled = false
   }
 
   /** The whole trace at `width` px; retried while the server answers 202. */
@@ -81,9 +86,13 @@ export class LodLoader {
   /** Fetch what `want()` returns once the view has rested for DEBOUNCE_MS. */
   schedule(want: () => { viewport: Viewport; traceEnd: number; traceStart: number } | null): void {
     clearTimeout(this.timer)
+    this.scheduled = true
+    this.events.onScheduled?.(true)
     this.timer = setTimeout(() => {
+      this.scheduled = false
       const w = want()
       if (w) this.fetchView(w.viewport, w.traceEnd, w.traceStart)
+      this.events.onScheduled?.(false)
     }, DEBOUNCE_MS)
   }
 
@@ -95,6 +104,8 @@ export class LodLoader {
   /** Drops a scheduled (not yet sent) request. */
   cancelScheduled(): void {
     clearTimeout(this.timer)
+    this.scheduled = false
+    this.events.onScheduled?.(false)
   }
 
   private fetchView(v: Viewport, traceEnd: number, traceStart: number): void {
