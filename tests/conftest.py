@@ -42,6 +42,7 @@ E2E_FILES = frozenset({
     "tests/server/test_hostile_http.py",
     "tests/analysis/test_flops_torch.py",  # torch's FlopCounterMode runs the ops
     "tests/analysis/test_memory_leak_flags.py",  # records with torch.profiler
+    "tests/server/test_view_corpus_http.py",
 })
 #: A test file that starts TensorBoard or the CLI as subprocesses itself is e2e as a whole.
 STARTS_PROCESSES = re.compile(r"\brunning_tensorboard\(|\blauncher\.(?:start|running)\("

@@ -1,42 +1,53 @@
 """FLOPs and bytes moved per operator call, from the `flops` argument or from shapes and dtypes.
 
 A multiply-add counts as 2 FLOPs (the convention of `torch.utils.flop_counter` and of
-`with_flops=True`); bias adds are not counted. Formulas, with M, K, N, B the matrix sizes and
-`es` the element size of the first tensor's dtype:
+`with_flops=True`); bias adds are not counted. GEMMs (mm, addmm, bmm, baddbmm, addbmm, matmul,
+linear, _addmm_activation, _scaled_mm, _int_mm), convolutions (every forward and backward
+variant of CUDA, ROCm and CPU: `op_schemas.LAYOUTS`) and attention (SDPA and its
+flash/efficient/cudnn/cpu kernels, forward and backward) follow `flop_formulas`, which reads
+each argument by its name in the op's schema. Their FLOPs are a number or NaN with a `reason`
+(invalid geometry, a geometry or shape the trace did not record), never an exception. A
+PyTorch 1.x conv backward records no output_mask: the `*_backward_input/_weight` calls under
+it say which gradients it computed.
 
-- mm [M,K]x[K,N], addmm (bias first), _addmm_activation: 2*M*K*N
-- bmm [B,M,K]x[B,K,N], baddbmm: 2*B*M*K*N; matmul: 2*batch*M*K*N (batch broadcast, 1-D
-  operands as vectors); linear x[...,K] W[N,K]: 2*prod(x[:-1])*K*N
-- convolutions (conv1d/2d/3d, convolution, _convolution, cudnn/mkldnn/miopen_convolution,
-  conv_transpose*): 2 * N * prod(out spatial) * Cout * Cin/groups * prod(kernel), the output size
-  from stride/padding/dilation in `Concrete Inputs` (for transposed convolutions the input's
-  spatial size replaces the output's, as torch's counter does); convolution_backward: 2x the
-  forward of its grad_output's shape
-- attention (scaled_dot_product_attention and its flash/efficient/cudnn/cpu variants,
-  _flash_attention_forward, _efficient_attention_forward): 2*B*H*Lq*Lk*(D + Dv), causal masks
-  not discounted; their backward: 2x that
 - elementwise ops (add, mul, gelu, copy_...): FLOPs = elements of the largest input, bytes =
   all inputs + one output the size of the largest input; reductions and normalisations (sum,
   mean, softmax, layer_norm...): FLOPs = input elements, bytes = inputs + the output
 - Inductor kernels (`kernel_file` set): Inductor's own `kernel_flop`/`kernel_num_gb` when it
   wrote them, else bytes = all tensor arguments (outputs are arguments), FLOPs unknown
 
-Bytes for matrix ops and convolutions are inputs + output, each read or written once. Every
-row that did not come from a recorded `flops`/`kernel_flop` is an estimate (`estimate` True).
-Parsing runs once per distinct (name, shapes, types, scalars), never per event.
+Bytes for matrix ops and convolutions are inputs + output, each read or written once (conv
+backward: + the gradients it writes; attention backward: + dq, dk, dv). Every row that did not
+come from a recorded `flops`/`kernel_flop` is an estimate (`estimate` True). Parsing runs once
+per distinct (name, shapes, types, scalars), never per event.
 """
 
 from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
+from .flop_formulas import (
+    NO_ARG,
+    Arg,
+    NotRecorded,
+    Unknown,
+    attention,
+    bind,
+    conv_backward_each,
+    conv_forward,
+    conv_gradients,
+    conv_per_output,
+    gemm,
+)
+from .flop_links import MASK_NOT_RECORDED, resolve_pending
 from .memo import memoised
+from .op_schemas import LAYOUTS
 
 _SIZES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "half": 2,
           "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
@@ -46,10 +57,10 @@ _SIZES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "half": 2
 _DTYPES = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "half": "fp16",
            "c10::BFloat16": "bf16", "signed char": "int8", "unsigned char": "int8"}
 
-MM_OPS = frozenset(("mm", "addmm", "_addmm_activation", "bmm", "baddbmm", "matmul", "linear"))
-CONV_OPS = frozenset(("conv1d", "conv2d", "conv3d", "convolution", "_convolution",
-                      "cudnn_convolution", "mkldnn_convolution", "miopen_convolution",
-                      "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"))
+MM_OPS = frozenset(("mm", "addmm", "_addmm_activation", "bmm", "baddbmm", "addbmm", "matmul",
+                    "linear", "_scaled_mm", "_int_mm"))
+CONV_OPS = frozenset(op for op in LAYOUTS if "conv" in op and "backward" not in op)
+CONV_BACKWARD_OPS = frozenset(op for op in LAYOUTS if "conv" in op and "backward" in op)
 ATTENTION_OPS = frozenset(("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
                            "_scaled_dot_product_efficient_attention",
                            "_scaled_dot_product_cudnn_attention",
@@ -59,8 +70,6 @@ ATTENTION_BACKWARD_OPS = frozenset(f"{op}_backward" for op in (
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu")) | {
     "_flash_attention_backward", "_efficient_attention_backward"}
-_BLHD_OPS = frozenset(("_flash_attention_forward", "_efficient_attention_forward",
-                       "_flash_attention_backward", "_efficient_attention_backward"))
 ELEMENTWISE_OPS = frozenset((
     "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "pow", "relu",
     "gelu", "silu", "sigmoid", "tanh", "clamp", "where", "copy", "fill", "masked_fill",
@@ -85,7 +94,7 @@ def op_kind(name: str) -> Optional[str]:
         return "mm"
     if base in CONV_OPS:
         return "conv"
-    if base == "convolution_backward":
+    if base in CONV_BACKWARD_OPS:
         return "conv_backward"
     if base in ATTENTION_OPS:
         return "attention"
@@ -114,156 +123,114 @@ def _shape(value: Any) -> Optional[list[int]]:
     return None
 
 
-def _ints(value: Any, count: int, default: int) -> list[int]:
-    """"[2, 2]" / "2" / "" -> a list of `count` ints."""
-    parsed = value
-    if isinstance(value, str):
-        try:
-            parsed = ast.literal_eval(value) if value.strip() else None
-        except (ValueError, SyntaxError):
-            parsed = None
-    if isinstance(parsed, int):
-        return [parsed] * count
-    if isinstance(parsed, list) and parsed and all(isinstance(v, int) for v in parsed):
-        return (parsed * count)[:count] if len(parsed) == 1 else parsed[:count]
-    return [default] * count
+class Estimate(NamedTuple):
+    flops: float
+    bytes: float
+    dtype: Optional[str]
+    reason: Optional[str]  # why a GEMM/convolution/attention call's FLOPs are unknown
+    #: what another event of the trace can still tell (`flop_links`): ("mask", FLOPs of one
+    #: gradient) for a conv backward without output_mask; ("output", FLOPs per output element,
+    #: rank, batch, channels, bytes read, element size) for a conv without its geometry
+    pending: Optional[tuple] = None
 
 
-def matmul_flops(kind: str, name: str, shapes: list[Optional[list[int]]]) -> Optional[float]:
-    """2*M*K*N (times batch) for the mm family; None when the shapes do not fit."""
-    base = name[6:]
-    tensors = [s for s in shapes if s is not None]
-    if base in ("addmm", "_addmm_activation", "baddbmm"):
-        tensors = [s for s in shapes[1:3] if s is not None]
-    if base == "linear":
-        if len(tensors) < 2 or len(tensors[1]) != 2:
-            return None
-        x, w = tensors[0], tensors[1]
-        return 2.0 * math.prod(x[:-1]) * x[-1] * w[0]
-    if len(tensors) < 2:
-        return None
-    a, b = tensors[0], tensors[1]
-    if len(a) == 1:
-        a = [1, a[0]]
-    if len(b) == 1:
-        b = [b[0], 1]
-    if a[-1] != b[-2]:
-        return None
-    batch = math.prod(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
-    return 2.0 * batch * a[-2] * a[-1] * b[-1]
+_NAN = math.nan
 
 
-def conv_flops(name: str, shapes: list[Optional[list[int]]], scalars: list[Any]
-               ) -> Optional[tuple[float, list[int]]]:
-    """(FLOPs, output shape) of a convolution call; None when the shapes do not fit."""
-    base = name[6:]
-    if len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
-        return None
-    x, w = shapes[0], shapes[1]
-    dims = len(x) - 2
-    if dims < 1 or len(w) != len(x):
-        return None
-    arg = (scalars + [""] * 12)
-    transposed = base.startswith("conv_transpose")
-    if base in ("convolution", "_convolution"):
-        transposed = str(arg[6]).strip() == "True"
-    stride, padding = _ints(arg[3], dims, 1), _ints(arg[4], dims, 0)
-    dilation_at = 7 if base.startswith("conv_transpose") else 5
-    dilation = _ints(arg[dilation_at], dims, 1)
-    kernel = w[2:]
-    if transposed:
-        out_padding = _ints(arg[7] if base in ("convolution", "_convolution") else arg[5],
-                            dims, 0)
-        spatial = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
-                   zip(x[2:], stride, padding, dilation, kernel, out_padding)]
-        out = [x[0], w[1], *spatial]
-        flops = 2.0 * x[0] * math.prod(x[2:]) * w[0] * w[1] * math.prod(kernel)
-        return flops, out
-    spatial = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
-               zip(x[2:], stride, padding, dilation, kernel)]
-    if any(v <= 0 for v in spatial):
-        return None
-    out = [x[0], w[0], *spatial]
-    return 2.0 * x[0] * math.prod(spatial) * w[0] * w[1] * math.prod(kernel), out
-
-
-def attention_flops(name: str, shapes: list[Optional[list[int]]]) -> Optional[float]:
-    """2*B*H*Lq*Lk*(D + Dv) for q, k, v; [B, L, H, D] for _flash/_efficient_attention_*."""
-    q, k, v = (shapes + [None] * 3)[:3]
-    if q is None or k is None or v is None or not len(q) == len(k) == len(v) == 4:
-        return None
-    if name[6:] in _BLHD_OPS:
-        (b, lq, h, d), lk, dv = q, k[1], v[3]
-    else:
-        (b, h, lq, d), lk, dv = q, k[2], v[3]
-    return 2.0 * b * h * lq * lk * (d + dv)
-
-
-def estimate(name: str, dims: Any, types: Any, scalars: Any
-             ) -> tuple[float, float, Optional[str]]:
-    """(FLOPs, bytes, dtype) of one call from its recorded shapes; NaN where unknown."""
+def estimate(name: str, dims: Any, types: Any, scalars: Any) -> Estimate:
+    """FLOPs, bytes, dtype of one call from its recorded arguments; NaN where unknown, with
+    the reason for a FLOP-carrying op. Never raises on a trace's input."""
     kind = op_kind(name)
-    shapes = [_shape(s) for s in _literal(dims)]
+    dim_list = _literal(dims)
+    shapes = [_shape(s) for s in dim_list]
     type_list = [str(t) for t in _literal(types)]
     sizes = [_SIZES.get(t, 0) for t in type_list] + [0] * len(shapes)
     dtype = next((_DTYPES[t] for t in type_list if t in _DTYPES), None)
     elems = [math.prod(s) if s is not None else 0 for s in shapes]
     es = next((sizes[i] for i, s in enumerate(shapes) if s is not None and sizes[i]), 0)
     moved = float(sum(n * sizes[i] for i, n in enumerate(elems)))
-    flops = bytes_ = math.nan
-    if kind == "mm":
-        flops = matmul_flops(kind, name, shapes) or math.nan
-        out = _mm_output(name, shapes)
-        bytes_ = moved + out * es if out is not None else math.nan
-    elif kind in ("conv", "conv_backward"):
-        shape_args = shapes if kind == "conv" else [shapes[1] if len(shapes) > 1 else None,
-                                                    shapes[2] if len(shapes) > 2 else None]
-        result = conv_flops("aten::convolution" if kind == "conv_backward" else name,
-                            shape_args, _literal(scalars) if kind == "conv" else [])
-        if kind == "conv_backward" and len(shapes) > 2 and None not in shapes[:3]:
-            grad, w = shapes[0], shapes[2]
-            flops = 4.0 * math.prod(grad) * math.prod(w[1:])
-            bytes_ = moved + (elems[1] + elems[2]) * es
-        elif result is not None:
-            flops, out = result
-            bytes_ = moved + math.prod(out) * es
-    elif kind in ("attention", "attention_backward"):
-        forward = attention_flops(name, shapes[1:4] if kind == "attention_backward" else shapes)
-        if forward is not None:
-            flops = forward * (2.0 if kind == "attention_backward" else 1.0)
-            bytes_ = moved + (elems[0] * es if shapes and shapes[0] else 0.0)
-    elif kind == "elementwise" and elems and max(elems) > 0:
-        flops = float(max(elems))
-        bytes_ = moved + max(elems) * es
-    elif kind == "reduction" and elems and elems[0] > 0:
-        flops = float(elems[0])
-        bytes_ = moved + (elems[0] * es if "norm" in name or "softmax" in name else 0.0)
-    return flops, bytes_, dtype
+    if kind == "elementwise" and elems and max(elems) > 0:
+        return Estimate(float(max(elems)), moved + max(elems) * es, dtype, None)
+    if kind == "reduction" and elems and elems[0] > 0:
+        out = elems[0] * es if "norm" in name or "softmax" in name else 0.0
+        return Estimate(float(elems[0]), moved + out, dtype, None)
+    if kind not in ("mm", "conv", "conv_backward", "attention", "attention_backward"):
+        return Estimate(_NAN, _NAN, dtype, None)
+    if not dim_list:
+        return Estimate(_NAN, _NAN, dtype, "no shapes recorded (record_shapes=False)")
+    concrete = _literal(scalars) if isinstance(scalars, str) and scalars.strip() else None
+    args: dict[str, Arg] = {}
+    try:
+        args = bind(name[6:], dim_list, type_list, concrete)
+        return _heavy(kind, name[6:], args, moved, es, dtype)
+    except NotRecorded as exc:
+        return Estimate(_NAN, _NAN, dtype, str(exc), _sized_later(kind, name[6:], args, moved, es))
+    except Unknown as exc:
+        return Estimate(_NAN, _NAN, dtype, str(exc))
 
 
-def _mm_output(name: str, shapes: list[Optional[list[int]]]) -> Optional[float]:
-    base = name[6:]
-    tensors = shapes[1:3] if base in ("addmm", "_addmm_activation", "baddbmm") else shapes[:2]
-    if len(tensors) < 2 or tensors[0] is None or tensors[1] is None:
+def _sized_later(kind: str, base: str, args: dict[str, Arg], moved: float, es: int
+                 ) -> Optional[tuple]:
+    if kind != "conv":
         return None
-    a, b = tensors
-    if base == "linear":
-        return float(math.prod(a[:-1]) * b[0])
-    batch = math.prod(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))) if len(a) > 1 and \
-        len(b) > 1 else 1
-    rows = a[-2] if len(a) > 1 else 1
-    cols = b[-1] if len(b) > 1 else 1
-    return float(batch * rows * cols)
+    try:
+        return ("output", *conv_per_output(base, args), moved, es)
+    except Unknown:
+        return None
+
+
+def _heavy(kind: str, base: str, args: dict[str, Arg], moved: float, es: int,
+           dtype: Optional[str]) -> Estimate:
+    if kind == "mm":
+        flops, out = gemm(base, args)
+        return Estimate(flops, moved + math.prod(out) * es, dtype, None)
+    if kind == "conv":
+        flops, shape = conv_forward(base, args)
+        written = moved + math.prod(shape) * es if shape is not None else _NAN
+        return Estimate(flops, written, dtype, None)
+    if kind == "conv_backward":
+        each = conv_backward_each(base, args)
+        count = conv_gradients(base, args)
+        written = moved + _gradient_elems(base, args) * es
+        if count is None:
+            return Estimate(_NAN, written, dtype, MASK_NOT_RECORDED, ("mask", each))
+        return Estimate(each * count, written, dtype, None)
+    flops = attention(base, args, kind == "attention_backward")
+    query = args["query"].shape or []
+    written = math.prod(query) * es * (3 if kind == "attention_backward" else 1)
+    return Estimate(flops, moved + written, dtype, None)
+
+
+def _gradient_elems(base: str, args: dict[str, Arg]) -> float:
+    """Elements of the gradients a conv backward writes (grad_input, grad_weight), from the
+    input/weight shapes it read; 0 for the ones it does not say."""
+    total = 0.0
+    if not base.endswith(("_backward_weight", "_backward_weights")):
+        shape = args.get("self", args.get("input", NO_ARG)).shape
+        total += math.prod(shape) if shape else 0.0
+    if not base.endswith("_backward_input"):
+        shape = args.get("weight", NO_ARG).shape
+        total += math.prod(shape) if shape else 0.0
+    return total
 
 
 def op_flops(table: TraceTable) -> pd.DataFrame:
-    """One row per op_args row: event, flops, bytes, dtype, estimate (computed once).
+    """One row per op_args row: event, flops, bytes, dtype, estimate, reason (computed once).
 
     `flops` is the recorded `flops` (or Inductor's `kernel_flop`) when present, else the shape
     estimate; `bytes` Inductor's `kernel_num_gb` * 1e9 when present, else the estimate; NaN
-    where neither is known.
+    where neither is known. `reason` says why a GEMM/convolution/attention call's FLOPs are
+    unknown (None otherwise). An estimator failure costs its rows only: any exception of one
+    signature becomes that signature's reason.
     """
     return memoised(table, "op_flops", lambda: _op_flops(table))
+
+
+def _safe_estimate(name: str, dims: Any, types: Any, scalars: Any) -> Estimate:
+    try:
+        return estimate(name, dims, types, scalars)
+    except Exception as exc:  # noqa: BLE001 (the boundary: one signature, never the view)
+        return Estimate(_NAN, _NAN, None, f"estimator error: {type(exc).__name__}: {exc}"[:200])
 
 
 def _op_flops(table: TraceTable) -> pd.DataFrame:
@@ -280,21 +247,16 @@ def _op_flops(table: TraceTable) -> pd.DataFrame:
         np.empty(0, dtype=np.int64), [])
     name_cats = pd.Categorical(names).categories
     cats = {c: args[c].cat.categories for c in ("input_dims", "input_types", "concrete_inputs")}
-    flops = np.full(len(uniques), np.nan)
-    bytes_ = np.full(len(uniques), np.nan)
-    dtypes = np.empty(len(uniques), dtype=object)
-
-    def pick(column: str, code: int) -> Any:
-        return cats[column][code] if code >= 0 else None
-
-    for i, (n, d, t, s) in enumerate(uniques):
-        name = str(name_cats[n]) if n >= 0 else ""
-        flops[i], bytes_[i], dtypes[i] = estimate(
-            name, pick("input_dims", d), pick("input_types", t), pick("concrete_inputs", s))
-    if name_cats is not None and len(uniques) == 0:
-        codes = np.empty(0, dtype=np.int64)
-    out_flops = flops[codes] if len(codes) else np.empty(0)
-    out_bytes = bytes_[codes] if len(codes) else np.empty(0)
+    found = pd.DataFrame([_safe_estimate(
+        str(name_cats[n]) if n >= 0 else "", cats["input_dims"][d] if d >= 0 else None,
+        cats["input_types"][t] if t >= 0 else None,
+        cats["concrete_inputs"][s] if s >= 0 else None) for n, d, t, s in uniques],
+        columns=list(Estimate._fields)).iloc[codes] if len(uniques) else \
+        pd.DataFrame({f: np.empty(0, dtype=object) for f in Estimate._fields})
+    out_flops = found["flops"].to_numpy(dtype=np.float64, copy=True)
+    out_bytes = found["bytes"].to_numpy(dtype=np.float64, copy=True)
+    reason = np.array([r if isinstance(r, str) else None for r in found["reason"]], dtype=object)
+    resolve_pending(table, found["pending"].to_numpy(dtype=object), out_flops, out_bytes, reason)
     recorded = args["flops"].to_numpy(dtype=np.float64)
     inductor = args["kernel_flop"].to_numpy(dtype=np.float64)
     measured = np.where(np.isfinite(recorded), recorded, inductor)
@@ -307,8 +269,9 @@ def _op_flops(table: TraceTable) -> pd.DataFrame:
         "event": events,
         "flops": np.where(has_measure, measured, out_flops),
         "bytes": out_bytes,
-        "dtype": dtypes[codes] if len(codes) else np.empty(0, dtype=object),
+        "dtype": found["dtype"].to_numpy(dtype=object),
         "estimate": ~has_measure,
+        "reason": pd.Series(np.where(has_measure, None, reason), dtype=object),
     })
 
 

@@ -45,7 +45,7 @@ from .hardware import (
 )
 from .launch import device_properties
 from .memo import memoised
-from .optree import build_op_tree
+from .optree import OpTree, build_op_tree
 from .precision import node_kernel_facts, op_precision
 from .steps import compute_steps
 
@@ -54,24 +54,32 @@ ABOVE_ROOF = 1.05
 
 
 def device_info(table: TraceTable, device: int) -> dict[str, Any]:
-    """Vendor, architecture and matched peaks of one GPU of the trace."""
+    """Vendor, architecture and matched peaks of one GPU of the trace; device properties the
+    peak matching cannot read leave them null with `peaks_reason`."""
     props = device_properties(table, device)
     listed = [p for p in table.metadata.device_properties or [] if isinstance(p, dict)]
     if not props and listed and len({str(p.get("name")) for p in listed}) == 1:
         props = listed[0]  # the GPU is not listed, but every listed GPU is the same model
-    vendor = device_vendor(props, table.metadata.extra)
-    key = match_peaks(props, vendor)
-    return {"id": device, "name": props.get("name"), "vendor": vendor,
-            "architecture": architecture(props, vendor), "peaks_model": key,
-            "matrix_units": matrix_unit_name(vendor),
+    vendor = arch = key = reason = None
+    try:
+        vendor = device_vendor(props, table.metadata.extra)
+        arch = architecture(props, vendor)
+        key = match_peaks(props, vendor)
+    except Exception as exc:  # noqa: BLE001 (the boundary: a field with a reason, not a 500)
+        reason = f"device properties not understood: {type(exc).__name__}: {exc}"[:200]
+    name = props.get("name")
+    return {"id": device, "name": name if isinstance(name, str) else None, "vendor": vendor,
+            "architecture": arch, "peaks_model": key, "matrix_units": matrix_unit_name(vendor),
             "peak_tflops": dict(PEAKS[key].tflops) if key else None,
-            "memory_tbps": PEAKS[key].memory_tbps if key else None}
+            "memory_tbps": PEAKS[key].memory_tbps if key else None, "peaks_reason": reason}
 
 
 def flop_nodes(table: TraceTable) -> pd.DataFrame:
     """The outermost FLOP-carrying op nodes: node, event, name, start, flops, bytes, dtype,
-    estimate, device_us, host_us, and from their kernels tensor_cores, kernel_precision,
-    algorithmic, overlap (`precision.node_kernel_facts`) (computed once)."""
+    estimate, reason, device_us, host_us, and from their kernels tensor_cores,
+    kernel_precision, algorithmic, overlap (`precision.node_kernel_facts`) (computed once).
+    An outermost call whose estimate failed stays, with NaN FLOPs and its reason, unless known
+    calls lie under it."""
     return memoised(table, "flop_nodes", lambda: _flop_nodes(table))
 
 
@@ -84,11 +92,12 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
     nodes = node_of_event[per_op["event"].to_numpy()] if len(per_op) else np.empty(0, int)
     known = (nodes >= 0) & (np.isfinite(per_op["flops"].to_numpy()) |
                             np.isfinite(per_op["bytes"].to_numpy()))
-    mask = np.zeros(len(tree), dtype=bool)
-    mask[nodes[known]] = True
-    above = enclosing(tree, mask)[np.maximum(tree.parent, 0)]
-    outer = mask & ((tree.parent < 0) | (above < 0))
-    keep = known & outer[np.maximum(nodes, 0)]
+    failed = (nodes >= 0) & ~known & per_op["reason"].notna().to_numpy()
+    outer = _outermost(tree, nodes[known])
+    # a call whose FLOPs are unknown keeps its row (and reason) unless a known call encloses
+    # it or lies under it (then that one counts), or another unknown one encloses it
+    failed_outer = _outermost(tree, nodes[failed]) & ~_outermost(tree, nodes[known], True)
+    keep = (known & outer[np.maximum(nodes, 0)]) | (failed & failed_outer[np.maximum(nodes, 0)])
     sel, chosen = per_op[keep], nodes[keep]
     group = np.full(len(tree), -1, dtype=np.int64)
     group[chosen] = np.arange(len(chosen))
@@ -104,10 +113,24 @@ def _flop_nodes(table: TraceTable) -> pd.DataFrame:
         "bytes": sel["bytes"].to_numpy(),
         "dtype": sel["dtype"].to_numpy(),
         "estimate": sel["estimate"].to_numpy(),
+        "reason": sel["reason"].to_numpy(),
         "device_us": tree.device_total[chosen],
         "host_us": tree.end[chosen] - tree.start[chosen],
         **facts,
     })
+
+
+def _outermost(tree: OpTree, marked: np.ndarray, related: bool = False) -> np.ndarray:
+    """Per node: marked with no marked ancestor; with `related`, any node with a marked
+    ancestor-or-self or descendant."""
+    mask = np.zeros(len(tree), dtype=bool)
+    mask[marked] = True
+    above = enclosing(tree, mask)[np.maximum(tree.parent, 0)]
+    if not related:
+        return mask & ((tree.parent < 0) | (above < 0))
+    count = np.concatenate(([0], np.cumsum(mask)))
+    below = count[tree.subtree_end] - count[np.arange(len(tree)) + 1] > 0
+    return mask | below | ((tree.parent >= 0) & (above >= 0))
 
 
 def _main_device(table: TraceTable) -> Optional[int]:
@@ -144,7 +167,9 @@ def _build_roofline(table: TraceTable) -> dict[str, Any]:
         calls=("flops", "size"), flops=("flops", lambda v: float(v.sum(min_count=1))),
         bytes=("bytes", lambda v: float(v.sum(min_count=1))), time_us=("time_us", "sum"),
         estimate=("estimate", "any"), algorithmic=("algorithmic", "any"),
-        overlap=("overlap", "any")).reset_index()
+        overlap=("overlap", "any"),
+        reason=("reason", lambda v: next((r for r in v if isinstance(r, str)), None))
+    ).reset_index()
     grouped = grouped.sort_values(["flops", "name"], ascending=[False, True], kind="stable")
     rows = [_row(r, key, info) for r in grouped.itertuples(index=False)]
     flagged = {(r["name"], r["dtype"], r["precision"]) for r in rows if r["above_roof"]}
@@ -174,6 +199,7 @@ def _row(r: Any, key: Optional[str], info: Optional[dict[str, Any]]) -> dict[str
             "time_us": round(float(r.time_us), 3), "achieved_tflops": tflops,
             "achieved_tbps": tbps, "intensity": intensity, "bound": bound,
             "peak_tflops": peak, "estimate": bool(r.estimate),
+            "flops_reason": r.reason if isinstance(r.reason, str) else None,
             "mbu_pct": tbps / bandwidth * 100.0 if tbps is not None and bandwidth else None,
             "above_roof": _above_roof(r, tflops, tbps, peak, bandwidth, key)}
 

@@ -75,6 +75,9 @@ class RooflineDevice(TypedDict):
         "Peak dense TFLOP/s per precision the chip has (fp64, fp64_matrix, fp32, tf32, bf16, "
         "fp16, fp8, fp6, fp4, int8).")]
     memory_tbps: Annotated[Optional[float], doc("Peak memory bandwidth, TB/s.")]
+    peaks_reason: Annotated[Optional[str], doc(
+        "Why vendor/architecture/peaks are null though the trace lists the device (its "
+        "properties could not be read); null otherwise.")]
 
 
 class RooflineRow(TypedDict):
@@ -99,6 +102,9 @@ class RooflineRow(TypedDict):
     peak_tflops: Annotated[Optional[float], doc("Peak of its precision, TFLOP/s; null.")]
     estimate: Annotated[bool, doc("Some calls' FLOPs/bytes come from shape formulas, not a "
                                   "recorded `flops`/`kernel_flop`.")]
+    flops_reason: Annotated[Optional[str], doc(
+        "Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid "
+        "stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known.")]
     mbu_pct: Annotated[Optional[float], doc(
         "Memory-bandwidth utilisation: achieved TB/s / peak TB/s, percent; null without "
         "peaks or bytes.")]

@@ -66,6 +66,9 @@ class OverviewGpu(TypedDict):
         "(step time x peak bandwidth)); null when the device's peaks are unknown.")]
     matrix_units: Annotated[Literal["tensor cores", "matrix cores"], doc(
         'What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".')]
+    peaks_reason: Annotated[Optional[str], doc(
+        "Why the peaks (hence MFU) are null though the device is listed: its properties could "
+        "not be read (see `/roofline`); null otherwise.")]
     utilization_pct: Annotated[Optional[float], doc("GPU utilization: share of the steps' time "
                                                     "with a kernel running, percent.")]
     sm_efficiency_pct: Annotated[Optional[float], doc("Estimated SM efficiency, percent; null "

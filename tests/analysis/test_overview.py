@@ -80,6 +80,7 @@ def test_overview_contract(tmp_path):
         "mfu_pct": pytest.approx(1.57e9 / 15.7e12 / 2000e-6 * 100),  # 5 %
         "mbu_pct": 0.0,  # no operator with a bytes formula (no input shapes recorded)
         "matrix_units": "tensor cores",
+        "peaks_reason": None,
     }
     items = {r["id"]: r for r in overview["recommendations"]}
     # the GPU (busy 300 + 50 of [450, 1200)) idles 400/750 = 53.3%, all of it host wait (the

@@ -56,7 +56,8 @@ HOSTILE = (
     str(MAX_EVENT_ID + 1), "-9223372036854775809", "18446744073709551616", "1e-320", "1e309",
 )
 #: Values for required options and route-specific parameters of the base query.
-REQUIRED = {"name": "aten::conv2d", "id": "1", "q": "conv", "start_us": "0", "end_us": "1e16",
+REQUIRED = {"edit": "launch=0; op~conv=0.5", "name": "aten::conv2d", "id": "1", "q": "conv",
+            "start_us": "0", "end_us": "1e16",
             "view": "Overview", "file": "index.js"}
 SNAPSHOT = "snap"  # cnn_bs32 plus an allocator snapshot
 

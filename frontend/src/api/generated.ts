@@ -2515,6 +2515,8 @@ export interface components {
             } | null;
             /** @description Matched peaks row; null: unknown device. */
             peaks_model: string | null;
+            /** @description Why vendor/architecture/peaks are null though the trace lists the device (its properties could not be read); null otherwise. */
+            peaks_reason: string | null;
             /** @description "NVIDIA", "AMD"; null when unknown. */
             vendor: string | null;
         };
@@ -2541,6 +2543,8 @@ export interface components {
             estimate: boolean;
             /** @description FLOPs summed; null when unknown. */
             flops: number | null;
+            /** @description Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known. */
+            flops_reason: string | null;
             /** @description Arithmetic intensity, FLOPs per byte. */
             intensity: number | null;
             /** @description Memory-bandwidth utilisation: achieved TB/s / peak TB/s, percent; null without peaks or bytes. */
@@ -3701,6 +3705,8 @@ export interface components {
             name: string | null;
             /** @description The row of the hardware peaks table matched (see `/roofline`); null: unknown device. */
             peaks_model: string | null;
+            /** @description Why the peaks (hence MFU) are null though the device is listed: its properties could not be read (see `/roofline`); null otherwise. */
+            peaks_reason: string | null;
             /** @description Estimated SM efficiency, percent; null without the kernels' blocks/SM counts. */
             sm_efficiency_pct: number | null;
             /** @description Share of kernel time on tensor cores (AMD: matrix cores), percent; null when unavailable. */

@@ -10,7 +10,7 @@ import { count, num2, pct, us, yesNo } from '../../format'
 import { useAsync } from '../../hooks'
 import type { Theme } from '../../theme'
 import { fetchCompiled, fetchRoofline, type CompiledRegion, type InductorKernel, type Roofline } from './api'
-import { ABOVE_ROOF_REASONS, rooflineOption } from './roofline'
+import { ABOVE_ROOF_REASONS, flopsReasonText, rooflineOption } from './roofline'
 import { jumpToSource } from './source'
 
 function selKey(sel: Selection): string {
@@ -101,6 +101,15 @@ function KernelRow({ kernel: k }: { kernel: InductorKernel }) {
   )
 }
 
+/** Why (some of) a row's FLOPs are unknown, shown in its GFLOP cell. */
+function FlopsReason({ reason, some }: { reason: string; some: boolean }) {
+  return (
+    <div className="muted flops-reason" title={reason} data-testid="flops-reason">
+      {flopsReasonText(reason, some)}
+    </div>
+  )
+}
+
 function tf(value: number | null | undefined): string {
   if (value === null || value === undefined) return '–'
   return value >= 0.01 ? num2(value) : value.toPrecision(2)
@@ -125,7 +134,7 @@ function RooflineBody({ data, theme }: { data: Roofline; theme: Theme }) {
     <div className="roofline" data-testid="roofline">
       <div className="muted" data-testid="roofline-device">
         {device}
-        {d && (d.peaks_model ? ` · peaks: ${d.peaks_model} (${num2(d.memory_tbps)} TB/s)` : ' · not in the peaks table: no ceilings, no MFU')}
+        {d && (d.peaks_model ? ` · peaks: ${d.peaks_model} (${num2(d.memory_tbps)} TB/s)` : ` · ${d.peaks_reason ?? 'not in the peaks table'}: no ceilings, no MFU`)}
         {` · time = ${data.time_basis} time`}
       </div>
       <Chart option={option} height={320} label="Roofline: achieved TFLOP/s against arithmetic intensity" testId="roofline-chart" />
@@ -155,7 +164,10 @@ function RooflineBody({ data, theme }: { data: Roofline; theme: Theme }) {
               </td>
               <td title={`dtype ${r.dtype}`}>{r.precision === r.dtype ? r.dtype : `${r.precision} (${r.dtype} data)`}</td>
               <td className="right">{count(r.calls)}</td>
-              <td className="right">{r.flops === null ? '–' : tf(r.flops / 1e9)}</td>
+              <td className="right">
+                {r.flops === null ? '–' : tf(r.flops / 1e9)}
+                {r.flops_reason ? <FlopsReason reason={r.flops_reason} some={r.flops !== null} /> : null}
+              </td>
               <td className="right">{r.bytes === null ? '–' : tf(r.bytes / 1e6)}</td>
               <td className="right">{us(r.time_us)}</td>
               <td className="right">{tf(r.achieved_tflops)}</td>

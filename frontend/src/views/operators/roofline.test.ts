@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import { ceiling, FLAGGED, points, rooflineOption } from './roofline'
+import { ceiling, FLAGGED, flopsReasonText, points, rooflineOption } from './roofline'
 import type { RooflineDevice, RooflineRow } from './api'
 
 const row = (name: string, intensity: number | null, tflops: number | null, extra: Partial<RooflineRow> = {}): RooflineRow => ({
   name, dtype: 'bf16', precision: 'bf16', calls: 1, flops: 1, bytes: 1, time_us: 1, achieved_tflops: tflops,
   achieved_tbps: null, intensity, bound: null, peak_tflops: null, estimate: true, mbu_pct: null,
-  above_roof: null, ...extra,
+  above_roof: null, flops_reason: null, ...extra,
 })
 
 const A100: RooflineDevice = {
   id: 0, name: 'NVIDIA A100', vendor: 'NVIDIA', architecture: 'Ampere (sm_80)', peaks_model: 'A100-40GB',
-  matrix_units: 'tensor cores', peak_tflops: { fp32: 19.5, tf32: 156 }, memory_tbps: 1.555,
+  matrix_units: 'tensor cores', peak_tflops: { fp32: 19.5, tf32: 156 }, memory_tbps: 1.555, peaks_reason: null,
 }
 const colors = { text: '#000', muted: '#666', grid: '#eee' }
 type Series = { name: string; type: string; data: { value?: [number, number]; name?: string }[] | [number, number][] }
@@ -46,5 +46,10 @@ describe('roofline', () => {
 
   it('is flat when the ridge is left of the range', () => {
     expect(ceiling(10, 100, 1, 10)).toEqual([[1, 10], [10, 10]])
+  })
+
+  it('says why FLOPs are unknown, for all calls or some', () => {
+    expect(flopsReasonText('stride not recorded', false)).toBe('unknown: stride not recorded')
+    expect(flopsReasonText('stride not recorded', true)).toBe('some calls unknown: stride not recorded')
   })
 })

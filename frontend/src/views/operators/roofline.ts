@@ -123,3 +123,9 @@ export function rooflineOption(rows: RooflineRow[], device: RooflineDevice | nul
     series,
   }
 }
+
+/** The GFLOP cell's note for a row with unknown FLOPs: all calls unknown, or only some (then
+ * the sum counts the known calls only). */
+export function flopsReasonText(reason: string, some: boolean): string {
+  return some ? `some calls unknown: ${reason}` : `unknown: ${reason}`
+}

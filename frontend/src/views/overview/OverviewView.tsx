@@ -273,7 +273,9 @@ function GpuSummary({ gpu }: { gpu: GpuInfo }) {
         hint={
           gpu.peaks_model
             ? `Model FLOPs utilisation: the operators' FLOPs at the ${gpu.peaks_model} peak of the precision they ran in, over the step time; operators above their roof are left out (see the Operator view's roofline).`
-            : 'Unknown device: not in the peaks table, so no MFU.'
+            : gpu.peaks_reason
+              ? `No MFU: ${gpu.peaks_reason}.`
+              : 'Unknown device: not in the peaks table, so no MFU.'
         }
       />
       <Meter
