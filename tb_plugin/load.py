@@ -16,8 +16,9 @@ from .ingest.loader import parse_trace
 from .ingest.memory_export import RawTimeline, read_raw_timeline
 from .ingest.parse import ProgressCallback
 from .ingest.schema import LoadState, TraceTable
-from .ingest.snapshot import Snapshot, read_snapshot
-from .settings import settings
+from .ingest.snapshot import Snapshot, SnapshotError, read_snapshot
+from .isolated import IsolatedFailure, call_isolated
+from .settings import SNAPSHOT_MEMORY_ENV, settings
 from .storage import FileRef, open_ref
 
 
@@ -67,18 +68,30 @@ def load_memory_export(source: Union[str, os.PathLike, FileRef], *, use_cache: b
 def load_snapshot(source: Union[str, os.PathLike, FileRef], *, use_cache: bool = True,
                   cache: Optional[TraceCache] = None) -> Snapshot:
     """The columns of an allocator snapshot (path or URL), read once per file identity with
-    the restricted unpickler; `SnapshotError` (never cached) when it is refused."""
+    the plain-data pickle reader, in a process of its own whose memory is capped
+    (`read_snapshot_isolated`); `SnapshotError` (never cached) when it is refused."""
     ref = _ref(source)
-    limit = settings().snapshot_max_bytes
     if not use_cache:
-        return read_snapshot(ref, limit)
+        return read_snapshot_isolated(ref)
     store = cache or default_cache()
     cached = store.load_snapshot(ref)
     if cached is not None:
         return cached
-    snap = read_snapshot(ref, limit)
+    snap = read_snapshot_isolated(ref)
     store.save_snapshot(ref, snap)
     return snap
+
+
+def read_snapshot_isolated(ref: FileRef) -> Snapshot:
+    """`read_snapshot` in a fresh process of at most $TORCH_PROF_SNAPSHOT_MEMORY_MB of address
+    space: what a hostile pickle makes the reader allocate is never this process's memory, and
+    a snapshot that needs more is refused (`SnapshotError`)."""
+    config = settings()
+    try:
+        return call_isolated(read_snapshot, ref, config.snapshot_max_bytes,
+                             memory_bytes=config.snapshot_memory)
+    except IsolatedFailure as exc:
+        raise SnapshotError(f"refused: {exc} ({SNAPSHOT_MEMORY_ENV})") from None
 
 
 def _ref(source: Union[str, os.PathLike, FileRef]) -> FileRef:

@@ -1,0 +1,53 @@
+"""Run one call in a fresh worker process whose address space is capped, so that whatever the
+call allocates on a file's say is never hosted by the caller (TensorBoard, the CLI, a notebook).
+
+`call_isolated(fn, *args, memory_bytes=...)` starts one `workers.WorkerPool` process (it imports
+only the worker loop and the module of `fn`), caps its address space (`RLIMIT_AS`) before the
+call, runs `fn`, returns its result or raises its exception, and ends the process. A call that
+runs out of memory raises `MemoryError` in the child (or the child dies): either way the caller
+gets `IsolatedFailure` naming the limit, and keeps running. The calling thread only waits (no
+GIL held), so a server answers other requests meanwhile.
+
+The process is started by the calling thread and dies with it (children.py), and is ended when
+the call returns: nothing is left running.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .workers import WorkerDied, WorkerPool
+
+try:
+    import resource
+except ImportError:  # Windows: no rlimits; the call still runs in its own process
+    resource = None  # type: ignore[assignment]
+
+
+class IsolatedFailure(RuntimeError):
+    """The isolated call ran out of its memory, or its process could not start or died."""
+
+
+def limit_memory(memory_bytes: int) -> None:
+    """Cap this process's address space (the worker's initializer)."""
+    if resource is not None and memory_bytes > 0:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        soft = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def call_isolated(fn: Callable[..., Any], *args: Any, memory_bytes: int, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` in a fresh process of at most `memory_bytes` of address space."""
+    limit = f"{memory_bytes >> 20} MiB"
+    pool = WorkerPool(1, initializer=limit_memory, initargs=(memory_bytes,))
+    try:
+        return pool.submit(fn, *args, **kwargs).result()
+    except MemoryError:
+        raise IsolatedFailure(f"it needs more than the {limit} of memory its reader may use"
+                              ) from None
+    except WorkerDied as exc:
+        raise IsolatedFailure(f"its reader process ended ({exc}); it may need more than the "
+                              f"{limit} of memory it may use") from None
+    finally:
+        pool.shutdown(wait=True)
+        pool.kill()
