@@ -38,16 +38,23 @@ def limit_memory(memory_bytes: int) -> None:
 
 def call_isolated(fn: Callable[..., Any], *args: Any, memory_bytes: int, **kwargs: Any) -> Any:
     """`fn(*args, **kwargs)` in a fresh process of at most `memory_bytes` of address space."""
-    limit = f"{memory_bytes >> 20} MiB"
     pool = WorkerPool(1, initializer=limit_memory, initargs=(memory_bytes,))
     try:
-        return pool.submit(fn, *args, **kwargs).result()
-    except MemoryError:
-        raise IsolatedFailure(f"it needs more than the {limit} of memory its reader may use"
-                              ) from None
+        return pool.submit(_guarded, fn, args, kwargs, memory_bytes).result()
     except WorkerDied as exc:
         raise IsolatedFailure(f"its reader process ended ({exc}); it may need more than the "
-                              f"{limit} of memory it may use") from None
+                              f"{memory_bytes >> 20} MiB of memory it may use") from None
     finally:
         pool.shutdown(wait=True)
         pool.kill()
+
+
+def _guarded(fn: Callable[..., Any], args: tuple, kwargs: dict, memory_bytes: int) -> Any:
+    """In the worker: `fn`'s result, or `IsolatedFailure` when it runs out of memory, raised
+    once the frames holding that memory are gone (reporting it needs memory too)."""
+    try:
+        return fn(*args, **kwargs)
+    except MemoryError:
+        pass
+    raise IsolatedFailure(f"it needs more than the {memory_bytes >> 20} MiB of memory its "
+                          "reader may use")
