@@ -19,7 +19,7 @@ from .ingest.schema import LoadState, TraceTable
 from .ingest.snapshot import Snapshot, SnapshotError, read_snapshot
 from .isolated import IsolatedFailure, call_isolated
 from .settings import SNAPSHOT_MEMORY_ENV, settings
-from .storage import FileRef, open_ref
+from .storage import FileRef, NotRegularFile, OutsideLogdir, check_servable, open_ref
 
 
 def load_trace(
@@ -52,8 +52,11 @@ def load_trace(
 
 def load_memory_export(source: Union[str, os.PathLike, FileRef], *, use_cache: bool = True,
                        cache: Optional[TraceCache] = None) -> RawTimeline:
-    """The records of a memory-timeline export (path or URL), read once per file identity."""
+    """The records of a memory-timeline export (path or URL), read once per file identity;
+    a file found under a logdir is checked as it is now (`check_servable`: `OutsideLogdir`,
+    `NotRegularFile`) before it is answered from the cache."""
     ref = _ref(source)
+    check_servable(ref)
     if not use_cache:
         return read_raw_timeline(ref)
     store = cache or default_cache()
@@ -71,6 +74,12 @@ def load_snapshot(source: Union[str, os.PathLike, FileRef], *, use_cache: bool =
     the plain-data pickle reader, in a process of its own whose memory is capped
     (`read_snapshot_isolated`); `SnapshotError` (never cached) when it is refused."""
     ref = _ref(source)
+    try:
+        check_servable(ref)  # as it is now, before the cache answers for it
+    except (OutsideLogdir, NotRegularFile) as exc:
+        raise SnapshotError(f"refused: {exc}") from None
+    except OSError as exc:
+        raise SnapshotError(f"cannot be read: {exc}") from None
     if not use_cache:
         return read_snapshot_isolated(ref)
     store = cache or default_cache()
