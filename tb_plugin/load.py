@@ -9,6 +9,7 @@ stores ingest's results and never parses).
 from __future__ import annotations
 
 import os
+import threading
 from typing import Optional, Union
 
 from .cache import TraceCache, default_cache
@@ -20,6 +21,10 @@ from .ingest.snapshot import Snapshot, SnapshotError, read_snapshot
 from .isolated import IsolatedFailure, call_isolated
 from .settings import SNAPSHOT_MEMORY_ENV, settings
 from .storage import FileRef, NotRegularFile, OutsideLogdir, check_servable, open_ref
+
+#: Snapshot reader processes at a time (`read_snapshot_isolated`).
+SNAPSHOT_READERS = 2
+_READERS = threading.BoundedSemaphore(SNAPSHOT_READERS)
 
 
 def load_trace(
@@ -94,11 +99,13 @@ def load_snapshot(source: Union[str, os.PathLike, FileRef], *, use_cache: bool =
 def read_snapshot_isolated(ref: FileRef) -> Snapshot:
     """`read_snapshot` in a fresh process of at most $TORCH_PROF_SNAPSHOT_MEMORY_MB of address
     space: what a hostile pickle makes the reader allocate is never this process's memory, and
-    a snapshot that needs more is refused (`SnapshotError`)."""
+    a snapshot that needs more is refused (`SnapshotError`). At most `SNAPSHOT_READERS` such
+    processes at a time (the others wait), so many requests cannot multiply the limit."""
     config = settings()
     try:
-        return call_isolated(read_snapshot, ref, config.snapshot_max_bytes,
-                             memory_bytes=config.snapshot_memory)
+        with _READERS:
+            return call_isolated(read_snapshot, ref, config.snapshot_max_bytes,
+                                 memory_bytes=config.snapshot_memory)
     except IsolatedFailure as exc:
         raise SnapshotError(f"refused: {exc} ({SNAPSHOT_MEMORY_ENV})") from None
 

@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,11 @@ import pytest
 
 from tb_plugin.discovery import discover_runs
 from tb_plugin.ingest.snapshot import MAX_DEVICE, MAX_SIZE, SnapshotError, read_snapshot, to_columns
-from tb_plugin.load import load_snapshot
+from tb_plugin.load import SNAPSHOT_READERS, load_snapshot, read_snapshot_isolated
 from tb_plugin.settings import SNAPSHOT_MEMORY_ENV
-from tb_plugin.storage import file_ref, filesystem
+from tb_plugin.storage import file_ref, filesystem, open_ref
 from tb_plugin.views.registry import build_view
+from tb_plugin.workers import WORKER_NAME
 from tests.ingest.hostile_pickles import malformed_snapshots, memo_bomb, repeated_segment
 from tests.ingest.snapshots import MIB, hand_snapshot, write
 
@@ -37,7 +39,7 @@ BOMB_MEMORY = 600 << 20
 _MEASURE = """
 import json, resource, sys
 from tb_plugin.ingest.snapshot import SnapshotError
-from tb_plugin.load import load_snapshot
+from tb_plugin.load import SNAPSHOT_READERS, load_snapshot, read_snapshot_isolated
 try:
     load_snapshot(sys.argv[1], use_cache=False)
     outcome = "read"
@@ -173,3 +175,46 @@ def test_a_snapshot_swapped_for_a_link_out_of_the_logdir_is_refused(tmp_path: Pa
             load_snapshot(target, use_cache=False)
     assert secret.stat().st_size > MIB // 1024  # still there, never read through the link
     assert pickle.loads(secret.read_bytes())["segments"]
+
+
+def reader_processes() -> int:
+    """This process's live snapshot reader children (workers.WORKER_NAME in their command)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and command.endswith(WORKER_NAME.encode() + b"\0"):
+            count += 1
+    return count
+
+
+def test_at_most_two_readers_run_at_a_time(tmp_path: Path) -> None:
+    """Four reads at once of a slow but small pickle (500 k None-then-POP pairs): two reader
+    processes run, the other reads wait for them."""
+    path = tmp_path / "slow.pickle"
+    path.write_bytes(b"\x80\x04" + b"N0" * 500_000 + b"N.")
+    errors: list[str] = []
+
+    def read() -> None:
+        try:
+            read_snapshot_isolated(open_ref(str(path)))
+        except SnapshotError as exc:
+            errors.append(str(exc))
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    seen = set()
+    while any(reader.is_alive() for reader in readers):
+        seen.add(reader_processes())
+    for reader in readers:
+        reader.join()
+    assert errors == ["not a memory snapshot: expected a dict with 'segments' and "
+                      "'device_traces' lists, found a NoneType"] * 4
+    assert max(seen) == SNAPSHOT_READERS == 2

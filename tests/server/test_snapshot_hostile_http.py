@@ -22,6 +22,7 @@ from tests.support import SAMPLES
 from .harness import Reply, TensorBoard, assert_error, running_tensorboard
 
 WORKER = "vm_9710"
+MALFORMED = malformed_snapshots()
 #: The reader process's address space in this server: a 3 M-dict pickle needs more.
 READER_MB = 320
 #: How much the server's own peak RSS may grow while it answers every hostile file (it never
@@ -41,8 +42,10 @@ def hostile_tb(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFact
     (run / "bomb.pickle").write_bytes(memo_bomb())
     (run / "repeat.pickle").write_bytes(repeated_segment(copies=3000, blocks=3000))
     (run / "dicts.pickle").write_bytes(b"\x80\x04](" + b"}" * 3_000_000 + b"e.")
-    data, _ = malformed_snapshots()["size-a-string"]
+    data, _ = MALFORMED["size-a-string"]
     write(run / "odd.pickle", data)
+    for name, (data, _) in MALFORMED.items():
+        write(run / f"m-{name}.pickle", data)
     write(run / "list.pickle", [1, 2, 3])
     outside = root / "outside"
     outside.mkdir()
@@ -120,3 +123,22 @@ def test_files_swapped_for_links_out_of_the_logdir_are_refused_at_once(
     assert error["message"].startswith("good.pickle: refused: the file's real path is outside")
     error = assert_error(tb.get("memory/timeline", params), 422)
     assert "refused: the file's real path is outside the logdir" in error["message"]
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_plain_data_never_answers_500(hostile_tb: tuple[TensorBoard, Path],
+                                                name: str) -> None:
+    """Each malformed snapshot, on its own clock and on the trace's: 200 with its skipped
+    records counted, or 422 when the whole file is not a snapshot."""
+    tb, _ = hostile_tb
+    _, skipped = MALFORMED[name]
+    for extra in ({}, {"worker": WORKER, "span": "2"}):
+        reply = tb.get("memory/snapshot", {"run": "snap", "snapshot": f"m-{name}.pickle",
+                                           **extra})
+        if skipped is None:
+            error = assert_error(reply, 422)
+            assert error["message"].startswith(f"m-{name}.pickle: not a memory snapshot")
+            continue
+        assert reply.status == 200, reply.body[:300]
+        messages = reply.json()["messages"]
+        assert any(f"Skipped {skipped} malformed" in m for m in messages) == bool(skipped)
