@@ -10,6 +10,7 @@ import pickletools
 import struct
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from tb_plugin.ingest.plain_pickle import (
     PickleRefused,
     read_plain,
 )
+from tb_plugin.ingest.snapshot import read_snapshot, to_columns
 from tests.ingest.hostile_pickles import (
     BOMB_INDEX,
     NONE,
@@ -230,3 +232,17 @@ def outcome(data: bytes) -> tuple[str, str]:
         return "value", repr(read_plain(data)[0])
     except PickleError:
         return "error", ""
+
+
+@needs_shared
+def test_real_snapshot_columns_are_those_of_pickles_objects() -> None:
+    path = SHARED_TRACES / "cs336_cuda_snapshots" / "medium_512_training_memory_snapshot.pickle"
+    snap = read_snapshot(path)
+    plain = pickle.loads(path.read_bytes())
+    expected = to_columns(plain)
+    assert snap.skipped == expected.skipped == 0 and snap.stacks == expected.stacks
+    assert len(snap.entries["action"]) == sum(len(t) for t in plain["device_traces"])
+    assert len(snap.blocks["size"]) == sum(len(s["blocks"]) for s in plain["segments"])
+    for part in ("entries", "segments", "blocks"):
+        for name, column in getattr(expected, part).items():
+            np.testing.assert_array_equal(getattr(snap, part)[name], column)
