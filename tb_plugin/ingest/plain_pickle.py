@@ -85,7 +85,8 @@ def _key(value: Any) -> Any:
 
 class _Reader:
     def __init__(self, data: bytes | bytearray | memoryview, limits: PickleLimits) -> None:
-        self.buf = memoryview(data).cast("B")
+        self.data = data if isinstance(data, bytes) else bytes(data)  # for line searches
+        self.buf = memoryview(self.data)
         self.end = len(self.buf)
         self.pos = 0
         self.limits = limits
@@ -101,12 +102,11 @@ class _Reader:
 
     def line(self) -> bytes:
         start = self.pos
-        buf = self.buf
-        stop = bytes(buf[start:min(self.end, start + (1 << 20))]).find(b"\n")
+        stop = self.data.find(b"\n", start)
         if stop < 0:
             raise PickleError(f"a text argument at offset {start} has no end of line")
-        self.pos = start + stop + 1
-        return bytes(buf[start:start + stop])
+        self.pos = stop + 1
+        return self.data[start:stop]
 
 
 def read_plain(data: bytes | bytearray | memoryview, limits: PickleLimits = PickleLimits()
@@ -117,7 +117,8 @@ def read_plain(data: bytes | bytearray | memoryview, limits: PickleLimits = Pick
         return _run(reader), reader.objects
     except PickleError:
         raise
-    except (UnicodeDecodeError, ValueError, TypeError, struct.error, OverflowError) as exc:
+    except (UnicodeDecodeError, ValueError, TypeError, struct.error, OverflowError, IndexError,
+            KeyError) as exc:
         raise PickleError(f"at offset {reader.pos}: {type(exc).__name__}: {str(exc)[:200]}"
                           ) from exc
 
@@ -141,8 +142,12 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
         del stack[at:]
         return items
 
+    def frame() -> int:
+        """Values on the stack above the last MARK."""
+        return len(stack) - (marks[-1] if marks else 0)
+
     def put(index: int) -> None:
-        if not stack:
+        if not frame():
             raise PickleError("memo put with an empty stack")
         if index == len(memo):
             memo.append(stack[-1])
@@ -204,7 +209,7 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
             push({})
         elif op == 0x75:  # SETITEMS
             items = pop_mark()
-            if not stack or not isinstance(stack[-1], dict) or len(items) % 2:
+            if not frame() or not isinstance(stack[-1], dict) or len(items) % 2:
                 raise PickleError("SETITEMS without a dict or with an odd number of items")
             target = stack[-1]
             for i in range(0, len(items), 2):
@@ -217,7 +222,7 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
             push([])
         elif op == 0x65:  # APPENDS
             items = pop_mark()
-            if not stack or not isinstance(stack[-1], list):
+            if not frame() or not isinstance(stack[-1], list):
                 raise PickleError("APPENDS without a list")
             stack[-1].extend(items)
         elif op == 0x4d:  # BININT2
@@ -226,13 +231,13 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
             push(op == 0x88)
         elif op in (0x85, 0x86, 0x87):  # TUPLE1-3
             n = op - 0x84
-            if len(stack) - (marks[-1] if marks else 0) < n:
+            if frame() < n:
                 raise PickleError("TUPLE with too few items on the stack")
             items = stack[-n:]
             del stack[-n:]
             push(tuple(items))
         elif op == 0x61:  # APPEND
-            if len(stack) < 2 or not isinstance(stack[-2], list):
+            if frame() < 2 or not isinstance(stack[-2], list):
                 raise PickleError("APPEND without a list")
             value = stack.pop()
             stack[-1].append(value)
@@ -267,7 +272,7 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
                 raise PickleError("DICT with an odd number of items")
             push({_key(items[i]): items[i + 1] for i in range(0, len(items), 2)})
         elif op == 0x73:  # SETITEM
-            if len(stack) < 3 or not isinstance(stack[-3], dict):
+            if frame() < 3 or not isinstance(stack[-3], dict):
                 raise PickleError("SETITEM without a dict")
             value, key = stack.pop(), stack.pop()
             stack[-1][_key(key)] = value
@@ -275,7 +280,7 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
             push(set())
         elif op == 0x90:  # ADDITEMS
             items = pop_mark()
-            if not stack or not isinstance(stack[-1], set):
+            if not frame() or not isinstance(stack[-1], set):
                 raise PickleError("ADDITEMS without a set")
             stack[-1].update(_key(v) for v in items)
         elif op == 0x91:  # FROZENSET
@@ -294,11 +299,11 @@ def _run(r: _Reader) -> Any:  # noqa: C901 - one dispatch loop, opcode by opcode
         elif op == 0x67:  # GET (text)
             get(int(line()))
         elif op == 0x32:  # DUP
-            if not stack:
+            if not frame():
                 raise PickleError("DUP with an empty stack")
             push(stack[-1])
         elif op == 0x30:  # POP
-            if stack and (not marks or len(stack) > marks[-1]):
+            if frame():
                 stack.pop()
             elif marks:
                 pop_mark()
