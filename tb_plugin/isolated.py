@@ -5,7 +5,8 @@ call allocates on a file's say is never hosted by the caller (TensorBoard, the C
 only the worker loop and the module of `fn`), caps its address space (`RLIMIT_AS`) before the
 call, runs `fn`, returns its result or raises its exception, and ends the process. A call that
 runs out of memory raises `MemoryError` in the child (or the child dies): either way the caller
-gets `IsolatedFailure` naming the limit, and keeps running. The calling thread only waits (no
+gets `IsolatedFailure` naming the limit, and keeps running; one past its deadline is killed
+(`IsolatedTimeout`). The calling thread only waits (no
 GIL held), so a server answers other requests meanwhile.
 
 The process is started by the calling thread and dies with it (children.py), and is ended when
@@ -14,7 +15,8 @@ the call returns: nothing is left running.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Optional
 
 from .workers import WorkerDied, WorkerPool
 
@@ -28,6 +30,10 @@ class IsolatedFailure(RuntimeError):
     """The isolated call ran out of its memory, or its process could not start or died."""
 
 
+class IsolatedTimeout(IsolatedFailure):
+    """The isolated call took longer than its deadline (its process was killed)."""
+
+
 def limit_memory(memory_bytes: int) -> None:
     """Cap this process's address space (the worker's initializer)."""
     if resource is not None and memory_bytes > 0:
@@ -36,11 +42,16 @@ def limit_memory(memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def call_isolated(fn: Callable[..., Any], *args: Any, memory_bytes: int, **kwargs: Any) -> Any:
-    """`fn(*args, **kwargs)` in a fresh process of at most `memory_bytes` of address space."""
+def call_isolated(fn: Callable[..., Any], *args: Any, memory_bytes: int,
+                  timeout_s: Optional[float] = None, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` in a fresh process of at most `memory_bytes` of address space,
+    killed (`IsolatedTimeout`) when it has not answered `timeout_s` seconds after the call."""
     pool = WorkerPool(1, initializer=limit_memory, initargs=(memory_bytes,))
     try:
-        return pool.submit(_guarded, fn, args, kwargs, memory_bytes).result()
+        return pool.submit(_guarded, fn, args, kwargs, memory_bytes).result(timeout_s)
+    except FutureTimeout:
+        pool.kill()
+        raise IsolatedTimeout(f"it took longer than {timeout_s:g} s to read") from None
     except WorkerDied as exc:
         raise IsolatedFailure(f"its reader process ended ({exc}); it may need more than the "
                               f"{memory_bytes >> 20} MiB of memory it may use") from None

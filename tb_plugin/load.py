@@ -18,8 +18,8 @@ from .ingest.memory_export import RawTimeline, read_raw_timeline
 from .ingest.parse import ProgressCallback
 from .ingest.schema import LoadState, TraceTable
 from .ingest.snapshot import Snapshot, SnapshotError, read_snapshot
-from .isolated import IsolatedFailure, call_isolated
-from .settings import SNAPSHOT_MEMORY_ENV, settings
+from .isolated import IsolatedFailure, IsolatedTimeout, call_isolated
+from .settings import PARSE_DEADLINE_ENV, SNAPSHOT_MEMORY_ENV, settings
 from .storage import FileRef, NotRegularFile, OutsideLogdir, check_servable, open_ref
 
 #: Snapshot reader processes at a time (`read_snapshot_isolated`).
@@ -99,13 +99,17 @@ def load_snapshot(source: Union[str, os.PathLike, FileRef], *, use_cache: bool =
 def read_snapshot_isolated(ref: FileRef) -> Snapshot:
     """`read_snapshot` in a fresh process of at most $TORCH_PROF_SNAPSHOT_MEMORY_MB of address
     space: what a hostile pickle makes the reader allocate is never this process's memory, and
-    a snapshot that needs more is refused (`SnapshotError`). At most `SNAPSHOT_READERS` such
-    processes at a time (the others wait), so many requests cannot multiply the limit."""
+    a snapshot that needs more, or that takes longer than $TORCH_PROF_PARSE_DEADLINE_S to read,
+    is refused (`SnapshotError`). At most `SNAPSHOT_READERS` such processes at a time (the
+    others wait), so many requests cannot multiply the limit."""
     config = settings()
     try:
         with _READERS:
             return call_isolated(read_snapshot, ref, config.snapshot_max_bytes,
-                                 memory_bytes=config.snapshot_memory)
+                                 memory_bytes=config.snapshot_memory,
+                                 timeout_s=config.parse_deadline_s)
+    except IsolatedTimeout as exc:
+        raise SnapshotError(f"refused: {exc} ({PARSE_DEADLINE_ENV})") from None
     except IsolatedFailure as exc:
         raise SnapshotError(f"refused: {exc} ({SNAPSHOT_MEMORY_ENV})") from None
 

@@ -22,7 +22,7 @@ import pytest
 from tb_plugin.discovery import discover_runs
 from tb_plugin.ingest.snapshot import MAX_DEVICE, MAX_SIZE, SnapshotError, read_snapshot, to_columns
 from tb_plugin.load import SNAPSHOT_READERS, load_snapshot, read_snapshot_isolated
-from tb_plugin.settings import SNAPSHOT_MEMORY_ENV
+from tb_plugin.settings import PARSE_DEADLINE_ENV, SNAPSHOT_MEMORY_ENV
 from tb_plugin.storage import file_ref, filesystem, open_ref
 from tb_plugin.views.registry import build_view
 from tb_plugin.workers import WORKER_NAME
@@ -218,3 +218,15 @@ def test_at_most_two_readers_run_at_a_time(tmp_path: Path) -> None:
     assert errors == ["not a memory snapshot: expected a dict with 'segments' and "
                       "'device_traces' lists, found a NoneType"] * 4
     assert max(seen) == SNAPSHOT_READERS == 2
+
+
+def test_a_read_past_the_deadline_is_killed_and_refused(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 M None-then-POP pairs (40 MB, tens of seconds of reading) under a 1 s deadline."""
+    path = tmp_path / "slow.pickle"
+    path.write_bytes(b"\x80\x04" + b"N0" * 20_000_000 + b"N.")
+    monkeypatch.setenv(PARSE_DEADLINE_ENV, "1")
+    with pytest.raises(SnapshotError) as error:
+        read_snapshot_isolated(open_ref(str(path)))
+    assert str(error.value) == f"refused: it took longer than 1 s to read ({PARSE_DEADLINE_ENV})"
+    assert reader_processes() == 0  # killed, not left reading
