@@ -38,7 +38,7 @@ from ..storage import FileRef, NotRegularFile, OutsideLogdir, open_ref, open_to_
 from .plain_pickle import PickleError, PickleLimits, PickleRefused, read_plain
 
 #: Bumped whenever the reader's output changes; part of the snapshot's cache key.
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 #: Default size limit of a snapshot file (decompressed), bytes: unpickled, a snapshot takes
 #: about five times its file size in memory until it is turned into columns.
 DEFAULT_MAX_BYTES = 1 << 30
