@@ -173,6 +173,8 @@ def memory_timeline(table: Optional[Any], export: Any, _options: NoOptions) -> A
         raw = export if isinstance(export, RawTimeline) else load_memory_export(export)
     except (OutsideLogdir, NotRegularFile) as exc:
         raise Unreadable(f"{snapshot_name(export)[:200]}: refused: {exc}") from None
+    except OSError as exc:  # gone since the scan, unreadable: that export only
+        raise Unreadable(f"{snapshot_name(export)[:200]}: cannot be read: {exc}") from None
     if table is None:
         return build_memory_timeline(raw)
     return build_memory_timeline_for(table, raw)

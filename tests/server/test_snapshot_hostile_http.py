@@ -123,6 +123,9 @@ def test_files_swapped_for_links_out_of_the_logdir_are_refused_at_once(
     assert error["message"].startswith("good.pickle: refused: the file's real path is outside")
     error = assert_error(tb.get("memory/timeline", params), 422)
     assert "refused: the file's real path is outside the logdir" in error["message"]
+    (run / "list.pickle").unlink()  # gone since the scan: that file's error only
+    error = assert_error(snapshot(tb, "list.pickle"), 422)
+    assert error["message"].startswith("list.pickle: refused: [Errno 2] No such file")
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
