@@ -34,6 +34,7 @@ PARSE_DEADLINE_ENV = "TORCH_PROF_PARSE_DEADLINE_S"
 PAYLOAD_CACHE_ENV = "TORCH_PROF_PAYLOAD_CACHE_MB"
 SERVE_OUTSIDE_ENV = "TORCH_PROF_SERVE_OUTSIDE_LOGDIR"
 SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
+SNAPSHOT_MEMORY_ENV = "TORCH_PROF_SNAPSHOT_MEMORY_MB"
 
 #: Inflated bytes a gzip file may reach before the ratio limit applies (small files are free).
 INFLATE_FLOOR = 256 << 20
@@ -77,6 +78,9 @@ class Settings:
     serve_outside_logdir: bool = False
     #: Allocator snapshots (pickles) bigger than this, bytes, are refused (bounded memory).
     snapshot_max_bytes: int = DEFAULT_SNAPSHOT_MAX_MB << 20
+    #: Address space of the process that reads a snapshot, bytes (default: 1 GiB and six
+    #: times `snapshot_max_bytes`): a snapshot that needs more is refused, the caller unharmed.
+    snapshot_memory: int = (1 << 30) + 6 * (DEFAULT_SNAPSHOT_MAX_MB << 20)
 
 
 def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
@@ -85,6 +89,7 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
     cache = env.get(CACHE_DIR_ENV, "").strip()
     megabytes = {name: _positive_int(env, name) for name in (LOAD_MEMORY_ENV, TABLE_MEMORY_ENV)}
     url = cache if "://" in cache else None
+    snapshot_max = (_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB) << 20
     return Settings(
         cache_dir=Path(cache).expanduser() if cache and not url
         and cache.lower() not in CACHE_OFF_VALUES else None,
@@ -101,8 +106,9 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         parse_deadline_s=_positive_int(env, PARSE_DEADLINE_ENV) or 1800,
         payload_cache=_megabytes(_positive_int(env, PAYLOAD_CACHE_ENV)) or 64 << 20,
         serve_outside_logdir=env.get(SERVE_OUTSIDE_ENV, "").strip() == "1",
-        snapshot_max_bytes=(_positive_int(env, SNAPSHOT_MAX_ENV) or DEFAULT_SNAPSHOT_MAX_MB)
-        << 20,
+        snapshot_max_bytes=snapshot_max,
+        snapshot_memory=_megabytes(_positive_int(env, SNAPSHOT_MEMORY_ENV))
+        or (1 << 30) + 6 * snapshot_max,
     )
 
 

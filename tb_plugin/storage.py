@@ -107,11 +107,6 @@ def _known_size(handle: Any) -> int | None:
     return size if isinstance(size, int) else None
 
 
-def open_local(path: str | os.PathLike[str] | bytes) -> BinaryIO:
-    """`open_file` for a local path given directly (the Python API's path arguments)."""
-    return open_file(LocalFileSystem(), os.fsdecode(path))
-
-
 def open_to_serve(ref: FileRef) -> BinaryIO:
     """Open a file whose bytes are sent as they are (`/trace/download`): a regular file, and
     (local) only when its real path, symlinks resolved at open time, is inside the logdir,
@@ -126,6 +121,20 @@ def open_to_serve(ref: FileRef) -> BinaryIO:
         raise OutsideLogdir(f"the file's real path is outside the logdir (a symlink): not "
                             f"served; set {SERVE_OUTSIDE_ENV}=1 to allow it")
     return handle
+
+
+def check_servable(ref: FileRef) -> None:
+    """Raise `NotRegularFile` or `OutsideLogdir` if the file, as it is now (not as it was at
+    the last scan), may not be read as data: the check `open_to_serve` makes, for what is
+    answered from a cache or memo without opening the file (a file swapped for a link since
+    the scan). Nothing to check for a file not found under a local logdir."""
+    if not ref.root or not is_local(ref.fs):
+        return
+    if not stat.S_ISREG(os.stat(ref.path).st_mode):
+        raise NotRegularFile(f"{ref.path} is not a regular file (a FIFO, device or socket)")
+    if not settings().serve_outside_logdir and not inside(os.path.realpath(ref.path), ref.root):
+        raise OutsideLogdir(f"the file's real path is outside the logdir (a symlink): not "
+                            f"served; set {SERVE_OUTSIDE_ENV}=1 to allow it")
 
 
 def inside(real_path: str, root: str) -> bool:
@@ -178,5 +187,5 @@ def iter_decompressed(handle: BinaryIO, *, on_truncated_gzip: Any = None) -> Ite
 
 
 __all__ = ["FileRef", "NotRegularFile", "OutsideLogdir", "filesystem", "file_ref", "open_ref",
-           "open_file", "open_local", "open_to_serve", "read_bounded", "TooLarge", "inside",
-           "iter_decompressed", "fsspec"]
+           "open_file", "open_to_serve", "check_servable", "read_bounded",
+           "TooLarge", "inside", "iter_decompressed", "fsspec"]

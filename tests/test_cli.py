@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tb_plugin.ingest import LoadState
+from tests.ingest.hostile_pickles import malformed_snapshots, memo_bomb
 from tests.ingest.logdirs import write_logdir
 from tests.ingest.snapshots import evil_pickles, hand_snapshot
 from tests.ingest.snapshots import write as write_snapshot
@@ -72,3 +73,19 @@ def test_cli_reports_a_snapshot_and_refuses_a_malicious_one(tmp_path: Path) -> N
     assert not (tmp_path / "pwned").exists()
     summary = _cli("summary", str(tmp_path / "logs"), cache_dir=tmp_path / "c")
     assert "allocator snapshot:" in summary.stdout
+
+
+def test_cli_reports_a_hostile_snapshot_as_its_error(tmp_path: Path) -> None:
+    run = tmp_path / "logs" / "oom"
+    run.mkdir(parents=True)
+    (run / "bomb.pickle").write_bytes(memo_bomb())
+    data, skipped = malformed_snapshots()["size-a-string"]
+    write_snapshot(run / "odd_snapshot.pickle", data)
+    bomb = _cli("report", str(tmp_path / "logs"), "--run", "oom", "--view", "memory_snapshot",
+                "--snapshot", "bomb.pickle", cache_dir=tmp_path / "c")
+    assert bomb.returncode == 1 and "Traceback" not in bomb.stderr
+    assert "bomb.pickle: not a readable pickle: memo index 268435456 is beyond" in bomb.stderr
+    odd = _cli("report", str(tmp_path / "logs"), "--run", "oom", "--view", "memory_snapshot",
+               "--snapshot", "odd_snapshot.pickle", cache_dir=tmp_path / "c")
+    assert odd.returncode == 0, odd.stderr
+    assert f"Skipped {skipped} malformed snapshot record" in json.loads(odd.stdout)["messages"][0]

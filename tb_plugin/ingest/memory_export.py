@@ -24,7 +24,7 @@ from typing import BinaryIO, Union
 
 import numpy as np
 
-from ..storage import FileRef, iter_decompressed, open_local
+from ..storage import FileRef, iter_decompressed, open_ref, open_to_serve
 
 #: Bumped whenever the reader's output changes; part of the export's cache key.
 EXPORT_VERSION = 1
@@ -62,11 +62,10 @@ Source = Union[FileRef, str, Path, BinaryIO]
 
 def read_raw_timeline(source: Source) -> RawTimeline:
     """Stream a raw export (gzipped or plain) from a FileRef, a path or an open binary file."""
-    if isinstance(source, FileRef):
-        with source.open() as handle:
-            return _read(handle)
     if isinstance(source, (str, Path)):
-        with open_local(source) as handle:
+        source = open_ref(str(source))  # a regular file only: a FIFO is never opened
+    if isinstance(source, FileRef):
+        with open_to_serve(source) as handle:  # inside the logdir as it is now, if found there
             return _read(handle)
     return _read(source)
 

@@ -234,7 +234,8 @@ def _judge(scan: ScanResult, builder: ColumnBuilder, status: ParseStatus, stoppe
 
 def ends_mid_token(document: bytes) -> bool:
     """The bytes are empty or a valid JSON prefix that stops mid-value (a file still being
-    written), rather than JSON that goes wrong before its end (a broken file)."""
+    written), rather than JSON that goes wrong before its end (a broken file). JSON nested
+    too deeply to decode is a broken file: no trace is."""
     text = document.strip()
     if not text:
         return True
@@ -242,15 +243,20 @@ def ends_mid_token(document: bytes) -> bool:
         msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
         return "truncated" in str(exc)
+    except (RecursionError, UnicodeDecodeError):
+        return False
     return False
 
 
 def malformed(document: bytes) -> bool:
-    """The bytes go wrong as JSON before their end (not merely a prefix of a valid value)."""
+    """The bytes go wrong as JSON before their end (not merely a prefix of a valid value), or
+    are nested too deeply to decode (no trace is)."""
     try:
         msgspec.json.decode(document.strip() or b"0")
     except msgspec.DecodeError as exc:
         return "truncated" not in str(exc)
+    except (RecursionError, UnicodeDecodeError):
+        return True
     return False
 
 

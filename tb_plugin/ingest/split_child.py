@@ -21,9 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from fsspec.implementations.local import LocalFileSystem
+
 from ..children import die_with_parent
 from ..heap import release_free_memory
-from ..storage import CHUNK_SIZE, iter_decompressed
+from ..storage import CHUNK_SIZE, iter_decompressed, open_file
 from .decode import try_decode_batch
 from .parse import Limits, TraceParse
 from .scanner import EventStreamScanner
@@ -92,7 +94,7 @@ def _parse_part(conn: Any, plan: SplitPlan) -> tuple[TraceParse, Optional[int]]:
     """Parse from our boundary to the first proven boundary of a later child (its offset is
     returned) or to the end of the file (None)."""
     parse = TraceParse(record=True, limits=plan.limits)
-    with open(plan.path, "rb") as handle:
+    with open_file(LocalFileSystem(), plan.path) as handle:  # a regular file only
         depth, start, stream = _stream_from_middle(handle, plan, parse.truncated_gzip,
                                                    parse.limits.max_token)
         boundary, first = _find_boundary(stream, start, parse.limits.max_token)

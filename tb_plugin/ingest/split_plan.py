@@ -9,7 +9,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from ..compression import GZIP_MAGIC
 from ..settings import available_memory, settings, usable_cpus
-from ..storage import FileRef
+from ..storage import FileRef, open_file
 from .split_child import SplitPlan
 
 #: Below this uncompressed size a second process costs more than it saves; every part is at
@@ -65,9 +65,10 @@ def plan_split(ref: FileRef, processes: Optional[int] = None,
 
 
 def uncompressed_size(path: str) -> Optional[tuple[int, bool]]:
-    """(bytes of JSON, is gzip); for gzip from its trailer, when that can be trusted."""
+    """(bytes of JSON, is gzip); for gzip from its trailer, when that can be trusted. None for
+    anything but a regular file (a FIFO is never opened for reading: it may never end)."""
     try:
-        with open(path, "rb") as handle:
+        with open_file(LocalFileSystem(), path) as handle:
             magic = handle.read(2)
             size = os.fstat(handle.fileno()).st_size
             if magic != GZIP_MAGIC:

@@ -33,7 +33,8 @@ from werkzeug import wrappers
 from ..discovery import matching_snapshot
 from ..output.rows import csv_bytes
 from ..output.tabular import csv_filename
-from ..storage import FileRef, NotRegularFile, open_to_serve
+from ..storage import FileRef, NotRegularFile, check_servable, open_to_serve
+from ..views.errors import Unreadable
 from ..views.options import read_options
 from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SNAPSHOT, SPAN, TABLE, ViewSpec
 from ..views.tabs import views_of_file
@@ -202,6 +203,7 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "
                        f"span {span[:60]!r}")
+    [export] = _servable([export])
     key = spec.payload_key(options, export=export.identity())
 
     def payload() -> Any:
@@ -220,7 +222,7 @@ def _run_export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec,
     if len(exports) > 1:
         raise BadRequest(f"run {run[:120]!r} has {len(exports)} memory-timeline exports: give "
                          "worker and span to pick the one of a span")
-    export = exports[0]
+    [export] = _servable(exports)
 
     def payload() -> Any:
         return spec.build(None, export, options)
@@ -228,6 +230,23 @@ def _run_export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec,
     key = spec.payload_key(options, export=export.identity())
     return send_payload(request, store, spec, payload, fmt=fmt, memo=(key,),
                         name=(run, "memory-timeline"))
+
+
+def _servable(refs: list[FileRef]) -> list[FileRef]:
+    """The files that may be read as data as they are now (a file swapped for a link out of
+    the logdir since the scan may not, and is never answered from a memo or the cache);
+    `Unreadable` with the first reason when none may."""
+    usable, reasons = [], []
+    for ref in refs:
+        try:
+            check_servable(ref)
+        except OSError as exc:
+            reasons.append(f"{ref.name[:200]}: refused: {exc}")
+            continue
+        usable.append(ref)
+    if not usable:
+        raise Unreadable(reasons[0])
+    return usable
 
 
 # -- allocator snapshots -----------------------------------------------------------------------
@@ -255,6 +274,7 @@ def _snapshot(store: TraceProvider, request: wrappers.Request, spec: ViewSpec
     else:  # the one named after the trace, else the one of its period (the builder decides)
         paired = matching_snapshot(state.ref.name, snapshots) if state is not None else None
         candidates = [paired] if paired is not None else snapshots
+    candidates = _servable(candidates)
     source = (candidates, [r.name for r in snapshots])
     key = spec.payload_key(options, snapshot="|".join(r.identity() for r in candidates))
     if state is None:

@@ -47,6 +47,7 @@ from ..analysis.whatif import EditError, StepNotFound, build_whatif, parse_edits
 from ..ingest.memory_export import RawTimeline
 from ..ingest.snapshot import Snapshot, SnapshotError
 from ..load import load_memory_export, load_snapshot
+from ..storage import NotRegularFile, OutsideLogdir
 from .errors import NotInTrace, OptionError, Unreadable
 from .option_types import (
     DiffKernelOptions,
@@ -166,7 +167,12 @@ def memory_cache(options: MemoryOptions) -> str:
 def memory_timeline(table: Optional[Any], export: Any, _options: NoOptions) -> Any:
     """The export (a FileRef or path, read through the cache, or already read records); on
     the trace's clock and steps when the span's table is given, else on its own."""
-    raw = export if isinstance(export, RawTimeline) else load_memory_export(export)
+    try:
+        raw = export if isinstance(export, RawTimeline) else load_memory_export(export)
+    except (OutsideLogdir, NotRegularFile) as exc:
+        raise Unreadable(f"{snapshot_name(export)[:200]}: refused: {exc}") from None
+    except OSError as exc:  # gone since the scan, unreadable: that export only
+        raise Unreadable(f"{snapshot_name(export)[:200]}: cannot be read: {exc}") from None
     if table is None:
         return build_memory_timeline(raw)
     return build_memory_timeline_for(table, raw)

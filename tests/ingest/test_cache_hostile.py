@@ -33,7 +33,7 @@ from tb_plugin.cache_fs import (
 )
 from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.memory_export import read_raw_timeline
-from tb_plugin.ingest.snapshot import read_snapshot
+from tb_plugin.ingest.snapshot import SnapshotError, read_snapshot
 from tb_plugin.settings import MAX_INFLATE_RATIO_ENV, PAYLOAD_CACHE_ENV
 from tb_plugin.storage import NotRegularFile, TooLarge, filesystem, open_ref, read_bounded
 from tests.cluster.ranks import write_rank
@@ -78,12 +78,14 @@ def test_read_bounded_stops_at_its_limit_on_both_sides(tmp_path: Path) -> None:
         read_bounded(memory, path, 9)
 
 
-@pytest.mark.parametrize("reader", [read_raw_timeline, read_snapshot])
-def test_paths_given_to_the_readers_follow_the_same_rule(tmp_path: Path, reader) -> None:
+@pytest.mark.parametrize("reader,error", [(read_raw_timeline, NotRegularFile),
+                                          (read_snapshot, SnapshotError)])
+def test_paths_given_to_the_readers_follow_the_same_rule(tmp_path: Path, reader, error) -> None:
+    """A snapshot's refusal is its reader's own error (per file, shown in the view)."""
     fifo = tmp_path / "w.raw.json.gz"
     os.mkfifo(fifo)
     for source in (fifo, str(fifo), "/dev/zero"):
-        with pytest.raises(NotRegularFile):  # never blocks on the FIFO, never reads /dev/zero
+        with pytest.raises(error, match="not a regular file"):  # never blocks, never reads
             reader(source)
 
 
