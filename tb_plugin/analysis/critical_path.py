@@ -5,9 +5,10 @@ Nodes: host runtime/driver calls (launches, syncs, other runtime calls) and devi
 - host order: each call → the next call on the same thread (what runs between them is host
   compute: operators, Python);
 - stream order: each device event → the next one on the same stream;
-- launch: a launch call → the device event with its correlation id;
+- launch: a launch call → the device event with its correlation id (a graph launch → its first
+  device event on each stream: the others follow in stream order);
 - blocking: a device event → the call that launched it when the call ended after it (a
-  synchronous copy);
+  synchronous copy; never a graph launch, which returns while its kernels run);
 - sync: the last device event of each stream still running when a `*Synchronize` call started
   → that call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, hip*).
 `cudaStreamWaitEvent`/`cudaEventRecord` pairs are not linked: Kineto writes no event handle.
@@ -18,9 +19,11 @@ earlier to a later end). Each node's binding dependency is the predecessor that 
 back from the node that ends last in the step. This is the longest path in time through the
 DAG: every edge's slack on it is zero except the gaps it shows. Its time is split into
 host compute (host-order gaps and time before the first call), launch (launch calls, and the
-wait between a launch call and its kernel), runtime (other runtime calls, e.g. cudaMalloc),
-kernel (device events), sync (synchronising calls after their device work ended... and while
-waiting), and idle (gaps between device events on a stream). The parts sum to the step length.
+wait between a launch call and its kernel, less a GPU's backlog offset: `graph_launches`),
+backlog (that offset: work queued before the window or a clock offset), runtime (other
+runtime calls, e.g. cudaMalloc), kernel (device events), sync (synchronising calls after
+their device work ended... and while waiting), and idle (gaps between device events on a
+stream). The parts sum to the step length.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from ..ingest.schema import LAUNCH_KINDS, TraceTable
 from .correlation import complete_rows
 from .device_work import device_work
 from .events import event_ends
+from .graph_launches import backlog_offsets, charged_mask, graph_launch_mask
 from .memo import memoised
 from .steps import compute_steps
 
-SHARES = ("host_compute", "launch", "runtime", "kernel", "sync", "idle")
+SHARES = ("host_compute", "launch", "runtime", "kernel", "sync", "idle", "backlog")
 HOST_ORDER, STREAM, LAUNCH, BLOCKING, SYNC = 0, 1, 2, 3, 4
 _EDGE_GAP = {HOST_ORDER: "host_compute", STREAM: "idle", LAUNCH: "launch", BLOCKING: "idle",
              SYNC: "idle"}
@@ -57,6 +61,7 @@ class Graph:
         self.pred = np.full(n, -1, dtype=np.int64)
         self.edge = np.full(n, -1, dtype=np.int8)
         self.node = np.full(n, "", dtype=object)  # share label of each node's own time
+        self.backlog = np.zeros(n)  # device rows: their GPU's backlog offset (graph_launches)
 
 
 def dependency_graph(table: TraceTable) -> Graph:
@@ -79,6 +84,10 @@ def _graph(table: TraceTable) -> Graph:
     graph.node[host] = np.where(is_sync[host], "sync",
                                 np.where(launching[host], "launch", "runtime"))
     graph.node[dev] = "kernel"
+    offsets = backlog_offsets(table)
+    if offsets:
+        graph.backlog[dev] = pd.Series(offsets).reindex(work["device"].to_numpy()).fillna(
+            0.0).to_numpy()
     src, dst, kind = [], [], []
     # host order per thread
     tid = events["tid"].cat.codes.to_numpy()[host]
@@ -93,8 +102,11 @@ def _graph(table: TraceTable) -> Graph:
     # launch and blocking
     launch = work["launch"].to_numpy()
     linked = launch >= 0
-    src.append(launch[linked]), dst.append(dev[linked]), kind.append(np.full(linked.sum(), LAUNCH))
+    charged = linked & charged_mask(table)  # a graph launch → its first kernel per stream
+    src.append(launch[charged]), dst.append(dev[charged])
+    kind.append(np.full(charged.sum(), LAUNCH))
     blocking = linked & (work["end"].to_numpy() <= work["launch_end"].to_numpy())
+    blocking &= ~graph_launch_mask(table)[np.maximum(launch, 0)]  # graph launches are async
     src.append(dev[blocking]), dst.append(launch[blocking])
     kind.append(np.full(blocking.sum(), BLOCKING))
     # sync: per stream, the last device event ending in (sync start, sync end]
@@ -207,10 +219,20 @@ def walk(graph: Graph, ts: np.ndarray, ends: np.ndarray, sink: int, lo: float, h
             lead = "host_compute" if graph.node[v] != "kernel" else "idle"
             if u >= 0:
                 lead = _EDGE_GAP[int(graph.edge[v])]
-            shares[lead] += max(0.0, cursor - lo)
+            _charge_gap(shares, graph, v, lead, max(0.0, cursor - lo))
             return shares, path
         gap_start = max(bound, lo)
         if cursor > gap_start:
-            shares[_EDGE_GAP[int(graph.edge[v])]] += cursor - gap_start
+            _charge_gap(shares, graph, v, _EDGE_GAP[int(graph.edge[v])], cursor - gap_start)
             cursor = gap_start
         v = u
+
+
+def _charge_gap(shares: dict[str, float], graph: Graph, v: int, label: str, gap: float) -> None:
+    """A gap before `v` goes to `label`; a launch-to-kernel gap on a GPU with a backlog goes
+    to "backlog" up to the GPU's offset (`graph_launches.backlog`), the rest to "launch"."""
+    if label == "launch" and graph.edge[v] == LAUNCH and graph.backlog[v] > 0:
+        part = min(gap, float(graph.backlog[v]))
+        shares["backlog"] += part
+        gap -= part
+    shares[label] += gap
