@@ -131,6 +131,20 @@ def attribute_kernels(table: TraceTable, rows: np.ndarray) -> tuple[np.ndarray, 
     return name, kind
 
 
+def graph_annotations(table: TraceTable, rows: np.ndarray) -> np.ndarray:
+    """Per device event row: the host annotation its graph launch lies in, when it is a
+    replayed kernel with no operator around the launch ("" otherwise): the Kernel view's
+    operator for it, instead of N/A."""
+    out = np.full(len(rows), "", dtype=object)
+    work = device_work(table)
+    replayed = pd.Series(replayed_mask(table), index=work["event"].to_numpy()).reindex(
+        rows).fillna(False).to_numpy(dtype=bool)
+    if replayed.any():
+        name, kind = attribute_kernels(table, rows[replayed])
+        out[np.flatnonzero(replayed)] = np.where(kind == "annotation", name, "")
+    return out
+
+
 def _annotation_of_launch(table: TraceTable, rows: np.ndarray) -> np.ndarray:
     events = table.events
     work = device_work(table)

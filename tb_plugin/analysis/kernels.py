@@ -16,6 +16,7 @@ from ..ingest.schema import Kind, TraceTable
 from ..payloads import KernelPiesPayload, KernelsPayload
 from .correlation import complete_rows
 from .events import kernel_device_ids
+from .graphs import graph_annotations
 from .launch import fill_launch_estimates
 from .memo import memoised
 from .node_kinds import NodeKind
@@ -132,7 +133,8 @@ def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> Kernels
 def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Kernels reachable from the op trees, grouped like the reference's key
     name###operator###str(grid)###str(block)###(regs or 0)###(shmem or 0); operator N/A for
-    kernels hanging off a root (staled, or launched outside any op)."""
+    kernels hanging off a root (staled, or launched outside any op), except the kernels of a
+    graph launch inside a host annotation: that annotation (`graphs.graph_annotations`)."""
     tree = build_op_tree(table)
     kernel = table.events["kind"].to_numpy()[tree.device_rows] == Kind.KERNEL
     rows, owner = tree.device_rows[kernel], tree.device_owner[kernel]
@@ -143,6 +145,10 @@ def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, 
     codes = np.where(is_root, len(tree.name_categories), tree.name_code[owner])
     work["operator"] = pd.Categorical.from_codes(
         codes, tree.name_categories.append(pd.Index([NO_OPERATOR])))
+    annotation = graph_annotations(table, rows)  # replayed graph kernels: the annotation
+    if (annotation != "").any():
+        work["operator"] = pd.Categorical(np.where(
+            annotation != "", annotation, work["operator"].astype(object).to_numpy()))
     work["op_tc_eligible"] = ~is_root & event_tc_eligible_flags(table)[np.maximum(
         tree.event[owner], 0)]
     for column in ("registers_per_thread", "shared_memory"):  # the reference's `x or '0'`

@@ -8,6 +8,7 @@ from tb_plugin.analysis.gpu_idle import build_gpu_idle
 from tb_plugin.analysis.graph_launches import GRAPH_LAUNCH_RE, backlog
 from tb_plugin.analysis.graphs import CAPTURE_NOTE, graph_summary, merge_capture
 from tb_plugin.analysis.idle import queue_lengths
+from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
 from tb_plugin.analysis.launch_stats import launch_stats
 from tb_plugin.analysis.overview import build_overview
 
@@ -196,3 +197,21 @@ def test_merge_capture_by_kernel_order(tmp_path):
                           kernel(20, 1, corr=1), kernel(30, 1, corr=1)], tmp_path)
     merged = merge_capture(replay2, capture)
     assert merged["window"].tolist() == [-1, -1] and merged["captured_by"].tolist() == ["", ""]
+
+
+def test_kernel_view_names_the_annotation_around_a_graph_launch(replay):
+    """G1's kernels (launch inside "decode", no operator) show "decode" as their operator;
+    G2's (no op, no annotation) stay N/A; K keeps its launching operator aten::mm."""
+    table = kernel_table(replay, GROUP_BY_KERNEL_OP)
+    got = dict(zip(table["name"], table["operator"]))
+    assert got == {"k_a": "decode", "k_b": "decode", "k_c": "decode",
+                   "void gemm_kernel<float>()": "aten::mm", "k_d": "N/A", "k_e": "N/A"}
+
+
+def test_kernel_view_leaves_ordinary_kernels_in_annotations_na(tmp_path):
+    """The rule is for graph kernels only: a cudaLaunchKernel in "decode" outside any op is
+    still N/A (the annotation view covers it)."""
+    table = make_table([step(1, 0, 100), cpu_op("decode", 0, 50, cat="user_annotation"),
+                        runtime(10, 5, corr=1), kernel(20, 5, corr=1, name="k")], tmp_path)
+    frame = kernel_table(table, GROUP_BY_KERNEL_OP)
+    assert frame["operator"].tolist() == ["N/A"]

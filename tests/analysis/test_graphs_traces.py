@@ -9,6 +9,7 @@ import pytest
 
 from tb_plugin.analysis.gpu_idle import build_gpu_idle
 from tb_plugin.analysis.graphs import graph_summary, merge_capture
+from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
 from tb_plugin.analysis.launch_stats import launch_stats
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.load import load_trace
@@ -78,6 +79,10 @@ def test_replayed_kernels_are_attributed(name):
     assert s["attributed_kernel_us"] >= 0.9 * s["replayed_kernel_us"]
     ids = [r["id"] for r in build_overview(table)["recommendations"]]
     assert "launch_bound" not in ids
+    # the Kernel view shows it too: N/A holds less than 10% of the replayed time
+    frame = kernel_table(table, GROUP_BY_KERNEL_OP)
+    na = frame.loc[frame["operator"] == "N/A", "total_us"].sum()
+    assert na < 0.1 * s["replayed_kernel_us"]
 
 
 @needs_shared

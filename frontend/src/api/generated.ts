@@ -2504,7 +2504,7 @@ export interface components {
         GpuIdlePayload: {
             /** @description By GPU time, then wall time. */
             annotations: components["schemas"]["AnnotationTime"][];
-            /** @description False when the trace has no device work. */
+            /** @description False when the trace has no device work, or is a graph capture trace. */
             applicable: boolean;
             /** @description Memory-copy bandwidth over time. */
             bandwidth: components["schemas"]["Bandwidth"];
@@ -2512,6 +2512,8 @@ export interface components {
             critical_path: components["schemas"]["CriticalPath"];
             /** @description Each analysis's formula, as the UI states it. */
             formulas: components["schemas"]["Formulas"];
+            /** @description CUDA/HIP graph replay/capture facts. */
+            graphs: components["schemas"]["GraphSummary"];
             /** @description Idle-time causes per stream, with the gaps. */
             idle: components["schemas"]["IdleBreakdown"];
             /** @description Kernel launch statistics. */
@@ -2604,6 +2606,8 @@ export interface components {
         };
         /** PathShares */
         PathShares: {
+            /** @description Launch-to-kernel wait up to the GPU's backlog offset (all its kernels start that long after launch), us. */
+            backlog: number;
             host_compute: number;
             idle: number;
             kernel: number;
@@ -2624,6 +2628,61 @@ export interface components {
             queue: string;
             sequences: string;
             temporal: string;
+        };
+        /**
+         * GraphSummary
+         * @description `analysis.graphs.graph_summary`: CUDA/HIP graph facts of the trace.
+         */
+        GraphSummary: {
+            /** @description The part whose launch lies in an operator or a host annotation, us. */
+            attributed_kernel_us: number;
+            /** @description GPUs whose kernels all start long after their launch. */
+            backlog: components["schemas"]["GraphBacklog"][];
+            /** @description Begin/EndCapture windows. */
+            capture_windows: number;
+            /** @description Launch/copy/memset calls inside stream capture. */
+            captured_launches: number;
+            /** @description Sum of their durations, us. */
+            launch_us: number;
+            /** @description Graph launch calls. */
+            launches: number;
+            /**
+             * @description replay: kernels replayed by graph launches; capture: launches recorded in stream capture and never run (no utilization, MFU or idle numbers); none.
+             * @enum {unknown}
+             */
+            mode: "capture" | "none" | "replay";
+            /** @description Sentences for the UI. */
+            notes: string[];
+            /** @description Top 20 by kernel time. */
+            owners: components["schemas"]["GraphOwner"][];
+            /** @description Their GPU time, us. */
+            replayed_kernel_us: number;
+            /** @description Kernels started by graph launches. */
+            replayed_kernels: number;
+        };
+        /** GraphBacklog */
+        GraphBacklog: {
+            device: number;
+            /** @description Launches (charged device events) it is taken over. */
+            events: number;
+            median_delay_us: number;
+            message: string;
+            /** @description Smallest launch-to-start delay of the GPU's launches, us (>= 1000 us for a backlog). */
+            offset_us: number;
+        };
+        /** GraphOwner */
+        GraphOwner: {
+            /** @description Their GPU time, us. */
+            kernel_us: number;
+            /** @description Replayed kernels attributed to it. */
+            kernels: number;
+            /**
+             * @description Which of the two.
+             * @enum {unknown}
+             */
+            kind: "annotation" | "operator";
+            /** @description Operator or annotation enclosing the graph launch. */
+            name: string;
         };
         /** IdleBreakdown */
         IdleBreakdown: {
