@@ -1,6 +1,7 @@
 """CUDA/HIP graphs on the shared serving traces (issue 25 "done when"): every number is
 re-derived here from the raw JSON, independently of the parser and the analyses."""
 
+import csv
 import gzip
 import json
 import re
@@ -12,6 +13,7 @@ from tb_plugin.analysis.graphs import graph_summary, merge_capture
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
 from tb_plugin.analysis.launch_stats import launch_stats
 from tb_plugin.analysis.overview import build_overview
+from tb_plugin.api import NotFoundError, open_logdir
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 
@@ -110,3 +112,21 @@ def test_capture_pairs_with_its_replay(replay, capture):
     overview = build_overview(capture_table)
     assert all(g["utilization_pct"] is None and g["mfu_pct"] is None for g in overview["gpus"])
     assert build_gpu_idle(capture_table)["applicable"] is False
+
+
+@needs_shared
+def test_python_api_pairs_the_capture_run():
+    """`Logdir.graph_kernels` finds `<run>/capture` and gives the captured operator per
+    replayed kernel: vllm::moe_forward's kernels sum to 7171.53 us, the figure TraceLens's
+    ops_summary gives for it (its own merge of the same pair); a run without a capture run
+    is a NotFoundError naming the run it looked for."""
+    logdir = open_logdir(str(SHARED_TRACES), use_cache=False)
+    frame = logdir.graph_kernels("tl_vllm_decode_fullgraph")
+    with open(SHARED_TRACES / "tl_vllm_decode_fullgraph/tracelens_outputs/ops_summary.csv") as f:
+        peer = {r["name"]: float(r["total_direct_kernel_time_sum"]) for r in csv.DictReader(f)}
+    ours = frame.groupby("captured_by")["dur_us"].sum()
+    assert ours["vllm::moe_forward"] == pytest.approx(peer["vllm::moe_forward"], abs=0.05)
+    assert ours["aten::addmm"] == pytest.approx(peer["aten::addmm"], abs=0.05)
+    assert logdir.trace("tl_vllm_decode_fullgraph").graphs()["mode"] == "replay"
+    with pytest.raises(NotFoundError, match="tl_sglang_prefilldecode/capture"):
+        logdir.graph_kernels("tl_sglang_prefilldecode")
