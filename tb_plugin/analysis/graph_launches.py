@@ -63,16 +63,14 @@ def charged_mask(table: TraceTable) -> np.ndarray:
     def compute() -> np.ndarray:
         work = device_work(table)
         launch = work["launch"].to_numpy()
-        frame = pd.DataFrame({"launch": launch, "device": work["device"].to_numpy(),
-                              "stream": np.nan_to_num(work["stream"].to_numpy(), nan=-1.0),
-                              "start": work["start"].to_numpy(),
-                              "event": work["event"].to_numpy()})
-        order = frame.sort_values(["launch", "device", "stream", "start", "event"],
-                                  kind="stable").index.to_numpy()
-        sorted_ = frame.iloc[order]
-        keys = sorted_[["launch", "device", "stream"]].to_numpy()
+        device = work["device"].to_numpy()
+        stream = np.nan_to_num(work["stream"].to_numpy(), nan=-1.0)
+        order = np.lexsort((work["event"].to_numpy(), work["start"].to_numpy(), stream,
+                            device, launch))
         first = np.ones(len(order), dtype=bool)
-        first[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+        first[1:] = ((launch[order][1:] != launch[order][:-1])
+                     | (device[order][1:] != device[order][:-1])
+                     | (stream[order][1:] != stream[order][:-1]))
         charged = np.empty(len(order), dtype=bool)
         charged[order] = first
         return charged | (launch < 0)

@@ -215,3 +215,13 @@ def test_kernel_view_leaves_ordinary_kernels_in_annotations_na(tmp_path):
                         runtime(10, 5, corr=1), kernel(20, 5, corr=1, name="k")], tmp_path)
     frame = kernel_table(table, GROUP_BY_KERNEL_OP)
     assert frame["operator"].tolist() == ["N/A"]
+
+
+def test_graph_over_two_streams_is_one_entry_per_stream(tmp_path):
+    """G [10,20) replays k1 (30) and k2 (40) on stream 7 and k3 (35) on stream 8: one queue
+    entry on each stream, until its first kernel there starts: [10,30) and [10,35)."""
+    table = make_table([step(1, 0, 100), runtime(10, 10, corr=1, name="cudaGraphLaunch"),
+                        kernel(30, 5, corr=1), kernel(40, 5, corr=1),
+                        kernel(35, 5, corr=1, stream=8)], tmp_path)
+    streams = {s["stream"]: (s["max"], s["full_us"]) for s in queue_lengths(table, 1)}
+    assert streams == {7: (1, 20.0), 8: (1, 25.0)}
