@@ -228,7 +228,8 @@ def _capture_window_owners(capture: TraceTable) -> list[np.ndarray]:
                      tree.launch_owner[np.nan_to_num(found).astype(np.int64)], -1)
     usable = owner >= 0
     usable[usable] = ~np.isin(tree.kind[owner[usable]], (NodeKind.ROOT, NodeKind.PROFILER_STEP))
-    names = np.where(usable, tree.names[np.maximum(owner, 0)], "").astype(object)
+    names_of = tree.names if len(tree) else np.array([""], dtype=object)  # no tree: no op
+    names = np.where(usable, names_of[np.maximum(owner, 0)], "").astype(object)
     out = []
     for w in windows.itertuples():
         inside = (tid == w.thread) & (ts >= w.start) & (ts < w.end)

@@ -20,6 +20,7 @@ from .graphs import graph_annotations
 from .launch import fill_launch_estimates
 from .memo import memoised
 from .node_kinds import NodeKind
+from .op_categories import OTHER, categorize, category_rollup, device_categories
 from .optree import build_op_tree
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
@@ -80,10 +81,11 @@ def kernel_table(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> pd.DataF
     """The Kernel view as a DataFrame, the one source its payload is shaped from (spec 1.3):
     rows sorted by total time desc, ties by the key columns.
 
-    Columns: name, [operator, grid, block (text or None), registers_per_thread, shared_memory
-    (NaN when absent), op_tc_eligible] when grouped by kernel_op_launch, then tensor_cores,
-    calls, total/mean/max/min duration (us, unrounded), duration-weighted blocks_per_sm and
-    occupancy_pct (NaN in every row when no kernel had, or got derived, the value).
+    Columns: name, category (`op_categories`), [operator, grid, block (text or None),
+    registers_per_thread, shared_memory (NaN when absent), op_tc_eligible] when grouped by
+    kernel_op_launch, then tensor_cores, calls, total/mean/max/min duration (us, unrounded),
+    duration-weighted blocks_per_sm and occupancy_pct (NaN in every row when no kernel had,
+    or got derived, the value).
     """
     if group_by not in GROUP_BY:
         raise ValueError(f"group_by must be one of {GROUP_BY}, not {group_by!r}")
@@ -104,12 +106,33 @@ def kernel_table(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> pd.DataF
     for column, flag in _FLAG_COLUMNS:
         if not flags[flag]:
             agg[column] = np.nan
+    agg["category"] = _categories(table, agg, group_by)
     out = agg[_columns(group_by)].reset_index(drop=True)
     return out.astype({"tensor_cores": bool, "calls": np.int64})
 
 
+def _categories(table: TraceTable, agg: pd.DataFrame, group_by: str) -> np.ndarray:
+    """Per row, its op category (`op_categories`): by operator then kernel name when grouped
+    with the operator; else the category holding most of the kernel name's time."""
+    if len(agg) == 0:
+        return np.empty(0, dtype=object)
+    if group_by == GROUP_BY_KERNEL_OP:
+        return np.asarray([_category(str(name), str(op))
+                           for name, op in zip(agg["name"], agg["operator"])], dtype=object)
+    frame = device_categories(table)
+    time = frame.groupby(["kernel", "category"])["dur_us"].sum()
+    best = time.sort_values(ascending=False, kind="stable").groupby(level=0).head(1)
+    lookup = {kernel: category for kernel, category in best.index}
+    return np.asarray([lookup.get(name, OTHER) for name in agg["name"]], dtype=object)
+
+
+def _category(kernel: str, operator: str) -> str:
+    category = categorize(operator, True) if operator != NO_OPERATOR else OTHER
+    return category if category != OTHER else categorize(kernel, False)
+
+
 def _columns(group_by: str) -> list[str]:
-    columns = ["name"]
+    columns = ["name", "category"]
     if group_by == GROUP_BY_KERNEL_OP:
         columns += ["operator", *_LAUNCH_KEYS, "op_tc_eligible"]
     return columns + ["tensor_cores", "calls", "total_us", "mean_us", "max_us", "min_us",
@@ -127,7 +150,8 @@ def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> Kernels
     with 2, or None in every row when `has_blocks_per_sm` / `has_occupancy` is false."""
     rows = kernel_table(table, group_by)
     flags = _flags(kernel_frame(table))
-    return {"rows": _rows(rows, group_by, flags), **flags}
+    return {"rows": _rows(rows, group_by, flags), **flags,
+            "categories": category_rollup(table)}
 
 
 def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -103,7 +103,8 @@ def device_categories(table: TraceTable, operators: Optional[pd.Series] = None
     usable = owner >= 0
     usable[usable] = ~np.isin(tree.kind[owner[usable]], (NodeKind.ROOT,
                                                          NodeKind.PROFILER_STEP))
-    operator = np.where(usable, tree.names[np.maximum(owner, 0)], "").astype(object)
+    names_of = tree.names if len(tree) else np.array([""], dtype=object)  # no tree: no op
+    operator = np.where(usable, names_of[np.maximum(owner, 0)], "").astype(object)
     if operators is not None:
         given = operators.reindex(rows).fillna("").to_numpy(dtype=object)
         operator = np.where(given != "", given, operator)

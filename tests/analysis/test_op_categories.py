@@ -6,6 +6,12 @@ import csv
 import pandas as pd
 import pytest
 
+from tb_plugin.analysis.kernels import (
+    GROUP_BY_KERNEL,
+    GROUP_BY_KERNEL_OP,
+    build_kernels,
+    kernel_table,
+)
 from tb_plugin.analysis.op_categories import (
     CATEGORIES,
     categorize,
@@ -104,3 +110,27 @@ def test_sglang_categories_match_tracelens(run):
                 peer[PEER[r["op category"]]] += float(r["total_direct_kernel_time_ms"]) * 1e3
     for category, value in peer.items():
         assert ours[category] == pytest.approx(value, rel=0.02), category
+
+
+def test_kernel_view_category_column(tmp_path):
+    """Grouped by kernel name: "k" runs 30 us under aten::mm (GEMM) and 10 us under MyOp
+    (other, the kernel name "k" matches nothing: other): GEMM holds most of its time. Grouped
+    with the operator: one row per (kernel, operator), each with its own category. The
+    payload's rollup holds every category."""
+    table = make_table([
+        step(1, 0, 200),
+        cpu_op("aten::mm", 10, 40, ext=1), runtime(12, 2, corr=1, ext=1),
+        kernel(20, 30, corr=1, name="k"),
+        cpu_op("MyOp", 60, 30, ext=2), runtime(62, 2, corr=2, ext=2),
+        kernel(70, 10, corr=2, name="k"),
+    ], tmp_path)
+    by_name = kernel_table(table, GROUP_BY_KERNEL)
+    assert by_name[["name", "category"]].values.tolist() == [["k", "GEMM"]]
+    by_op = kernel_table(table, GROUP_BY_KERNEL_OP)
+    assert sorted(by_op[["operator", "category"]].values.tolist()) == [
+        ["MyOp", "other"], ["aten::mm", "GEMM"]]
+    rollup = build_kernels(table)["categories"]
+    assert [c["category"] for c in rollup] == list(CATEGORIES)
+    assert {c["category"]: c["time_us"] for c in rollup if c["time_us"]} == {
+        "GEMM": 30.0, "other": 10.0}
+    assert sum(c["pct"] for c in rollup) == pytest.approx(100.0)

@@ -2933,12 +2933,25 @@ export interface components {
          * @description `/kernels`: the kernel table.
          */
         KernelsPayload: {
+            /** @description Device time per op category (every category, memcpy/memset included), in the category order. */
+            categories: components["schemas"]["CategoryTime"][];
             /** @description Some kernel had (or got derived) blocks per SM; when false every row's value is null. */
             has_blocks_per_sm: boolean;
             /** @description Some kernel had an occupancy; when false every row's value is null. */
             has_occupancy: boolean;
             /** @description Sorted by total_us descending, ties by the key columns. */
             rows: components["schemas"]["KernelRow"][];
+        };
+        /** CategoryTime */
+        CategoryTime: {
+            /** @description GEMM, attention, normalization, elementwise, reduction, communication, memcpy/memset or other. */
+            category: string;
+            /** @description Device events in it. */
+            events: number;
+            /** @description Share of all device time, percent. */
+            pct: number;
+            /** @description Their summed duration, us. */
+            time_us: number;
         };
         /**
          * KernelRow
@@ -2952,6 +2965,8 @@ export interface components {
             blocks_per_sm: number | null;
             /** @description Number of launches. */
             calls: number;
+            /** @description Op category (GEMM, attention, normalization, elementwise, reduction, communication, other): by the launching operator, else the kernel name; grouped by kernel name, the category holding most of its time. */
+            category: string;
             /** @description Only with group_by=kernel_op_launch: grid size, e.g. "[4, 106, 1]"; null when not recorded. */
             grid?: string | null;
             /** @description Longest launch, us. */
