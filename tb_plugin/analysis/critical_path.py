@@ -19,8 +19,10 @@ earlier to a later end). Each node's binding dependency is the predecessor that 
 back from the node that ends last in the step. This is the longest path in time through the
 DAG: every edge's slack on it is zero except the gaps it shows. Its time is split into
 host compute (host-order gaps and time before the first call), launch (launch calls, and the
-wait between a launch call and its kernel, less a GPU's backlog offset: `graph_launches`),
-backlog (that offset: work queued before the window or a clock offset), runtime (other
+wait between a launch call and its kernel when under 1 ms), backlog (such a wait of ≥ 1 ms,
+`graph_launches.BACKLOG_MIN_US`: no launch takes that long; the kernel waited for work the
+trace does not show, from before the window or behind another stream's event, or the clocks
+are offset), runtime (other
 runtime calls, e.g. cudaMalloc), kernel (device events), sync (synchronising calls after
 their device work ended... and while waiting), and idle (gaps between device events on a
 stream). The parts sum to the step length.
@@ -37,7 +39,7 @@ from ..ingest.schema import LAUNCH_KINDS, TraceTable
 from .correlation import complete_rows
 from .device_work import device_work
 from .events import event_ends
-from .graph_launches import backlog_offsets, charged_mask, graph_launch_mask
+from .graph_launches import BACKLOG_MIN_US, charged_mask, graph_launch_mask
 from .memo import memoised
 from .steps import compute_steps
 
@@ -50,8 +52,9 @@ MAX_STEPS = 64
 FORMULA = ("Longest path in time through the dependency DAG (host order per thread, stream "
            "order, launch correlation, blocking copies, synchronize calls): from the node that "
            "ends last in the step, repeatedly step to the dependency that finished last; its "
-           "time splits into host compute, launch, runtime, kernel, sync and idle, summing to "
-           "the step length.")
+           "time splits into host compute, launch, runtime, kernel, sync, idle and backlog (a "
+           "launch-to-kernel wait of >= 1 ms: work the trace does not show, or a clock "
+           "offset), summing to the step length.")
 
 
 class Graph:
@@ -61,7 +64,6 @@ class Graph:
         self.pred = np.full(n, -1, dtype=np.int64)
         self.edge = np.full(n, -1, dtype=np.int8)
         self.node = np.full(n, "", dtype=object)  # share label of each node's own time
-        self.backlog = np.zeros(n)  # device rows: their GPU's backlog offset (graph_launches)
 
 
 def dependency_graph(table: TraceTable) -> Graph:
@@ -84,10 +86,6 @@ def _graph(table: TraceTable) -> Graph:
     graph.node[host] = np.where(is_sync[host], "sync",
                                 np.where(launching[host], "launch", "runtime"))
     graph.node[dev] = "kernel"
-    offsets = backlog_offsets(table)
-    if offsets:
-        graph.backlog[dev] = pd.Series(offsets).reindex(work["device"].to_numpy()).fillna(
-            0.0).to_numpy()
     src, dst, kind = [], [], []
     # host order per thread
     tid = events["tid"].cat.codes.to_numpy()[host]
@@ -229,10 +227,10 @@ def walk(graph: Graph, ts: np.ndarray, ends: np.ndarray, sink: int, lo: float, h
 
 
 def _charge_gap(shares: dict[str, float], graph: Graph, v: int, label: str, gap: float) -> None:
-    """A gap before `v` goes to `label`; a launch-to-kernel gap on a GPU with a backlog goes
-    to "backlog" up to the GPU's offset (`graph_launches.backlog`), the rest to "launch"."""
-    if label == "launch" and graph.edge[v] == LAUNCH and graph.backlog[v] > 0:
-        part = min(gap, float(graph.backlog[v]))
-        shares["backlog"] += part
-        gap -= part
+    """A gap before `v` goes to `label`, except a launch-to-kernel wait of ≥ `BACKLOG_MIN_US`:
+    no launch takes that long, so it goes to "backlog" (the kernel waited for work the trace
+    does not show: from before the window, or behind an event of another stream; or a clock
+    offset)."""
+    if label == "launch" and graph.edge[v] == LAUNCH and gap >= BACKLOG_MIN_US:
+        label = "backlog"
     shares[label] += gap

@@ -17,8 +17,8 @@ Rules (names are tested once per distinct name):
 - Backlog: per GPU, the smallest launch-to-start delay (start − launch call end) over the
   charged device events. When it is ≥ `BACKLOG_MIN_US` over at least `BACKLOG_MIN_EVENTS`
   events, no launch in the window ever found the GPU ready: the delay is a backlog of work
-  from before the window or a clock offset between host and device, not launch cost. That
-  smallest delay (`offset_us`) is then not counted as launch time on the critical path.
+  from before the window or a clock offset between host and device, not launch cost (a note;
+  the critical path charges any launch-to-kernel wait of ≥ `BACKLOG_MIN_US` to "backlog").
 """
 
 from __future__ import annotations
@@ -150,11 +150,6 @@ def _backlog(table: TraceTable) -> list[dict[str, Any]]:
                         "offset, not launch time"),
         })
     return found
-
-
-def backlog_offsets(table: TraceTable) -> dict[int, float]:
-    """GPU -> backlog offset (us), for the GPUs with a backlog."""
-    return {b["device"]: b["offset_us"] for b in backlog(table)}
 
 
 def _human(us: float) -> str:

@@ -171,8 +171,8 @@ class PathShares(TypedDict):
     kernel: float
     sync: float
     idle: float
-    backlog: Annotated[float, doc("Launch-to-kernel wait up to the GPU's backlog offset (all "
-                                  "its kernels start that long after launch), us.")]
+    backlog: Annotated[float, doc("Launch-to-kernel waits of >= 1 ms (work the trace does "
+                                  "not show, or a clock offset), us.")]
 
 
 class CriticalStep(TypedDict):

@@ -126,9 +126,9 @@ def test_backlog_boundaries(tmp_path, delays, offset):
 def test_backlog_is_not_launch_time_on_the_critical_path(tmp_path):
     """Delays 1000 and 5000: L1 [0,5) → K1 [1005,1015), L2 [100,105) → K2 [5105,5115). Path
     from K2: K1 ended after L2, so the stream edge binds: idle [1015,5105) = 4090, kernel 10;
-    K1 ← L1 (launch edge): the wait [5,1005) = 1000 is the backlog offset, not launch; kernel
-    10; L1 itself launch 5. After K2: host compute 20000 − 5115. With a smallest delay of
-    999.5 (no backlog) the same wait is launch time: 999.5 + 5."""
+    K1 ← L1 (launch edge): the wait [5,1005) = 1000 ≥ 1 ms is backlog, not launch; kernel
+    10; L1 itself launch 5. After K2: host compute 20000 − 5115. With a wait of 999.5 the
+    same wait is launch time: 999.5 + 5."""
     table = _backlog_table(tmp_path, (1000.0, 5000.0))
     [one] = critical_path.critical_paths(table)["steps"]
     assert one["shares_us"] == {"host_compute": 20_000.0 - 5115.0, "launch": 5.0,
@@ -225,3 +225,15 @@ def test_graph_over_two_streams_is_one_entry_per_stream(tmp_path):
                         kernel(35, 5, corr=1, stream=8)], tmp_path)
     streams = {s["stream"]: (s["max"], s["full_us"]) for s in queue_lengths(table, 1)}
     assert streams == {7: (1, 20.0), 8: (1, 25.0)}
+
+
+@pytest.mark.parametrize("delay, backlog_us, launch_us", [(2000.0, 2000.0, 5.0),
+                                                          (999.0, 0.0, 1004.0)])
+def test_one_long_wait_is_backlog_on_the_path(tmp_path, delay, backlog_us, launch_us):
+    """One launch [0,5) and its kernel `delay` later: no GPU-wide backlog (one launch), but on
+    the path a wait of ≥ 1 ms is backlog (a kernel waiting on an unlinked event or on work
+    from before the window), under it launch."""
+    table = _backlog_table(tmp_path, (delay,))
+    assert backlog(table) == []
+    shares = critical_path.critical_paths(table)["steps"][0]["shares_us"]
+    assert (shares["backlog"], shares["launch"]) == (backlog_us, launch_us)

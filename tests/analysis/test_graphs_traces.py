@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tb_plugin.analysis.critical_path import critical_paths
 from tb_plugin.analysis.gpu_idle import build_gpu_idle
 from tb_plugin.analysis.graphs import graph_summary, merge_capture
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
@@ -61,6 +62,10 @@ def test_launch_time_is_at_most_the_launch_calls(name):
     slack = 2e-3 * len(calls)
     assert stats["cpu_us_total"] <= sum(e["dur"] for e in calls) + slack
     assert stats["cpu_us_total"] == pytest.approx(sum(e["dur"] for e in calls), abs=slack)
+    # the critical path's launch share too (the SGLang traces' 463 and 493 ms waits behind
+    # another stream's event are backlog, not launch)
+    for step in critical_paths(table)["steps"]:
+        assert step["shares_us"]["launch"] <= sum(e["dur"] for e in calls) + slack
     launches, kernels = _graph_facts(events)
     s = graph_summary(table)
     assert s["launches"] == len(launches)

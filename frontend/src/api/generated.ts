@@ -2606,7 +2606,7 @@ export interface components {
         };
         /** PathShares */
         PathShares: {
-            /** @description Launch-to-kernel wait up to the GPU's backlog offset (all its kernels start that long after launch), us. */
+            /** @description Launch-to-kernel waits of >= 1 ms (work the trace does not show, or a clock offset), us. */
             backlog: number;
             host_compute: number;
             idle: number;
