@@ -20,7 +20,7 @@ from .graphs import graph_annotations
 from .launch import fill_launch_estimates
 from .memo import memoised
 from .node_kinds import NodeKind
-from .op_categories import OTHER, categorize, category_rollup, device_categories
+from .op_categories import OTHER, categorize, category_rollup, device_categories, dominant
 from .optree import build_op_tree
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
@@ -119,10 +119,7 @@ def _categories(table: TraceTable, agg: pd.DataFrame, group_by: str) -> np.ndarr
     if group_by == GROUP_BY_KERNEL_OP:
         return np.asarray([_category(str(name), str(op))
                            for name, op in zip(agg["name"], agg["operator"])], dtype=object)
-    frame = device_categories(table)
-    time = frame.groupby(["kernel", "category"])["dur_us"].sum()
-    best = time.sort_values(ascending=False, kind="stable").groupby(level=0).head(1)
-    lookup = {kernel: category for kernel, category in best.index}
+    lookup = dominant(device_categories(table), "kernel")
     return np.asarray([lookup.get(name, OTHER) for name in agg["name"]], dtype=object)
 
 

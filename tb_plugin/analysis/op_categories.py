@@ -129,3 +129,28 @@ def category_rollup(table: TraceTable, operators: Optional[pd.Series] = None
              "time_us": float(grouped["sum"].get(c, 0.0)),
              "pct": 100.0 * float(grouped["sum"].get(c, 0.0)) / total if total > 0 else 0.0}
             for c in CATEGORIES]
+
+
+def operator_categories(table: TraceTable, names: Any) -> np.ndarray:
+    """Per operator name: its rule's category; for "other", the category holding most of the
+    device time of the events the operator launched itself (`device_categories`, `dominant`),
+    else "other"."""
+    names = np.asarray(names, dtype=object)
+    category = _per_name(names, operator=True)
+    unresolved = category == OTHER
+    if unresolved.any() and len(device_work(table)):
+        frame = device_categories(table)
+        lookup = dominant(frame[frame["operator"] != ""], "operator")
+        category[unresolved] = [lookup.get(n, OTHER) for n in names[unresolved]]
+    return category
+
+
+def dominant(frame: pd.DataFrame, key: str) -> dict[str, str]:
+    """Per value of `frame[key]`: the category holding most of its `dur_us` (ties: the
+    earlier in `CATEGORIES`)."""
+    time = frame.groupby([key, "category"])["dur_us"].sum().reset_index()
+    time["rank"] = time["category"].map({c: i for i, c in enumerate(CATEGORIES)})
+    time = time.sort_values([key, "dur_us", "rank"], ascending=[True, False, True],
+                            kind="stable")
+    first = time.drop_duplicates(key)
+    return dict(zip(first[key], first["category"]))

@@ -17,6 +17,7 @@ from tb_plugin.analysis.op_categories import (
     categorize,
     category_rollup,
     device_categories,
+    operator_categories,
 )
 from tb_plugin.api import open_logdir
 from tests.support import SHARED_TRACES, needs_shared
@@ -77,6 +78,9 @@ def test_rollup(tmp_path):
     frame = device_categories(table).set_index("kernel")
     assert frame.loc["softmax_warp_forward", "operator"] == "MyOp"
     assert frame.loc["vectorized_elementwise_kernel", "operator"] == ""
+    # the Operator view: by name, else the category of most of its own device time
+    assert operator_categories(table, ["MyOp", "aten::mm", "NoSuchOp"]).tolist() == [
+        "reduction", "GEMM", "other"]
     # an operator given from outside (a merged capture) replaces the tree's
     row = int(frame.loc["vectorized_elementwise_kernel", "event"])
     given = device_categories(table, pd.Series(["aten::bmm"], index=[row])).set_index("kernel")

@@ -95,6 +95,7 @@ def test_operator_view(page, tensorboard, artifacts):
     top = sorted(rows, key=lambda r: -r[key])
     wait_rows(frame, "op-table", len(rows))
     assert table_column(frame, "op-table", "name")[0] == top[0]["name"]
+    assert table_column(frame, "op-table", "category")[0] == top[0]["category"]
     assert table_column(frame, "op-table", "host_self_us")[0] == \
         fmt_duration(top[0]["host_self_us"])
     if not table["has_device"]:

@@ -3560,6 +3560,8 @@ export interface components {
         OperatorRow: {
             /** @description Number of calls. */
             calls: number;
+            /** @description Op category (GEMM, attention, normalization, elementwise, reduction, communication, memcpy/memset, other): by its name, else by the kernels it launched itself. */
+            category: string;
             /** @description Time of the kernels launched by the operator itself, us. */
             device_self_us: number;
             /** @description Time of the kernels launched by it or its children, us. */
