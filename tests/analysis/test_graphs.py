@@ -237,3 +237,14 @@ def test_one_long_wait_is_backlog_on_the_path(tmp_path, delay, backlog_us, launc
     assert backlog(table) == []
     shares = critical_path.critical_paths(table)["steps"][0]["shares_us"]
     assert (shares["backlog"], shares["launch"]) == (backlog_us, launch_us)
+
+
+def test_overview_split_counts_a_graph_launch_once(replay):
+    """The step [0,1000): Kernel = the union of kernel time 60 + 40 + 10 = 110; Runtime = the
+    launch calls outside kernels, each once: 50 + 5 + 10 = 65 (per kernel it would be 175)."""
+    overview = build_overview(replay)
+    [one] = overview["steps"]
+    assert one["breakdown_us"]["Kernel"] == 110.0
+    assert one["breakdown_us"]["Runtime"] == 65.0
+    assert any(n.startswith("CUDA/HIP graph trace: 2 graph launch(es) replayed 5 kernels")
+               for n in overview["notes"])
