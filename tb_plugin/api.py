@@ -32,6 +32,7 @@ from .analysis.frames import (
     module_frame,
     step_frame,
 )
+from .analysis.graphs import CAPTURE_SUFFIX, graph_summary, merge_capture, paired_capture_run
 from .analysis.kernels import GROUP_BY_KERNEL, kernel_table
 from .analysis.operators import GROUP_BY_OPERATOR, call_stack_table, operator_table
 from .analysis.overview import build_overview
@@ -149,6 +150,11 @@ class Trace:
         """The Module view's hierarchy, one row per module, depth first."""
         return module_frame(self.table)
 
+    def graphs(self) -> dict[str, Any]:
+        """CUDA/HIP graph facts: mode (replay, capture, none), launches, replayed and
+        attributed kernel time, backlog (`analysis.graphs.graph_summary`)."""
+        return copy.deepcopy(graph_summary(self.table))
+
 
 class Logdir:
     """The runs of one logdir as found when opened (`refresh()` scans again). Loaded traces
@@ -206,6 +212,16 @@ class Logdir:
         for worker, why in sorted(skipped.items()):
             warnings.warn(f"{run}/{worker}#{span}: left out: {why}", stacklevel=2)
         return collective_frame(tables)
+
+    def graph_kernels(self, run: str, worker: Optional[str] = None,
+                      span: Optional[str] = None) -> pd.DataFrame:
+        """The replayed graph kernels of `run` with the operator that captured each, from its
+        capture run `<run>/capture` (`analysis.graphs.merge_capture`; its first worker and
+        span). NotFoundError when the run has no capture run."""
+        capture = paired_capture_run(run, self.runs())
+        if capture is None:
+            raise NotFoundError(f"run {run!r} has no capture run {run + CAPTURE_SUFFIX!r}")
+        return merge_capture(self.trace(run, worker, span).table, self.trace(capture).table)
 
     def _run(self, run: str) -> RunInfo:
         if run not in self._runs:

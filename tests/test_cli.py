@@ -49,6 +49,7 @@ def test_cli_summary_on_shared_traces(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     runs = {r["name"]: r for r in json.loads(result.stdout)["runs"]}
     expected = {p.name for p in SHARED_TRACES.iterdir() if p.is_dir()}
+    expected |= {f"{p.name}/capture" for p in SHARED_TRACES.iterdir() if (p / "capture").is_dir()}
     assert set(runs) == expected
     for run in runs.values():
         for worker in run["workers"]:

@@ -44,13 +44,6 @@ from .events import (
 from .optree import build_op_tree
 
 _SYNC = re.compile(SYNC_NAME)
-#: Graph replays: one launch call runs a whole captured graph.
-GRAPH_LAUNCH_RE = re.compile(r"^(?:cuda|hip|cu)GraphLaunch")
-_BEGIN_CAPTURE = re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture")
-_END_CAPTURE = re.compile(r"^(?:cuda|hip|cu)StreamEndCapture")
-#: Runtime calls that enqueue device work (kernels, copies, sets), graph launches excluded.
-_LAUNCH_CALL = re.compile(r"^(?:cuda|hip|cu)\w*(?:Launch(?!Host)\w*Kernel|LaunchKernel|Memcpy"
-                          r"|Memset)")
 #: NVIDIA kernel names that carry the architecture they were built for (cuBLAS/cuDNN/CUTLASS).
 _GENERATIONS = ((re.compile(r"(?:^|_)sm_?1[02]\d(?:_|a|$)"), (10, 0)),
                 (re.compile(r"(?:^|_)sm_?90(?:_|a|$)|hopper"), (9, 0)),
@@ -156,32 +149,6 @@ def sync_mask(table: TraceTable) -> np.ndarray:
     events = table.events
     return kind_mask(events, LAUNCH_KINDS) & category_flags(
         events["name"], lambda n: bool(_SYNC.search(n)))
-
-
-def graph_mode(table: TraceTable) -> str:
-    """"capture" when the launch calls made inside stream captures (between
-    `*StreamBeginCapture` and the next `*StreamEndCapture`: recorded into a graph, never run)
-    are at least as many as the device events that ran, else "replay" when a graph launch
-    runs, else "none"."""
-    events = table.events
-    runtime = kind_mask(events, LAUNCH_KINDS)
-    ts, ends = events["ts"].to_numpy(), event_ends(events)
-
-    def named(pattern: re.Pattern) -> np.ndarray:
-        return runtime & category_flags(events["name"], lambda n: bool(pattern.search(n)))
-
-    begins, stops = np.sort(ts[named(_BEGIN_CAPTURE)]), np.sort(ends[named(_END_CAPTURE)])
-    if len(begins):
-        after = np.searchsorted(stops, begins, side="left")  # the stop that ends each capture
-        ends_at = np.where(after < len(stops), stops[np.minimum(after, len(stops) - 1)], np.inf)
-        starts, finishes = rg.merge(begins, ends_at)
-        calls = ts[named(_LAUNCH_CALL)]
-        inside = np.searchsorted(starts, calls, side="right") > \
-            np.searchsorted(finishes, calls, side="right")
-        ran = int(np.count_nonzero(kind_mask(events, DEVICE_KINDS)))
-        if int(np.count_nonzero(inside)) >= max(ran, 1):
-            return "capture"
-    return "replay" if named(GRAPH_LAUNCH_RE).any() else "none"
 
 
 def kernel_generation(table: TraceTable) -> Optional[tuple[int, int]]:

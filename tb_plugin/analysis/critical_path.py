@@ -5,9 +5,10 @@ Nodes: host runtime/driver calls (launches, syncs, other runtime calls) and devi
 - host order: each call → the next call on the same thread (what runs between them is host
   compute: operators, Python);
 - stream order: each device event → the next one on the same stream;
-- launch: a launch call → the device event with its correlation id;
+- launch: a launch call → the device event with its correlation id (a graph launch → its first
+  device event on each stream: the others follow in stream order);
 - blocking: a device event → the call that launched it when the call ended after it (a
-  synchronous copy);
+  synchronous copy; never a graph launch, which returns while its kernels run);
 - sync: the last device event of each stream still running when a `*Synchronize` call started
   → that call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, hip*).
 `cudaStreamWaitEvent`/`cudaEventRecord` pairs are not linked: Kineto writes no event handle.
@@ -18,9 +19,13 @@ earlier to a later end). Each node's binding dependency is the predecessor that 
 back from the node that ends last in the step. This is the longest path in time through the
 DAG: every edge's slack on it is zero except the gaps it shows. Its time is split into
 host compute (host-order gaps and time before the first call), launch (launch calls, and the
-wait between a launch call and its kernel), runtime (other runtime calls, e.g. cudaMalloc),
-kernel (device events), sync (synchronising calls after their device work ended... and while
-waiting), and idle (gaps between device events on a stream). The parts sum to the step length.
+wait between a launch call and its kernel when under 1 ms), backlog (such a wait of ≥ 1 ms,
+`graph_launches.BACKLOG_MIN_US`: no launch takes that long; the kernel waited for work the
+trace does not show, from before the window or behind another stream's event, or the clocks
+are offset), runtime (other
+runtime calls, e.g. cudaMalloc), kernel (device events), sync (synchronising calls after
+their device work ended... and while waiting), and idle (gaps between device events on a
+stream). The parts sum to the step length.
 """
 
 from __future__ import annotations
@@ -34,10 +39,11 @@ from ..ingest.schema import LAUNCH_KINDS, TraceTable
 from .correlation import complete_rows
 from .device_work import device_work
 from .events import event_ends
+from .graph_launches import BACKLOG_MIN_US, charged_mask, graph_launch_mask
 from .memo import memoised
 from .steps import compute_steps
 
-SHARES = ("host_compute", "launch", "runtime", "kernel", "sync", "idle")
+SHARES = ("host_compute", "launch", "runtime", "kernel", "sync", "idle", "backlog")
 HOST_ORDER, STREAM, LAUNCH, BLOCKING, SYNC = 0, 1, 2, 3, 4
 _EDGE_GAP = {HOST_ORDER: "host_compute", STREAM: "idle", LAUNCH: "launch", BLOCKING: "idle",
              SYNC: "idle"}
@@ -46,8 +52,9 @@ MAX_STEPS = 64
 FORMULA = ("Longest path in time through the dependency DAG (host order per thread, stream "
            "order, launch correlation, blocking copies, synchronize calls): from the node that "
            "ends last in the step, repeatedly step to the dependency that finished last; its "
-           "time splits into host compute, launch, runtime, kernel, sync and idle, summing to "
-           "the step length.")
+           "time splits into host compute, launch, runtime, kernel, sync, idle and backlog (a "
+           "launch-to-kernel wait of >= 1 ms: work the trace does not show, or a clock "
+           "offset), summing to the step length.")
 
 
 class Graph:
@@ -93,8 +100,11 @@ def _graph(table: TraceTable) -> Graph:
     # launch and blocking
     launch = work["launch"].to_numpy()
     linked = launch >= 0
-    src.append(launch[linked]), dst.append(dev[linked]), kind.append(np.full(linked.sum(), LAUNCH))
+    charged = linked & charged_mask(table)  # a graph launch → its first kernel per stream
+    src.append(launch[charged]), dst.append(dev[charged])
+    kind.append(np.full(charged.sum(), LAUNCH))
     blocking = linked & (work["end"].to_numpy() <= work["launch_end"].to_numpy())
+    blocking &= ~graph_launch_mask(table)[np.maximum(launch, 0)]  # graph launches are async
     src.append(dev[blocking]), dst.append(launch[blocking])
     kind.append(np.full(blocking.sum(), BLOCKING))
     # sync: per stream, the last device event ending in (sync start, sync end]
@@ -207,10 +217,20 @@ def walk(graph: Graph, ts: np.ndarray, ends: np.ndarray, sink: int, lo: float, h
             lead = "host_compute" if graph.node[v] != "kernel" else "idle"
             if u >= 0:
                 lead = _EDGE_GAP[int(graph.edge[v])]
-            shares[lead] += max(0.0, cursor - lo)
+            _charge_gap(shares, graph, v, lead, max(0.0, cursor - lo))
             return shares, path
         gap_start = max(bound, lo)
         if cursor > gap_start:
-            shares[_EDGE_GAP[int(graph.edge[v])]] += cursor - gap_start
+            _charge_gap(shares, graph, v, _EDGE_GAP[int(graph.edge[v])], cursor - gap_start)
             cursor = gap_start
         v = u
+
+
+def _charge_gap(shares: dict[str, float], graph: Graph, v: int, label: str, gap: float) -> None:
+    """A gap before `v` goes to `label`, except a launch-to-kernel wait of ≥ `BACKLOG_MIN_US`:
+    no launch takes that long, so it goes to "backlog" (the kernel waited for work the trace
+    does not show: from before the window, or behind an event of another stream; or a clock
+    offset)."""
+    if label == "launch" and graph.edge[v] == LAUNCH and gap >= BACKLOG_MIN_US:
+        label = "backlog"
+    shares[label] += gap

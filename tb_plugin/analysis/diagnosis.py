@@ -13,7 +13,6 @@ import numpy as np
 from ..ingest.schema import LAUNCH_KINDS, Kind, TraceTable
 from .advice_costs import (
     device_costs,
-    graph_mode,
     host_compute_us,
     kernel_generation,
     sync_mask,
@@ -23,6 +22,7 @@ from .breakdown import Breakdown
 from .dist_summary import is_fsdp
 from .distributed import overlap_costs
 from .events import DATALOADER_RE, HOST_KINDS, category_flags, event_ends, kind_mask
+from .graphs import graph_summary
 from .idle import idle_breakdown, temporal_breakdown
 from .launch_stats import kernel_launches
 from .steps import MARKER_KINDS, STEP_PREFIX
@@ -61,7 +61,7 @@ def add_diagnosis(facts: Facts, table: TraceTable, breakdown: Breakdown) -> Fact
     _sync(facts, table, inside, ts, ends)
     _costs(facts, table, lo, hi)
     _comm(facts, table, breakdown)
-    facts.graph_mode = graph_mode(table)
+    facts.graph_mode = graph_summary(table)["mode"]
     facts.kernel_capability = kernel_generation(table)
     kernels = kind_mask(events, (Kind.KERNEL,))
     facts.matrix_core_kernels = int(np.count_nonzero(

@@ -2,7 +2,8 @@
 
 `build_gpu_idle(table, ...)` gathers every analysis of `idle.py`, `launch_stats.py` and
 `critical_path.py` with its formula (the UI shows it) and the recommendations. A trace without
-device work gets `applicable: false` and a message; its host-side annotations are still shown.
+device work, and a graph capture trace (kernels recorded, never run: `graphs.py`), get
+`applicable: false` and a message; its host-side annotations are still shown.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ..ingest.schema import TraceTable
 from ..payloads import GpuIdlePayload
 from . import critical_path, idle, launch_stats
 from .device_work import device_work
+from .graphs import CAPTURE_NOTE, graph_summary
 from .overview import build_overview
 from .vendor import trace_vendor
 
@@ -33,12 +35,15 @@ def build_gpu_idle(table: TraceTable, kernel_wait_us: float = DEFAULT_KERNEL_WAI
                    queue_full: int = DEFAULT_QUEUE_FULL,
                    step: Optional[str] = None) -> GpuIdlePayload:
     """See `payloads.gpu_idle.GpuIdlePayload` for the shape; times in trace us."""
-    applicable = len(device_work(table)) > 0
+    graphs = graph_summary(table)
+    capture = graphs["mode"] == "capture"
+    applicable = len(device_work(table)) > 0 and not capture
     formulas = {**idle.FORMULAS, **launch_stats.FORMULAS,
                 "critical_path": critical_path.FORMULA}
     payload: dict[str, Any] = {
         "applicable": applicable,
-        "message": None if applicable else NOT_APPLICABLE,
+        "message": CAPTURE_NOTE if capture else (None if applicable else NOT_APPLICABLE),
+        "graphs": graphs,
         "vendor": trace_vendor(table),
         "formulas": formulas,
         "temporal": idle.temporal_breakdown(table),

@@ -14,7 +14,8 @@ Formulas (also in `FORMULAS`, which the UI shows next to each chart):
   other: the rest (queued but waiting longer: syncs, cross-stream dependencies, no launch link).
   (Strict comparisons, as HTA: a launch exactly at the previous end is not host wait.)
 - Queue length, per stream (HTA's definition: operations enqueued and not yet started): +1 at
-  each launch call's start, −1 at its device event's start; time-weighted mean and max over
+  each launch call's start, −1 at its device event's start (a graph launch is one entry,
+  until its first kernel on that stream starts); time-weighted mean and max over
   [first launch, last start]; time with length ≥ `queue_full`.
 - Bandwidth: each copy/memset contributes its `memory bandwidth (GB/s)` (else bytes / dur)
   while it runs; the sum over concurrent ones per copy kind (HtoD, DtoH, DtoD, memset, other).
@@ -34,6 +35,7 @@ import pandas as pd
 from ..ingest.schema import Kind, TraceTable
 from . import ranges as rg
 from .device_work import device_work, log_histogram
+from .graph_launches import charged_mask
 
 FORMULAS = {
     "temporal": "Per device, over W = [first device event start, last end]: compute = |C|, "
@@ -152,7 +154,7 @@ def queue_lengths(table: TraceTable, queue_full: int) -> list[dict[str, Any]]:
     the series reduced to at most MAX_POINTS buckets (max per bucket)."""
     work = device_work(table)
     work = work[np.isfinite(work["stream"].to_numpy()) & np.isfinite(
-        work["launch_start"].to_numpy())]
+        work["launch_start"].to_numpy()) & charged_mask(table)]  # a graph: one entry
     result = []
     for (device, stream), group in work.groupby(["device", "stream"], sort=True):
         times, length = queue_series(group["launch_start"].to_numpy(),

@@ -16,9 +16,11 @@ from ..ingest.schema import Kind, TraceTable
 from ..payloads import KernelPiesPayload, KernelsPayload
 from .correlation import complete_rows
 from .events import kernel_device_ids
+from .graphs import graph_annotations
 from .launch import fill_launch_estimates
 from .memo import memoised
 from .node_kinds import NodeKind
+from .op_categories import OTHER, categorize, category_rollup, device_categories, dominant
 from .optree import build_op_tree
 from .roofline import trace_matrix_units
 from .tensor_cores import event_tc_eligible_flags, event_tc_flags
@@ -80,10 +82,11 @@ def kernel_table(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> pd.DataF
     """The Kernel view as a DataFrame, the one source its payload is shaped from (spec 1.3):
     rows sorted by total time desc, ties by the key columns.
 
-    Columns: name, [operator, grid, block (text or None), registers_per_thread, shared_memory
-    (NaN when absent), op_tc_eligible] when grouped by kernel_op_launch, then tensor_cores,
-    calls, total/mean/max/min duration (us, unrounded), duration-weighted blocks_per_sm and
-    occupancy_pct (NaN in every row when no kernel had, or got derived, the value).
+    Columns: name, category (`op_categories`), [operator, grid, block (text or None),
+    registers_per_thread, shared_memory (NaN when absent), op_tc_eligible] when grouped by
+    kernel_op_launch, then tensor_cores, calls, total/mean/max/min duration (us, unrounded),
+    duration-weighted blocks_per_sm and occupancy_pct (NaN in every row when no kernel had,
+    or got derived, the value).
     """
     if group_by not in GROUP_BY:
         raise ValueError(f"group_by must be one of {GROUP_BY}, not {group_by!r}")
@@ -104,12 +107,30 @@ def kernel_table(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> pd.DataF
     for column, flag in _FLAG_COLUMNS:
         if not flags[flag]:
             agg[column] = np.nan
+    agg["category"] = _categories(table, agg, group_by)
     out = agg[_columns(group_by)].reset_index(drop=True)
     return out.astype({"tensor_cores": bool, "calls": np.int64})
 
 
+def _categories(table: TraceTable, agg: pd.DataFrame, group_by: str) -> np.ndarray:
+    """Per row, its op category (`op_categories`): by operator then kernel name when grouped
+    with the operator; else the category holding most of the kernel name's time."""
+    if len(agg) == 0:
+        return np.empty(0, dtype=object)
+    if group_by == GROUP_BY_KERNEL_OP:
+        return np.asarray([_category(str(name), str(op))
+                           for name, op in zip(agg["name"], agg["operator"])], dtype=object)
+    lookup = dominant(device_categories(table), "kernel")
+    return np.asarray([lookup.get(name, OTHER) for name in agg["name"]], dtype=object)
+
+
+def _category(kernel: str, operator: str) -> str:
+    category = categorize(operator, True) if operator != NO_OPERATOR else OTHER
+    return category if category != OTHER else categorize(kernel, False)
+
+
 def _columns(group_by: str) -> list[str]:
-    columns = ["name"]
+    columns = ["name", "category"]
     if group_by == GROUP_BY_KERNEL_OP:
         columns += ["operator", *_LAUNCH_KEYS, "op_tc_eligible"]
     return columns + ["tensor_cores", "calls", "total_us", "mean_us", "max_us", "min_us",
@@ -127,13 +148,15 @@ def build_kernels(table: TraceTable, group_by: str = GROUP_BY_KERNEL) -> Kernels
     with 2, or None in every row when `has_blocks_per_sm` / `has_occupancy` is false."""
     rows = kernel_table(table, group_by)
     flags = _flags(kernel_frame(table))
-    return {"rows": _rows(rows, group_by, flags), **flags}
+    return {"rows": _rows(rows, group_by, flags), **flags,
+            "categories": category_rollup(table)}
 
 
 def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Kernels reachable from the op trees, grouped like the reference's key
     name###operator###str(grid)###str(block)###(regs or 0)###(shmem or 0); operator N/A for
-    kernels hanging off a root (staled, or launched outside any op)."""
+    kernels hanging off a root (staled, or launched outside any op), except the kernels of a
+    graph launch inside a host annotation: that annotation (`graphs.graph_annotations`)."""
     tree = build_op_tree(table)
     kernel = table.events["kind"].to_numpy()[tree.device_rows] == Kind.KERNEL
     rows, owner = tree.device_rows[kernel], tree.device_owner[kernel]
@@ -144,6 +167,10 @@ def _by_operator(table: TraceTable, frame: pd.DataFrame) -> tuple[pd.DataFrame, 
     codes = np.where(is_root, len(tree.name_categories), tree.name_code[owner])
     work["operator"] = pd.Categorical.from_codes(
         codes, tree.name_categories.append(pd.Index([NO_OPERATOR])))
+    annotation = graph_annotations(table, rows)  # replayed graph kernels: the annotation
+    if (annotation != "").any():
+        work["operator"] = pd.Categorical(np.where(
+            annotation != "", annotation, work["operator"].astype(object).to_numpy()))
     work["op_tc_eligible"] = ~is_root & event_tc_eligible_flags(table)[np.maximum(
         tree.event[owner], 0)]
     for column in ("registers_per_thread", "shared_memory"):  # the reference's `x or '0'`

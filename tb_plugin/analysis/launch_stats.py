@@ -2,10 +2,11 @@
 user-annotation breakdown of GPU time. Vectorised over `device_work` and the op tree.
 
 Formulas (`FORMULAS`, shown in the UI):
-- Per kernel with a launch: cpu = the launching runtime/driver call's duration, gpu = the
-  kernel's duration, delay = kernel start − end of its launch call. Short kernel: gpu < cpu
-  (the launch costs more than the work). Runtime outlier: cpu > `runtime_cutoff_us`; delay
-  outlier: delay > `delay_cutoff_us`.
+- Per launch call of kernels: cpu = the runtime/driver call's duration, gpu = the duration
+  of the kernel it started (a CUDA/HIP graph launch: the sum over the N kernels it replayed,
+  so the call is charged once), delay = its first kernel's start − end of the call. Short
+  kernel: gpu < cpu (the launch costs more than the work). Runtime outlier:
+  cpu > `runtime_cutoff_us`; delay outlier: delay > `delay_cutoff_us`.
 - Sequence: an operator (the innermost op owning the launches) with the ordered names of the
   kernels it launched; counted over all its calls, with Σ gpu of its kernels and Σ of the
   operator's host duration. Sequences of ≥ 2 kernels are fusion candidates.
@@ -29,7 +30,8 @@ from .optree import build_op_tree
 from .steps import STEP_PREFIX
 
 FORMULAS = {
-    "launch": "Per kernel: cpu = launch call duration, gpu = kernel duration, delay = kernel "
+    "launch": "Per launch call: cpu = its duration, gpu = its kernel's duration (a graph "
+              "launch: the sum over its N kernels, charged once), delay = first kernel "
               "start − launch call end. Short: gpu < cpu. Outliers: cpu > runtime_cutoff_us, "
               "delay > delay_cutoff_us.",
     "sequences": "Operator + the ordered kernels it launched, counted over its calls; gpu = Σ "
@@ -44,19 +46,32 @@ TOP_OUTLIERS = 10
 
 
 def kernel_launches(table: TraceTable) -> pd.DataFrame:
-    """Kernels with a launch: event, launch, name code, cpu_us, gpu_us, delay_us, start."""
+    """One row per launch call of kernels: event (its first kernel), launch, name code (of the
+    launch call), cpu_us, gpu_us (Σ its kernels), delay_us (first kernel start − launch end),
+    start, kernels (how many it started). A graph launch is one launch of N kernels
+    (`graph_launches`): charged once, not once per kernel."""
     work = device_work(table)
     work = work[(work["kind"].to_numpy() == Kind.KERNEL) & (work["launch"].to_numpy() >= 0)]
+    work = work.sort_values(["launch", "start", "event"], kind="stable")
+    launch_all = work["launch"].to_numpy()
+    first = np.ones(len(work), dtype=bool)
+    first[1:] = launch_all[1:] != launch_all[:-1]
+    starts = np.flatnonzero(first)
+    gpu = np.add.reduceat(work["dur"].to_numpy(), starts) if len(starts) else np.empty(0)
+    counts = np.diff(np.append(starts, len(work)))
+    work = work[first]
     events = table.events
     launch = work["launch"].to_numpy()
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "event": work["event"].to_numpy(), "launch": launch,
         "start": work["start"].to_numpy(),
         "cpu_us": work["launch_end"].to_numpy() - work["launch_start"].to_numpy(),
-        "gpu_us": work["dur"].to_numpy(),
+        "gpu_us": gpu,
         "delay_us": work["start"].to_numpy() - work["launch_end"].to_numpy(),
         "launch_name": events["name"].cat.codes.to_numpy()[launch],
-    })
+        "kernels": counts.astype(np.int64),
+    }, index=work.index)
+    return frame.sort_index().reset_index(drop=True)  # device_work's order
 
 
 def launch_stats(table: TraceTable, runtime_cutoff_us: float, delay_cutoff_us: float
@@ -77,7 +92,7 @@ def launch_stats(table: TraceTable, runtime_cutoff_us: float, delay_cutoff_us: f
 
     launch_rows = frame["launch"].to_numpy()
     return {
-        "kernels": int(len(frame)),
+        "kernels": int(frame["kernels"].sum()),
         "runtime_cutoff_us": runtime_cutoff_us, "delay_cutoff_us": delay_cutoff_us,
         "cpu_us_total": float(cpu.sum()), "gpu_us_total": float(gpu.sum()),
         "short_kernels": int(short.sum()),
@@ -185,17 +200,19 @@ def annotation_breakdown(table: TraceTable) -> list[dict[str, Any]]:
             pts = launches["launch"].to_numpy()
             point_group = events["tid"].cat.codes.to_numpy()[pts]
             point, weight = ts[pts], launches["gpu_us"].to_numpy()
+            count_weight = launches["kernels"].to_numpy()
         else:
             group = pd.to_numeric(events["pid"].astype(str).to_numpy()[rows],
                                   errors="coerce")
             group = np.nan_to_num(np.asarray(group, dtype=np.float64), nan=-1).astype(np.int64)
             point_group = kernels["device"].to_numpy().astype(np.int64)
             point, weight = kernels["start"].to_numpy(), kernels["dur"].to_numpy()
+            count_weight = np.ones(len(point), dtype=np.int64)
         owner = leaf_containing(group, ts[rows], ts[rows] + dur[rows], point_group, point)
         code = names.cat.codes.to_numpy()[rows]
         hit = owner >= 0
         gpu = np.bincount(owner[hit], weights=weight[hit], minlength=len(rows))
-        count = np.bincount(owner[hit], minlength=len(rows))
+        count = np.bincount(owner[hit], weights=count_weight[hit], minlength=len(rows))
         frame = pd.DataFrame({"code": code, "wall": dur[rows], "gpu": gpu, "kernels": count})
         agg = frame.groupby("code", sort=False).agg(
             ranges=("wall", "size"), wall=("wall", "sum"), gpu=("gpu", "sum"),
@@ -203,5 +220,5 @@ def annotation_breakdown(table: TraceTable) -> list[dict[str, Any]]:
         cats = names.cat.categories.astype(str)
         result.extend({"side": side, "name": str(cats[c]), "ranges": int(r["ranges"]),
                        "wall_us": float(r["wall"]), "gpu_us": float(r["gpu"]),
-                       "kernels": int(r["kernels"])} for c, r in agg.iterrows())
+                       "kernels": int(round(r["kernels"]))} for c, r in agg.iterrows())
     return sorted(result, key=lambda r: (-r["gpu_us"], -r["wall_us"], r["name"]))

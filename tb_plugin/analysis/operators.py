@@ -18,6 +18,7 @@ from ..payloads import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
 from .callstacks import python_call_stacks
 from .events import filled_categorical
 from .memo import memoised
+from .op_categories import operator_categories
 from .optree import build_op_tree
 
 GROUP_BY_OPERATOR = "operator"
@@ -158,14 +159,17 @@ def operator_table(table: TraceTable, group_by: str = GROUP_BY_OPERATOR) -> pd.D
     """The Operator view as a DataFrame, the one source its payload is shaped from: one row per
     name (or name + input shape), in the view's order.
 
-    Columns: name, [input_shape], calls, host/device self/total time (us, unrounded),
+    Columns: name, [input_shape], category (`op_categories.operator_categories`), calls,
+    host/device self/total time (us, unrounded),
     tc_eligible, tensor-core share of device self/total time (percent, 2 decimals) and
     has_call_stack. Rows sort by device self time when the trace has device work, else by host
     self time; ties by name (and shape).
     """
     _check_group_by(group_by)
     keys = _keys(group_by)
-    return _table(table, operator_frame(table), keys, [*keys, *TABLE_COLUMNS, "has_call_stack"])
+    out = _table(table, operator_frame(table), keys, [*keys, *TABLE_COLUMNS, "has_call_stack"])
+    out.insert(len(keys), "category", operator_categories(table, out["name"].astype(str)))
+    return out
 
 
 def call_stack_table(table: TraceTable, name: str, input_shape: Optional[str] = None,

@@ -16,6 +16,7 @@ from .breakdown import CATEGORIES, Breakdown, compute_breakdown
 from .diagnosis import add_diagnosis
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
+from .graphs import graph_summary
 from .hardware import compute_capability, device_vendor
 from .launch import device_properties
 from .memo import memoised
@@ -48,6 +49,8 @@ def _build_overview(table: TraceTable) -> dict[str, Any]:
     metrics = gpu_metrics(table)
     tc = tensor_core_summary(table)
     average = breakdown.average
+    graphs = graph_summary(table)
+    capture = graphs["mode"] == "capture"
     return {
         "steps": _steps_json(breakdown),
         "average": {
@@ -55,10 +58,10 @@ def _build_overview(table: TraceTable) -> dict[str, Any]:
             "breakdown_us": {c: average[c] for c in CATEGORIES},
         },
         "categories": breakdown.shown_categories(),
-        "gpus": [_gpu_json(table, m, tc) for m in metrics.values()],
+        "gpus": [_gpu_json(table, m, tc, capture) for m in metrics.values()],
         "recommendations": recommend(collect_facts(table, breakdown, metrics, tc)),
         "environment": _environment(table, breakdown, metrics),
-        "notes": _notes(breakdown),
+        "notes": _notes(breakdown) + graphs["notes"],
     }
 
 
@@ -120,7 +123,10 @@ def _pct(value: Optional[float], scale: float = 100.0) -> Optional[float]:
     return None if value is None else float(value) * scale
 
 
-def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str, Any]:
+def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any], capture: bool = False
+              ) -> dict[str, Any]:
+    """One GPU's card; on a graph capture trace (`graphs.graph_summary`) the kernels never ran,
+    so utilization, SM efficiency, occupancy and MFU are null (the notes say why)."""
     props = device_properties(table, m.device)
     memory = props.get("totalGlobalMem")
     info = device_info(table, m.device)
@@ -135,13 +141,13 @@ def _gpu_json(table: TraceTable, m: GpuMetrics, tc: dict[str, Any]) -> dict[str,
         "vendor": info["vendor"],
         "architecture": info["architecture"],
         "peaks_model": info["peaks_model"],
-        "mfu_pct": mfu_pct(table) if info["peaks_model"] else None,
+        "mfu_pct": mfu_pct(table) if info["peaks_model"] and not capture else None,
         "peaks_reason": info["peaks_reason"],
-        "mbu_pct": mbu_pct(table) if info["peaks_model"] else None,
+        "mbu_pct": mbu_pct(table) if info["peaks_model"] and not capture else None,
         "matrix_units": info["matrix_units"],
-        "utilization_pct": _pct(m.utilization),
-        "sm_efficiency_pct": _pct(m.sm_efficiency),
-        "achieved_occupancy_pct": _pct(m.achieved_occupancy, 1.0),  # already a percentage
+        "utilization_pct": None if capture else _pct(m.utilization),
+        "sm_efficiency_pct": None if capture else _pct(m.sm_efficiency),
+        "achieved_occupancy_pct": None if capture else _pct(m.achieved_occupancy, 1.0),
         "tensor_core_pct": _pct(tc_ratio),
     }
 

@@ -176,6 +176,8 @@ class PathShares(TypedDict):
     kernel: float
     sync: float
     idle: float
+    backlog: Annotated[float, doc("Launch-to-kernel waits of >= 1 ms (work the trace does "
+                                  "not show, or a clock offset), us.")]
 
 
 class CriticalStep(TypedDict):
@@ -195,10 +197,47 @@ class CriticalPath(TypedDict):
     event_ids: Annotated[list[int], doc("Event ids on that step's path (Trace view).")]
 
 
+class GraphOwner(TypedDict):
+    name: Annotated[str, doc("Operator or annotation enclosing the graph launch.")]
+    kind: Annotated[Literal["operator", "annotation"], doc("Which of the two.")]
+    kernels: Annotated[int, doc("Replayed kernels attributed to it.")]
+    kernel_us: Annotated[float, doc("Their GPU time, us.")]
+
+
+class GraphBacklog(TypedDict):
+    device: int
+    offset_us: Annotated[float, doc("Smallest launch-to-start delay of the GPU's launches, "
+                                    "us (>= 1000 us for a backlog).")]
+    median_delay_us: float
+    events: Annotated[int, doc("Launches (charged device events) it is taken over.")]
+    message: str
+
+
+class GraphSummary(TypedDict):
+    """`analysis.graphs.graph_summary`: CUDA/HIP graph facts of the trace."""
+
+    mode: Annotated[Literal["none", "replay", "capture"], doc(
+        "replay: kernels replayed by graph launches; capture: launches recorded in stream "
+        "capture and never run (no utilization, MFU or idle numbers); none.")]
+    launches: Annotated[int, doc("Graph launch calls.")]
+    launch_us: Annotated[float, doc("Sum of their durations, us.")]
+    replayed_kernels: Annotated[int, doc("Kernels started by graph launches.")]
+    replayed_kernel_us: Annotated[float, doc("Their GPU time, us.")]
+    attributed_kernel_us: Annotated[float, doc("The part whose launch lies in an operator or "
+                                               "a host annotation, us.")]
+    owners: Annotated[list[GraphOwner], doc("Top 20 by kernel time.")]
+    captured_launches: Annotated[int, doc("Launch/copy/memset calls inside stream capture.")]
+    capture_windows: Annotated[int, doc("Begin/EndCapture windows.")]
+    backlog: Annotated[list[GraphBacklog], doc("GPUs whose kernels all start long after "
+                                               "their launch.")]
+    notes: Annotated[list[str], doc("Sentences for the UI.")]
+
+
 class GpuIdlePayload(TypedDict):
     """`/gpu_idle`: the diagnosis of one worker span."""
 
-    applicable: Annotated[bool, doc("False when the trace has no device work.")]
+    applicable: Annotated[bool, doc("False when the trace has no device work, or is a graph "
+                                    "capture trace.")]
     message: Annotated[Optional[str], doc("Why the GPU analyses do not apply, or null.")]
     vendor: Annotated[Literal["nvidia", "amd", "unknown"], doc("GPU vendor of the trace.")]
     formulas: Annotated[Formulas, doc("Each analysis's formula, as the UI states it.")]
@@ -210,4 +249,5 @@ class GpuIdlePayload(TypedDict):
     sequences: Annotated[list[KernelSequence], doc("Top 20 by GPU time.")]
     annotations: Annotated[list[AnnotationTime], doc("By GPU time, then wall time.")]
     critical_path: Annotated[CriticalPath, doc("Critical path per step.")]
+    graphs: Annotated[GraphSummary, doc("CUDA/HIP graph replay/capture facts.")]
     recommendations: Annotated[list[Recommendation], doc("As on the Overview.")]

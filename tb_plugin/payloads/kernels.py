@@ -14,6 +14,10 @@ class KernelRow(TypedDict):
     + launch configuration) with its summed times."""
 
     name: Annotated[str, doc("Kernel name.")]
+    category: Annotated[str, doc(
+        "Op category (GEMM, attention, normalization, elementwise, reduction, communication, "
+        "other): by the launching operator, else the kernel name; grouped by kernel name, the "
+        "category holding most of its time.")]
     operator: NotRequired[Annotated[str, doc(
         _LAUNCH + 'the operator that launched it ("N/A" outside any operator).')]]
     grid: NotRequired[Annotated[Optional[str], doc(_LAUNCH + 'grid size, e.g. "[4, 106, 1]"; '
@@ -39,6 +43,14 @@ class KernelRow(TypedDict):
         "the trace has it.")]
 
 
+class CategoryTime(TypedDict):
+    category: Annotated[str, doc("GEMM, attention, normalization, elementwise, reduction, "
+                                 "communication, memcpy/memset or other.")]
+    events: Annotated[int, doc("Device events in it.")]
+    time_us: Annotated[float, doc("Their summed duration, us.")]
+    pct: Annotated[float, doc("Share of all device time, percent.")]
+
+
 class KernelsPayload(TypedDict):
     """`/kernels`: the kernel table."""
 
@@ -48,6 +60,9 @@ class KernelsPayload(TypedDict):
                                            "when false every row's value is null.")]
     has_occupancy: Annotated[bool, doc("Some kernel had an occupancy; when false every row's "
                                        "value is null.")]
+    categories: Annotated[list[CategoryTime], doc(
+        "Device time per op category (every category, memcpy/memset included), in the "
+        "category order.")]
 
 
 class TensorCoreShare(TypedDict):

@@ -14,6 +14,9 @@ class OperatorRow(TypedDict):
 
     name: Annotated[str, doc('Operator name, e.g. "aten::mm".')]
     input_shape: NotRequired[Annotated[str, doc(_SHAPE)]]
+    category: Annotated[str, doc(
+        "Op category (GEMM, attention, normalization, elementwise, reduction, communication, "
+        "memcpy/memset, other): by its name, else by the kernels it launched itself.")]
     calls: Annotated[int, doc("Number of calls.")]
     host_self_us: Annotated[float, doc("Host time outside child operators, us (3 decimals).")]
     host_total_us: Annotated[float, doc("Host time including child operators, us.")]

@@ -1,6 +1,7 @@
 """What advice would save (`analysis.advice_costs`): device idle time by cause on the device's
-own timeline, host-only computation, graph capture/replay, and the architecture named by kernel
-names. Expected values are derived by hand in the comments; the idle gaps are also checked
+own timeline, host-only computation, and the architecture named by kernel names (graph capture
+and replay are `analysis.graphs`'s, tested in test_graphs.py). Expected values are derived by
+hand in the comments; the idle gaps are also checked
 against a brute-force reference on random event sets (hypothesis)."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from tb_plugin.analysis import ranges as rg
 from tb_plugin.analysis.advice_costs import (
     device_costs,
     device_gaps,
-    graph_mode,
     host_compute_us,
     kernel_generation,
 )
@@ -136,29 +136,6 @@ def test_host_compute_counts_launch_free_subtrees_while_the_device_idles(tmp_pat
     table = make_table(_host_trace(), tmp_path)
     assert host_compute_us(table, 0.0, 1000.0) == 500.0
     assert host_compute_us(table, 0.0, 900.0) == 450.0  # parent clipped to [850, 900)
-
-
-def _capture_trace(ran: int) -> list[dict]:
-    """Three launches inside a stream capture (no kernels), `ran` kernels that ran after it."""
-    events = [step(1, 0, 1000), runtime(0, 1, corr=90, name="cudaStreamBeginCapture")]
-    events += [runtime(2 + 2 * i, 1, corr=100 + i) for i in range(3)]
-    events.append(runtime(20, 1, corr=91, name="cudaStreamEndCapture"))
-    for i in range(ran):
-        events += [runtime(30 + 10 * i, 2, corr=i + 1), kernel(200 + 10 * i, 5, corr=i + 1)]
-    return events
-
-
-@pytest.mark.parametrize("ran,mode", [(2, "capture"), (3, "capture"), (4, "none")])
-def test_a_capture_is_a_trace_whose_captured_launches_outnumber_the_run(tmp_path, ran, mode):
-    assert graph_mode(make_table(_capture_trace(ran), tmp_path)) == mode
-
-
-@pytest.mark.parametrize("name", ["cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch_v10000"])
-def test_a_graph_launch_is_a_replay(tmp_path, name):
-    events = [step(1, 0, 100), runtime(10, 5, corr=1, name=name), kernel(20, 5, corr=1)]
-    assert graph_mode(make_table(events, tmp_path)) == "replay"
-    plain = [step(1, 0, 100), runtime(10, 5, corr=1), kernel(20, 5, corr=1)]
-    assert graph_mode(make_table(plain, tmp_path)) == "none"
 
 
 @pytest.mark.parametrize("names,capability", [

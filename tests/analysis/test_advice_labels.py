@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_plugin.analysis.advice_costs import graph_mode
 from tb_plugin.analysis.dist_summary import is_fsdp
+from tb_plugin.analysis.graphs import graph_summary
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.analysis.vendor import trace_vendor
 from tb_plugin.load import load_trace
@@ -65,7 +65,7 @@ def _check_labels(items: list[dict], first, must: set, forbidden: set) -> None:
 
 def _check_rules(path: Path, items: list[dict]) -> None:
     table = load_trace(str(path), use_cache=False)
-    mode, vendor, fsdp = graph_mode(table), trace_vendor(table), is_fsdp(table)
+    mode, vendor, fsdp = graph_summary(table)["mode"], trace_vendor(table), is_fsdp(table)
     text = " ".join(item["text"] for item in items)
     if mode != "none":
         assert "CUDA/HIP graph" not in text and "CUDA graphs" not in {

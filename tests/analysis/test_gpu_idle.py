@@ -205,7 +205,8 @@ def test_critical_path(tmp_path):
     [one] = result["steps"]
     assert one["length_us"] == 100.0 and one["nodes"] == 4
     assert one["shares_us"] == {"host_compute": 28.0, "launch": 10.0, "runtime": 0.0,
-                                "kernel": 60.0, "sync": 2.0, "idle": 0.0}
+                                "kernel": 60.0, "sync": 2.0, "idle": 0.0,
+                                "backlog": 0.0}
     names = table.events["name"].astype(str).to_numpy()
     assert sorted(names[result["event_ids"]]) == sorted(
         ["cudaLaunchKernel", "void gemm_kernel<float>()", "void gemm_kernel<float>()",

@@ -44,7 +44,7 @@ CHROMIUM_ARGS = [
 
 ARTIFACTS = REPO / "tests" / "_artifacts"
 SAMPLE_RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo")
-SHARED_RUNS = ("resnet50_gpu_pt19", "cpu_only", "triton_kernels")
+SHARED_RUNS = ("resnet50_gpu_pt19", "cpu_only", "triton_kernels", "tl_vllm_decode_fullgraph")
 #: torch.compile runs (test_compiled_view.py): a CPU sample and a real MI300X Triton trace.
 COMPILED_RUNS = ((SAMPLES, "compiled_cpu"), (SHARED_TRACES, "tl_mi300_torch_compile_triton"))
 PLUGIN = "torch_prof"
@@ -84,6 +84,8 @@ def build_logdir(root: Path) -> dict[str, Any]:
         if src.is_dir():
             shutil.copytree(src, root / name)
             shared.append(name)
+            if (src / "capture").is_dir():  # its graph capture, a run of its own
+                shared.append(f"{name}/capture")
     compiled = []
     for base, name in COMPILED_RUNS:
         if (base / name).is_dir():

@@ -150,6 +150,7 @@ def test_operator_view(page, tensorboard, artifacts):
     top = sorted(rows, key=lambda r: -r[key])
     wait_rows(frame, "op-table", len(rows))
     assert table_column(frame, "op-table", "name")[0] == top[0]["name"]
+    assert table_column(frame, "op-table", "category")[0] == top[0]["category"]
     assert table_column(frame, "op-table", "host_self_us")[0] == \
         fmt_duration(top[0]["host_self_us"])
     if not table["has_device"]:
@@ -243,13 +244,18 @@ def test_operator_call_stack_jump_to_source(page, tensorboard):
 def test_kernel_view(page, tensorboard, artifacts):
     run = gpu_run(tensorboard)
     sel = selection_of(tensorboard, run)
-    rows = tensorboard.api("kernels", **sel, group_by="kernel")["rows"]
+    payload = tensorboard.api("kernels", **sel, group_by="kernel")
+    rows = payload["rows"]
     frame = open_entry(page, tensorboard, f"run={run}&view=Kernel")
     frame.wait_for_selector("[data-testid=k-table]", timeout=TIMEOUT_MS)
     top = max(rows, key=lambda r: r["total_us"])
     wait_rows(frame, "k-table", len(rows))  # every row by default
     assert table_column(frame, "k-table", "name")[0] == top["name"]
     assert table_column(frame, "k-table", "total_us")[0] == fmt_duration(top["total_us"])
+    assert table_column(frame, "k-table", "category")[0] == top["category"]
+    line = frame.inner_text("[data-testid=k-categories]")
+    for c in payload["categories"]:
+        assert (c["category"] in line) is (c["time_us"] > 0), c
     assert frame.locator("[data-testid=pie-kernels] canvas").count() == 1
     assert frame.locator("[data-testid=pie-tensor-cores]").count() == 1
     shot(page, artifacts, "kernel_light")

@@ -45,6 +45,28 @@ def test_cpu_only_says_not_applicable(page, tensorboard, artifacts):
     shot(page, artifacts, "gpu_idle_cpu_only")
 
 
+def test_graph_replay_shows_the_graph_notes(page, tensorboard, artifacts):
+    """The vLLM decode replay: one banner with the payload's graph notes (one launch of 421
+    kernels, the 6.4 ms backlog), the analyses still shown."""
+    frame, payload = _open(page, tensorboard, "tl_vllm_decode_fullgraph")
+    assert payload["applicable"] is True and payload["graphs"]["mode"] == "replay"
+    text = frame.inner_text("[data-testid=gpu-idle-graphs]")
+    assert len(payload["graphs"]["notes"]) == 2
+    for note in payload["graphs"]["notes"]:
+        assert note in text
+    assert frame.locator("[data-testid=gpu-idle-temporal]").count() == 1
+    shot(page, artifacts, "gpu_idle_graph_replay")
+
+
+def test_capture_trace_says_not_applicable(page, tensorboard, artifacts):
+    frame, payload = _open(page, tensorboard, "tl_vllm_decode_fullgraph/capture")
+    assert payload["applicable"] is False and payload["graphs"]["mode"] == "capture"
+    assert payload["message"] in frame.inner_text("[data-testid=gpu-idle-na]")
+    assert frame.locator("[data-testid=gpu-idle-temporal]").count() == 0
+    assert frame.locator("[data-testid=gpu-idle-graphs]").count() == 0
+    shot(page, artifacts, "gpu_idle_graph_capture")
+
+
 def test_dark(dark_page, tensorboard, artifacts):
     frame, _ = _open(dark_page, tensorboard, "resnet50_gpu_pt19")
     assert_dark(frame, "[data-testid=gpu-idle-temporal]")

@@ -2583,7 +2583,7 @@ export interface components {
         GpuIdlePayload: {
             /** @description By GPU time, then wall time. */
             annotations: components["schemas"]["AnnotationTime"][];
-            /** @description False when the trace has no device work. */
+            /** @description False when the trace has no device work, or is a graph capture trace. */
             applicable: boolean;
             /** @description Memory-copy bandwidth over time. */
             bandwidth: components["schemas"]["Bandwidth"];
@@ -2591,6 +2591,8 @@ export interface components {
             critical_path: components["schemas"]["CriticalPath"];
             /** @description Each analysis's formula, as the UI states it. */
             formulas: components["schemas"]["Formulas"];
+            /** @description CUDA/HIP graph replay/capture facts. */
+            graphs: components["schemas"]["GraphSummary"];
             /** @description Idle-time causes per stream, with the gaps. */
             idle: components["schemas"]["IdleBreakdown"];
             /** @description Kernel launch statistics. */
@@ -2683,6 +2685,8 @@ export interface components {
         };
         /** PathShares */
         PathShares: {
+            /** @description Launch-to-kernel waits of >= 1 ms (work the trace does not show, or a clock offset), us. */
+            backlog: number;
             host_compute: number;
             idle: number;
             kernel: number;
@@ -2703,6 +2707,61 @@ export interface components {
             queue: string;
             sequences: string;
             temporal: string;
+        };
+        /**
+         * GraphSummary
+         * @description `analysis.graphs.graph_summary`: CUDA/HIP graph facts of the trace.
+         */
+        GraphSummary: {
+            /** @description The part whose launch lies in an operator or a host annotation, us. */
+            attributed_kernel_us: number;
+            /** @description GPUs whose kernels all start long after their launch. */
+            backlog: components["schemas"]["GraphBacklog"][];
+            /** @description Begin/EndCapture windows. */
+            capture_windows: number;
+            /** @description Launch/copy/memset calls inside stream capture. */
+            captured_launches: number;
+            /** @description Sum of their durations, us. */
+            launch_us: number;
+            /** @description Graph launch calls. */
+            launches: number;
+            /**
+             * @description replay: kernels replayed by graph launches; capture: launches recorded in stream capture and never run (no utilization, MFU or idle numbers); none.
+             * @enum {unknown}
+             */
+            mode: "capture" | "none" | "replay";
+            /** @description Sentences for the UI. */
+            notes: string[];
+            /** @description Top 20 by kernel time. */
+            owners: components["schemas"]["GraphOwner"][];
+            /** @description Their GPU time, us. */
+            replayed_kernel_us: number;
+            /** @description Kernels started by graph launches. */
+            replayed_kernels: number;
+        };
+        /** GraphBacklog */
+        GraphBacklog: {
+            device: number;
+            /** @description Launches (charged device events) it is taken over. */
+            events: number;
+            median_delay_us: number;
+            message: string;
+            /** @description Smallest launch-to-start delay of the GPU's launches, us (>= 1000 us for a backlog). */
+            offset_us: number;
+        };
+        /** GraphOwner */
+        GraphOwner: {
+            /** @description Their GPU time, us. */
+            kernel_us: number;
+            /** @description Replayed kernels attributed to it. */
+            kernels: number;
+            /**
+             * @description Which of the two.
+             * @enum {unknown}
+             */
+            kind: "annotation" | "operator";
+            /** @description Operator or annotation enclosing the graph launch. */
+            name: string;
         };
         /** IdleBreakdown */
         IdleBreakdown: {
@@ -2969,12 +3028,25 @@ export interface components {
          * @description `/kernels`: the kernel table.
          */
         KernelsPayload: {
+            /** @description Device time per op category (every category, memcpy/memset included), in the category order. */
+            categories: components["schemas"]["CategoryTime"][];
             /** @description Some kernel had (or got derived) blocks per SM; when false every row's value is null. */
             has_blocks_per_sm: boolean;
             /** @description Some kernel had an occupancy; when false every row's value is null. */
             has_occupancy: boolean;
             /** @description Sorted by total_us descending, ties by the key columns. */
             rows: components["schemas"]["KernelRow"][];
+        };
+        /** CategoryTime */
+        CategoryTime: {
+            /** @description GEMM, attention, normalization, elementwise, reduction, communication, memcpy/memset or other. */
+            category: string;
+            /** @description Device events in it. */
+            events: number;
+            /** @description Share of all device time, percent. */
+            pct: number;
+            /** @description Their summed duration, us. */
+            time_us: number;
         };
         /**
          * KernelRow
@@ -2988,6 +3060,8 @@ export interface components {
             blocks_per_sm: number | null;
             /** @description Number of launches. */
             calls: number;
+            /** @description Op category (GEMM, attention, normalization, elementwise, reduction, communication, other): by the launching operator, else the kernel name; grouped by kernel name, the category holding most of its time. */
+            category: string;
             /** @description Only with group_by=kernel_op_launch: grid size, e.g. "[4, 106, 1]"; null when not recorded. */
             grid?: string | null;
             /** @description Longest launch, us. */
@@ -3581,6 +3655,8 @@ export interface components {
         OperatorRow: {
             /** @description Number of calls. */
             calls: number;
+            /** @description Op category (GEMM, attention, normalization, elementwise, reduction, communication, memcpy/memset, other): by its name, else by the kernels it launched itself. */
+            category: string;
             /** @description Time of the kernels launched by the operator itself, us. */
             device_self_us: number;
             /** @description Time of the kernels launched by it or its children, us. */

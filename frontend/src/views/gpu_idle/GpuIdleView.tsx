@@ -71,6 +71,13 @@ function Content({ data, theme, csvUrl, views, onNavigate, onShowOnTrace }: { da
           {data.message}
         </Banner>
       )}
+      {data.applicable && data.graphs.notes.length > 0 && (
+        <Banner kind="info" title="CUDA/HIP graphs" testId="gpu-idle-graphs">
+          {data.graphs.notes.map((n, i) => (
+            <p key={i}>{n}</p>
+          ))}
+        </Banner>
+      )}
       <Card title="Diagnosis" subtitle="Graded recommendations, each with the view and time range that prove it" actions={<DownloadLink href={csvUrl} testId="gpu-idle-csv" />} testId="gpu-idle-recs">
         <Recommendations items={data.recommendations} views={views} onNavigate={onNavigate} />
       </Card>

@@ -177,6 +177,7 @@ const PATH: Part[] = [
   { key: 'kernel', label: 'Kernel', color: '#1976d2' },
   { key: 'sync', label: 'Sync', color: '#8e24aa' },
   { key: 'idle', label: 'Idle', color: '#9e9e9e' },
+  { key: 'backlog', label: 'Backlog (wait ≥ 1 ms)', color: '#ff8a65' },
 ]
 
 export function CriticalPathCard({ path, theme, onShowOnTrace }: { path: CriticalPath; theme: Theme; onShowOnTrace?: (step: string) => void }) {

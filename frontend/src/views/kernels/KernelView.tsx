@@ -135,6 +135,15 @@ export function KernelView({ selection, state, update, theme }: Props) {
         }
         testId="k-table-card"
       >
+        {data && data.categories.some((c) => c.time_us > 0) && (
+          <p className="muted" data-testid="k-categories">
+            By category:{' '}
+            {data.categories
+              .filter((c) => c.time_us > 0)
+              .map((c) => `${c.category} ${duration(c.time_us)} (${pct(c.pct)})`)
+              .join(' · ')}
+          </p>
+        )}
         <Async state={table} what="the kernel table" label="Loading kernels">
           {() =>
             total === 0 ? (
@@ -168,6 +177,14 @@ function kernelColumns(opMode: boolean, hasBlocks: boolean, hasOcc: boolean, uni
       render: (r) => <span className="cell-name mono-ish">{r.name}</span>,
       cellTitle: (r) => r.name,
       sortValue: (r) => r.name,
+    },
+    {
+      key: 'category',
+      header: 'Category',
+      title: 'Op category: by the operator that launched the kernel, else by its name (README: Op categories)',
+      width: '112px',
+      render: (r) => r.category,
+      sortValue: (r) => r.category,
     },
   ]
   if (opMode) {

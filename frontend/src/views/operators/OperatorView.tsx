@@ -176,6 +176,14 @@ function operatorColumns(groupBy: OperatorGroupBy, hasDevice: boolean): Column<O
       sortValue: (r) => r.input_shape ?? '',
     })
   }
+  cols.push({
+    key: 'category',
+    header: 'Category',
+    title: 'Op category: by the operator name, else by the kernels it launched itself (README: Op categories)',
+    width: '112px',
+    render: (r) => r.category,
+    sortValue: (r) => r.category,
+  })
   cols.push({ key: 'calls', header: 'Calls', title: 'Number of calls', width: '72px', align: 'right', render: (r) => count(r.calls), sortValue: (r) => r.calls })
   if (hasDevice) {
     cols.push(
