@@ -37,8 +37,8 @@ from .filestate import (
     RunEntry,
     files_progress,
     retry_hint,
-    run_json,
 )
+from .listing import RunListing
 from .parse_child import peek_summary
 from .pool import LoadJob, LoadOutcome, estimate_memory
 
@@ -103,6 +103,8 @@ class Catalog:
         self._rescan = threading.Event()
         self._last_scan = 0.0
         self._last_runs: list[RunInfo] = []
+        self._listing = RunListing()  # `/runs` reports kept per run between polls
+        self._run_of: dict[str, str] = {}  # file identity -> its run's name
         self._started = False
         self._closed = False
         self._pool: Optional[Parser] = None
@@ -194,6 +196,7 @@ class Catalog:
             gone = [f for url, f in self._files.items() if files.get(url) is not f]
             self._runs, self._files = index, files
             self._by_identity = {f.identity: f for f in files.values()}
+            self._run_of = {f.identity: run.name for run in index.values() for f in run.files()}
         for state in gone:
             self._forget(state)
         for state in fresh:
@@ -233,6 +236,7 @@ class Catalog:
             state = self._by_identity.get(key)
             if state is not None and state.state == QUEUED:
                 state.state = LOADING
+                self._listing.changed(self._run_of.get(key))
 
     def _on_progress(self, key: str, fraction: float) -> None:
         with self._lock:
@@ -242,6 +246,7 @@ class Catalog:
                 state.progress_at = self._clock()
                 if state.first_progress is None:
                     state.first_progress = (state.progress_at, state.progress)
+                self._listing.changed(self._run_of.get(key))
 
     def _on_done(self, outcome: LoadOutcome) -> None:
         with self._lock:
@@ -266,6 +271,7 @@ class Catalog:
                 state.cut_off = False
             state.progress = 1.0
             self._wanted.discard(outcome.key)
+            self._listing.changed(self._run_of.get(outcome.key))
 
     # -- state reports -------------------------------------------------------------------------
 
@@ -286,9 +292,9 @@ class Catalog:
         self.request_rescan()
         now = self._clock()
         with self._lock:
-            usable_runs = self._usable_runs(now)
-            runs = [run_json(run, now, usable_runs) for _, run in sorted(self._runs.items())]
-        return {"runs": runs, "loading": self.loading(), "logdir": self.logdir}
+            runs = self._listing.listing(self._runs, now)
+        loading = not self._first_scan.is_set() or RunListing.loading(runs)
+        return {"runs": runs, "loading": loading, "logdir": self.logdir}
 
     def views(self, run_name: str) -> list[str]:
         run, now = self._run(run_name), self._clock()
@@ -303,8 +309,7 @@ class Catalog:
         return views_of_run(usable, run.facts(usable_runs))
 
     def _usable_runs(self, now: float) -> int:
-        return sum(any(f.report(now)[0] in USABLE for f in run.files())
-                   for run in self._runs.values())
+        return self._listing.usable_runs(self._runs, now)
 
     def workers(self, run_name: str, view_name: str) -> list[str]:
         view = VIEWS.get(view_name)

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from ..analysis.features import summarize
 from ..cache import TraceCache, cache_location
+from ..ingest import parse_trace
 from ..ingest.schema import LoadState
 from ..storage import FileRef
 from ..views.registry import SPECS
@@ -33,16 +34,19 @@ def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1
                        view_summaries)
 
 
-def parse_batch_into_cache(files: list[tuple[str, FileRef, bool]], cache_root: str
+def parse_batch_into_cache(files: list[tuple[str, FileRef, bool, bool]], cache_root: str
                            ) -> list[tuple[str, Optional[dict[str, Any]], Optional[str]]]:
-    """`parse_into_cache` for each (key, ref, view_summaries) of a batch of small files, one
-    after the other in this process: (key, summary, None) for each file, or (key, None, error)
-    for a file whose parse raised (a bug: its batch-mates are parsed all the same)."""
+    """`parse_into_cache` for each (key, ref, view_summaries, with_table) of a batch of small
+    files, one after the other in this process, without progress reports: (key, summary, None)
+    for each file, or (key, None, error) for a file whose parse raised (a bug: its batch-mates
+    are parsed all the same). Without `with_table` only the summaries are stored: the table
+    of a tiny file is parsed again when a view needs it (`jobs.TABLE_MIN_JSON_BYTES`)."""
     cache = TraceCache(cache_location(cache_root))
     results: list[tuple[str, Optional[dict[str, Any]], Optional[str]]] = []
-    for key, ref, view_summaries in files:
+    for key, ref, view_summaries, with_table in files:
         try:
-            results.append((key, _parse_into(cache, key, ref, 1, view_summaries), None))
+            results.append((key, _parse_into(cache, key, ref, 0, view_summaries, with_table),
+                            None))
         except Exception as exc:  # noqa: BLE001 - reported as this file's error
             log.exception("torch-prof: loading %s failed", ref.url)
             results.append((key, None, f"internal error while loading "
@@ -51,12 +55,18 @@ def parse_batch_into_cache(files: list[tuple[str, FileRef, bool]], cache_root: s
 
 
 def _parse_into(cache: TraceCache, key: str, ref: FileRef, processes: int,
-                view_summaries: bool) -> dict[str, Any]:
-    cached = cache.load_table(ref)
-    table = cached if cached is not None else parse_table(key, ref, processes)
+                view_summaries: bool, with_table: bool = True) -> dict[str, Any]:
+    """`processes` 0: parse in this process without progress reports (a file of a batch)."""
+    cached = cache.load_table(ref) if with_table else None
+    if cached is not None:
+        table = cached
+    elif processes:
+        table = parse_table(key, ref, processes)
+    else:
+        table = parse_trace(ref, processes=1)
     summary = summarize(table)
     if table.status.state != LoadState.ERROR:  # not cached: a retry re-reads the file
-        store_parsed(cache, ref, table, summary, with_table=cached is None,
+        store_parsed(cache, ref, table, summary, with_table=with_table and cached is None,
                      view_summaries=view_summaries)
     return summary
 

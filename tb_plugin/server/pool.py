@@ -44,7 +44,7 @@ from ..settings import (
 )
 from ..storage import FileRef, is_local, open_file
 from ..workers import WorkerDied, WorkerPool
-from .jobs import BASE_MEMORY, JobQueue, LoadJob, LoadOutcome
+from .jobs import BASE_MEMORY, TABLE_MIN_JSON_BYTES, JobQueue, LoadJob, LoadOutcome
 from .parse_child import HANDOVER_MAX_JSON_BYTES, ParsedFile, init_child, parse_file
 from .parse_store import parse_batch_into_cache, parse_into_cache
 
@@ -216,8 +216,9 @@ class LoadPool:
                     batch = [] if remote else self._queue.small_batch()
                     if len(batch) > 1:
                         future = executor.submit(parse_batch_into_cache, [
-                            (j.key, j.ref, j.view_summaries) for j in batch],
-                            str(self.cache_root))
+                            (j.key, j.ref, j.view_summaries,
+                             j.estimate - BASE_MEMORY >= TABLE_MIN_JSON_BYTES)
+                            for j in batch], str(self.cache_root))
                     elif hands_over(job, len(self._queue) - 1, remote):
                         future = executor.submit(parse_file, job.key, job.ref,
                                                  str(self.cache_root), processes)

@@ -21,22 +21,29 @@ from tb_plugin.discovery import RunScanner, discover_runs
 from tb_plugin.ingest.plain import from_plain
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import encode_json
+from tb_plugin.server.filestate import USABLE, WRITE_GRACE_S, run_json
 from tb_plugin.server.jobs import (
     BASE_MEMORY,
     BATCH_FILE_JSON_BYTES,
     BATCH_FILES,
     BATCH_JSON_BYTES,
+    TABLE_MIN_JSON_BYTES,
     JobQueue,
     LoadJob,
     LoadOutcome,
 )
+from tb_plugin.server.listing import USABLE_RUNS_SEEN
+from tb_plugin.server.parse_child import peek_summary
 from tb_plugin.server.pool import LoadPool, estimate_memory
+from tb_plugin.server.store import RunStore
 from tb_plugin.settings import Settings
 from tb_plugin.storage import FileRef, open_ref
 from tb_plugin.views.registry import SPECS, build_view
+from tb_plugin.views.tabs import VIEWS, RunFacts
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
 from .harness import OLD, make_trace, running_tensorboard, write_bytes, write_trace
+from .test_units import RecordingPool
 
 BROKEN = b"this is { not json"
 
@@ -122,15 +129,26 @@ def test_bumped_and_cancelled_files_leave_no_trace_in_a_batch() -> None:
 # -- a real pool -------------------------------------------------------------------------------
 
 
+def _sized(path: Path, size: int) -> Path:
+    """A valid trace of exactly `size` bytes (JSON padded with trailing spaces)."""
+    data = json.dumps(make_trace(steps=2, ops_per_step=3)).encode()
+    assert len(data) <= size
+    return write_bytes(path, data + b" " * (size - len(data)))
+
+
 def _tiny_files(folder: Path) -> tuple[list[Path], list[Path]]:
-    """Tiny traces of several shapes, and broken ones among them (bad JSON, empty)."""
+    """Tiny traces of several shapes, two at the size from which a batch caches the table,
+    and broken ones among them (bad JSON, empty)."""
     paths = [write_trace(folder / f"gen{i}.pt.trace.json", steps=1 + i % 3, ops_per_step=2 + i,
                          kernels=i % 2 == 0, mtime=OLD) for i in range(6)]
     paths.append(write_bytes(folder / "gz.pt.trace.json.gz",
                              gzip.compress(json.dumps(make_trace(steps=2)).encode())))
     broken = [write_bytes(folder / "broken.pt.trace.json", BROKEN),
               write_bytes(folder / "empty.pt.trace.json", b"")]
-    return paths[:3] + broken[:1] + paths[3:] + broken[1:], broken
+    paths += [_sized(folder / "below.pt.trace.json", TABLE_MIN_JSON_BYTES - 1),
+              _sized(folder / "at.pt.trace.json", TABLE_MIN_JSON_BYTES)]
+    biggest = _sized(folder / "biggest.pt.trace.json", TABLE_MIN_JSON_BYTES + 4096)
+    return paths[:3] + broken[:1] + paths[3:] + broken[1:] + [biggest], broken
 
 
 def _run_pool(paths: list[Path], cache_root: Path, view_summaries: bool = True
@@ -157,31 +175,40 @@ def _run_pool(paths: list[Path], cache_root: Path, view_summaries: bool = True
 
 
 def test_a_batch_gives_each_file_what_parsing_it_alone_gives(tmp_path: Path) -> None:
-    """Each file of a batch comes back with the summary of its own parse, its table is in the
-    cache (the views built from it equal those of a parse of that file alone), and the broken
-    file among them costs only itself: its error, the others loaded."""
+    """Each file of a batch comes back with the summary of its own parse, stored in the cache
+    (a restarted server knows it without parsing); its table is in the cache from
+    `TABLE_MIN_JSON_BYTES` of JSON on (the views built from it equal those of a parse of that
+    file alone), and not below (a view parses it again); the broken files among them cost
+    only themselves: their errors, the others loaded."""
     paths, broken = _tiny_files(tmp_path / "logs")
     outcomes, calls = _run_pool(paths, tmp_path / "cache")
     assert calls < len(paths)  # batched: fewer calls than files
     cache = TraceCache(tmp_path / "cache")
-    from_cache = 0
+    by_parser = [p for p in paths if outcomes[str(p)].table is None]  # not handed over
+    assert len(by_parser) >= len(paths) - 2  # at most the first and the last one queued
     for path in paths:
         alone = load_trace(str(path), use_cache=False)
         outcome = outcomes[str(path)]
         assert outcome.error is None and outcome.summary == summarize(alone), path.name
-        # the parser wrote it to the cache, or handed it over (the last file queued)
-        cached = (cache.load_table(open_ref(str(path))) if outcome.table is None
-                  else from_plain(outcome.table))
-        from_cache += outcome.table is None
         if path in broken:
             assert outcome.summary["state"] == "error" and outcome.summary["messages"]
-            assert cached is None  # a broken file is never cached (re-read when it changes)
             continue
         assert outcome.summary["state"] == "ok"
+        if path not in by_parser:  # handed over: the server keeps and writes it
+            table = from_plain(outcome.table)
+        else:
+            assert peek_summary(cache, open_ref(str(path))) == outcome.summary
+            table = cache.load_table(open_ref(str(path)))
+            if os.path.getsize(path) < TABLE_MIN_JSON_BYTES:
+                assert table is None, path.name
+                continue
         for view in ("overview", "operators"):
-            assert encode_json(build_view(cached, view)) == \
+            assert encode_json(build_view(table, view)) == \
                 encode_json(build_view(alone, view)), (path.name, view)
-    assert from_cache >= len(paths) - 2  # at most the first and the last handed over
+    assert {p.name for p in by_parser} >= {"below.pt.trace.json", "at.pt.trace.json"}
+    for path in broken:  # never cached (re-read when it changes)
+        assert cache.load_table(open_ref(str(path))) is None
+        assert peek_summary(cache, open_ref(str(path))) is None
 
 
 @needs_shared
@@ -348,3 +375,84 @@ def test_a_folder_being_written_is_listed_until_it_is_left_alone(tmp_path: Path)
     clock.now = modified + 60  # left alone for hot_s: no longer listed
     scanner(str(tmp_path))
     assert scanner.listed == 0
+
+
+# -- the /runs listing -------------------------------------------------------------------------
+
+
+def _listing_store(logdir: Path, cache: Path, pools: list[RecordingPool], clock: Clock
+                   ) -> RunStore:
+    def make_pool(*args: Any) -> RecordingPool:
+        pools.append(RecordingPool(*args))
+        return pools[-1]
+
+    store = RunStore(str(logdir), cache=TraceCache(cache), config=Settings(),
+                     pool_factory=make_pool, clock=clock)
+    store.start()
+    assert store.wait_first_scan(60)
+    return store
+
+
+def _rebuilt(store: RunStore, now: float) -> list[dict[str, Any]]:
+    """The listing built from scratch (`run_json` for every run), the oracle."""
+    runs = store._catalog._runs
+    usable = sum(any(f.report(now)[0] in USABLE for f in run.files()) for run in runs.values())
+    return [run_json(run, now, usable) for _, run in sorted(runs.items())]
+
+
+def test_kept_run_reports_follow_every_change(tmp_path: Path) -> None:
+    """The listing kept between polls equals the one built from scratch after each parse
+    outcome, and a file that may still be being written turns from loading to broken when its
+    grace ends, with no outcome in between (its run's report is never kept)."""
+    logdir = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "ddp_gloo", logdir / "ddp")
+    for run in range(3):
+        for worker in range(2):
+            write_trace(logdir / f"run{run}" / f"w{worker}.pt.trace.json", mtime=OLD)
+    clock = Clock()
+    write_bytes(logdir / "run1" / "cut.pt.trace.json", b"",  # just created
+                          mtime=clock.now)
+    pools: list[RecordingPool] = []
+    store = _listing_store(logdir, tmp_path / "cache", pools, clock)
+    try:
+        assert store.listing()["runs"] == _rebuilt(store, clock.now)
+        assert store.listing()["loading"]
+        states = {str(p): store._catalog._by_identity[k] for k in pools[0].submitted
+                  for p in [store._catalog._by_identity[k].ref.path]}
+        for path, state in sorted(states.items()):
+            table = load_trace(path, use_cache=False)
+            pools[0].on_done(LoadOutcome(state.identity, summary=summarize(table)))
+            assert store.listing()["runs"] == _rebuilt(store, clock.now), path
+        run1 = next(r for r in store.listing()["runs"] if r["name"] == "run1")
+        cut = next(w for w in run1["workers"] if w["name"] == "cut")["spans"][0]
+        assert cut["state"] == "loading" and store.listing()["loading"]
+        clock.now += WRITE_GRACE_S  # no outcome, no scan: only the time changed
+        listing = store.listing()
+        assert listing["runs"] == _rebuilt(store, clock.now)
+        run1 = next(r for r in listing["runs"] if r["name"] == "run1")
+        assert next(w for w in run1["workers"] if w["name"] == "cut")["spans"][0]["state"] == \
+            "error"
+        assert not listing["loading"]
+    finally:
+        store.close()
+
+
+def test_run_level_views_see_no_difference_past_the_usable_runs_kept() -> None:
+    """`listing.USABLE_RUNS_SEEN`: every run-level predicate answers the same for any count of
+    usable runs from it on (the kept views are shared by those counts), and differs below it
+    for Diff (so the count is not simply ignored)."""
+    tables = [load_trace(str(p), use_cache=False)
+              for p in sorted(SAMPLES.rglob("*.pt.trace.json.gz"))]
+    feature_sets = [[summarize(t)["features"]] for t in tables] + \
+        [[summarize(t)["features"] for t in tables]]
+    for files in feature_sets:
+        for view in VIEWS.values():
+            if view.run_available is None:
+                continue
+            answers = {view.run_available(files, RunFacts(usable_runs=n, trace_files=len(files)))
+                       for n in (USABLE_RUNS_SEEN, USABLE_RUNS_SEEN + 1, 50, 10_000)}
+            assert len(answers) == 1, view.name
+    diff = VIEWS["Diff"]
+    one = feature_sets[0]
+    assert not diff.run_available(one, RunFacts(usable_runs=USABLE_RUNS_SEEN - 1))
+    assert diff.run_available(one, RunFacts(usable_runs=USABLE_RUNS_SEEN))
