@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 from pathlib import Path
@@ -40,7 +41,9 @@ from tb_plugin.settings import Settings
 from tb_plugin.storage import FileRef, open_ref
 from tb_plugin.views.registry import SPECS, build_view
 from tb_plugin.views.tabs import VIEWS, RunFacts
+from tb_plugin.workers import WORKER_NAME
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.processes import children_of
 
 from .harness import OLD, make_trace, running_tensorboard, write_bytes, write_trace
 from .test_units import RecordingPool
@@ -456,3 +459,66 @@ def test_run_level_views_see_no_difference_past_the_usable_runs_kept() -> None:
     one = feature_sets[0]
     assert not diff.run_available(one, RunFacts(usable_runs=USABLE_RUNS_SEEN - 1))
     assert diff.run_available(one, RunFacts(usable_runs=USABLE_RUNS_SEEN))
+
+
+def test_a_batch_whose_parser_dies_is_parsed_again_file_by_file(tmp_path: Path) -> None:
+    """The parser process of a batch is killed while it reads one file of the batch (a FIFO
+    nobody writes yet): every file of that batch is queued again on its own, and comes back
+    with what parsing it alone gives; none is reported broken for its batch-mate's crash."""
+    folder = tmp_path / "logs"
+    paths = [write_trace(folder / f"f{i}.pt.trace.json", steps=1 + i % 3, mtime=OLD)
+             for i in range(6)]
+    fifo = folder / "a-fifo.pt.trace.json"
+    os.mkfifo(fifo)
+    data = json.dumps(make_trace(steps=2)).encode()
+    starts: list[str] = []
+    started = threading.Condition()
+    outcomes: dict[str, LoadOutcome] = {}
+    done = threading.Event()
+
+    def on_start(key: str) -> None:
+        with started:
+            starts.append(key)
+            started.notify_all()
+
+    def record(outcome: LoadOutcome) -> None:
+        outcomes[outcome.key] = outcome
+        if len(outcomes) == len(paths) + 1:
+            done.set()
+
+    def started_times(key: str, times: int) -> None:
+        with started:
+            assert started.wait_for(lambda: starts.count(key) >= times, 60), starts
+
+    pool = LoadPool(tmp_path / "cache", on_start, lambda k, f: None, record, workers=1,
+                    config=Settings(parse_processes=1, load_workers=1))
+    try:
+        first = open_ref(str(paths[0]))
+        pool.submit(LoadJob("first", first, estimate_memory(first)))  # alone, handed over
+        started_times("first", 1)
+        for path in [*paths[1:], fifo]:
+            ref = open_ref(str(path))
+            pool.submit(LoadJob(str(path), ref, estimate_memory(ref)))
+        started_times(str(fifo), 1)  # the smallest (0 bytes): first of the batch
+        workers = [p for p in children_of(os.getpid())
+                   if WORKER_NAME in Path(f"/proc/{p}/cmdline").read_text()]
+        assert len(workers) == 1
+        os.kill(workers[0], signal.SIGKILL)
+        started_times(str(fifo), 2)  # queued again, on its own
+        with open(fifo, "wb") as handle:  # now the FIFO's reader gets a whole trace
+            handle.write(data)
+        assert done.wait(120), sorted(outcomes)
+    finally:
+        pool.close()
+    for path in paths[1:]:
+        expected = summarize(load_trace(str(path), use_cache=False))
+        assert outcomes[str(path)].error is None, path.name
+        assert outcomes[str(path)].summary == expected, path.name
+    # the FIFO itself (0 bytes when listed) is read again too: not blamed for the crash
+    assert outcomes[str(fifo)].error is None and outcomes[str(fifo)].summary is not None
+    # one parser process: what started before the FIFO's retry was the first file, then the
+    # batch (the pool's thread reports a batch's starts before it sees its parser die)
+    retry = [i for i, k in enumerate(starts) if k == str(fifo)][1]
+    in_batch = set(starts[1:retry])
+    assert str(fifo) in in_batch and len(in_batch) >= 2  # the FIFO and batch-mates
+    assert all(starts.count(k) == 2 for k in in_batch)  # each parsed again, on its own
