@@ -98,6 +98,7 @@ class _Folder:
     stat: tuple[int, int, int]  # (st_dev, st_ino, st_mtime_ns) of the folder when listed
     real: str  # its real path
     subdirs: list[str]
+    files: tuple[tuple[str, int, int], ...]  # (name, size, mtime) of its files as listed
     run: RunInfo | None
     hot_until: float  # wall time until which it is listed again on every scan
 
@@ -112,7 +113,8 @@ class RunScanner:
     so new runs and new files are found on the next scan; a file being written keeps its
     folder hot (listed, its files stat'ed, on every scan) until it has been left alone for
     `hot_s` seconds; and every `full_s` seconds everything is listed again, which finds a
-    file rewritten in place long after its folder went cold. Other filesystems are listed in
+    file rewritten in place long after its folder went cold (a folder listed again whose files
+    have the sizes and mtimes they had keeps its `RunInfo`). Other filesystems are listed in
     full each time (`discover_runs`). `listed` and `stats` count the folders listed and the
     files stat'ed by the last scan.
     """
@@ -130,8 +132,11 @@ class RunScanner:
         if not isinstance(fs, LocalFileSystem):
             return discover_runs(logdir)
         now = self._clock()
-        if logdir != self._logdir or now - self._full_at >= self.full_s:
-            self._folders, self._logdir, self._full_at = {}, logdir, now
+        full = now - self._full_at >= self.full_s
+        if logdir != self._logdir:
+            self._folders, self._logdir = {}, logdir
+        if full:
+            self._full_at = now
         self.listed = self.stats = 0
         real_root = os.path.realpath(root)
         folders: dict[str, _Folder] = {}
@@ -139,7 +144,7 @@ class RunScanner:
         runs, pending = [], [root]
         while pending:
             folder = pending.pop()
-            entry = self._folder(fs, root, folder, real_root, now)
+            entry = self._folder(fs, root, folder, real_root, now, full)
             if entry is None or entry.real in seen:  # unreadable, or a loop / seen before
                 continue
             seen.add(entry.real)
@@ -150,8 +155,8 @@ class RunScanner:
         self._folders = folders
         return sorted(runs, key=lambda r: r.name)
 
-    def _folder(self, fs: Any, root: str, folder: str, real_root: str, now: float
-                ) -> _Folder | None:
+    def _folder(self, fs: Any, root: str, folder: str, real_root: str, now: float,
+                full: bool) -> _Folder | None:
         try:
             st = os.stat(folder)
         except OSError as exc:
@@ -159,7 +164,7 @@ class RunScanner:
             return None
         key = (st.st_dev, st.st_ino, st.st_mtime_ns)
         old = self._folders.get(folder)
-        if old is not None and old.stat == key and now >= old.hot_until:
+        if old is not None and old.stat == key and now >= old.hot_until and not full:
             return old
         self.listed += 1
         subdirs, infos = [], {}
@@ -180,9 +185,13 @@ class RunScanner:
             if info is not None:
                 infos[name] = info
                 newest = max(newest, info["mtime"])
-        run = _run_from_folder(fs, root, folder, infos, real_root)
-        return _Folder(key, os.path.realpath(folder), subdirs, run,
-                       newest / 1e9 + self.hot_s)
+        files = tuple((name, info["size"], info["mtime"]) for name, info in infos.items())
+        if old is not None and old.files == files and old.stat[:2] == key[:2]:
+            run, real = old.run, old.real  # listed again, found as it was: the same run
+        else:
+            run = _run_from_folder(fs, root, folder, infos, real_root)
+            real = os.path.realpath(folder)
+        return _Folder(key, real, subdirs, files, run, newest / 1e9 + self.hot_s)
 
 
 def _walk(fs: Any, root: str) -> list[tuple[str, dict[str, dict[str, Any]]]]:

@@ -329,6 +329,14 @@ def test_an_unchanged_tree_is_not_listed_again(tmp_path: Path) -> None:
     again = scanner(str(tmp_path))
     assert (scanner.listed, scanner.stats) == (0, 0)
     assert all(a is b for a, b in zip(again, first)) and len(again) == len(first)
+    clock.now += 590 - 0.001
+    scanner(str(tmp_path))
+    assert scanner.listed == 0
+    clock.now += 0.001  # full_s after the first scan: everything is listed again...
+    again = scanner(str(tmp_path))
+    assert (scanner.listed, scanner.stats) == (7, 18)
+    # ... and found as it was: the same runs (the catalogue has nothing to apply)
+    assert all(a is b for a, b in zip(again, first)) and len(again) == len(first)
 
 
 def test_new_runs_new_files_and_rewritten_files_are_still_found(tmp_path: Path) -> None:
