@@ -19,6 +19,8 @@
    as a fraction of one core: TensorBoard's own event-file reloader (every 5 s by default)
    included, and once more with `--reload_interval 0` to separate torch-prof's rescans from it
    (`--tb-reload` picks which; default both: two servers, the second on a warm cache).
+   `--cache DIR` keeps the cache (e.g. to start the old code, `--repo`, on a warm cache and
+   measure its idle rescans alone).
 
 One JSON line per measurement on stdout, and bench/_work/many_runs/results.json. Nothing asserts
 timings.
@@ -196,16 +198,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--tb-reload", choices=("default", "off", "both"), default="both",
                         help="TensorBoard's own reloader: default (5 s), off, or both")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--cache", help="torch-prof cache folder to use and keep (default: a "
+                        "fresh temporary one): e.g. to start the old code on a warm cache")
     args = parser.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     logdir = generate(args.runs, args.files, tiny_trace(args.trace))
     results = []
     modes = {"default": [None], "off": [0], "both": [None, 0]}[args.tb_reload]
-    with tempfile.TemporaryDirectory(prefix="many-runs-cache-") as cache:
+    with tempfile.TemporaryDirectory(prefix="many-runs-cache-") as temporary:
+        cache = Path(args.cache or temporary)
+        warm = cache.is_dir() and any(cache.iterdir())
         for reload_interval in modes:  # the second one on the first one's cache
-            result = measure(logdir, args.runs, args.files, Path(args.repo), Path(cache),
+            result = measure(logdir, args.runs, args.files, Path(args.repo), cache,
                              args.idle, reload_interval, args.timeout)
-            result.update(repo=args.repo, cache="cold" if not results else "warm")
+            result.update(repo=args.repo, cache="warm" if results or warm else "cold")
             results.append(result)
             print(json.dumps(result), flush=True)
     (WORK / "results.json").write_text(json.dumps(results, indent=1))
