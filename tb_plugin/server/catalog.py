@@ -157,6 +157,7 @@ class Catalog:
         if runs is not None and not self._unchanged(runs):
             try:
                 self._apply_scan(runs)
+                self._last_runs = runs
             except Exception:
                 log.exception("torch-prof: applying the scan of %s failed", self.logdir)
         if not self._first_scan.is_set():
@@ -167,7 +168,7 @@ class Catalog:
     def _unchanged(self, runs: list[RunInfo]) -> bool:
         """Whether the scanner found exactly the runs of the last scan applied (the same
         `RunInfo` objects: `RunScanner` keeps those of folders it did not list again)."""
-        last, self._last_runs = self._last_runs, runs
+        last = self._last_runs
         return len(runs) == len(last) and all(map(operator.is_, runs, last))
 
     def _apply_scan(self, runs: list[RunInfo]) -> None:

@@ -101,11 +101,12 @@ def inflated_size(ref: FileRef) -> Optional[int]:
         return None
 
 
-# -- jobs --------------------------------------------------------------------------------------
+# -- the pool ----------------------------------------------------------------------------------
 
 
 class LoadPool:
-    """A priority queue of files in front of a `ProcessPoolExecutor`, run by one thread.
+    """A priority queue of files (`jobs.JobQueue`) in front of the parser processes (a
+    `workers.WorkerPool`, or a Ray cluster's executor), run by one thread.
 
     Callbacks (`on_start(key)`, `on_progress(key, fraction)`, `on_done(outcome)`) are called
     from the pool's thread and must be quick.
