@@ -15,13 +15,15 @@ read here: a snapshot is only unpickled (restricted to plain data) when a view a
 from __future__ import annotations
 
 import logging
+import math
 import os
 import posixpath
 import re
 import stat as stat_module
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -48,6 +50,10 @@ _SNIFF_MEMO_SIZE = 1 << 18  # remembered sniff verdicts (a rescan re-reads no un
 _sniffed: OrderedDict[tuple[str, int, Any], bool] = OrderedDict()
 _reported: set[str] = set()  # paths already logged as skipped (once per process, not per scan)
 _LEGACY_HINT = re.compile(rb'"pid"\s*:\s*"CPU Functions"')
+#: `RunScanner`: a folder in which something was modified this recently is listed on every
+#: scan; every `FULL_RESCAN_S` every folder is.
+HOT_S = 60.0
+FULL_RESCAN_S = 60.0
 
 
 @dataclass
@@ -85,6 +91,109 @@ def discover_runs(logdir: str) -> list[RunInfo]:
     return sorted(runs, key=lambda r: r.name)
 
 
+@dataclass
+class _Folder:
+    """What the last listing of one local folder found (`RunScanner`)."""
+
+    stat: tuple[int, int, int]  # (st_dev, st_ino, st_mtime_ns) of the folder when listed
+    real: str  # its real path
+    subdirs: list[str]
+    files: tuple[tuple[str, int, int], ...]  # (name, size, mtime) of its files as listed
+    run: RunInfo | None
+    hot_until: float  # wall time until which it is listed again on every scan
+
+
+class RunScanner:
+    """`discover_runs` for a server's rescans, which lists only what may have changed.
+
+    A local folder whose own (device, inode, mtime) is as it was when it was last listed, and
+    in which nothing (the folder, a file) was modified in the last `hot_s` seconds, is not
+    listed again: its run is the one found then (the same `RunInfo` object), and its
+    subfolders are visited. Adding, removing or renaming an entry changes the folder's mtime,
+    so new runs and new files are found on the next scan; a file being written keeps its
+    folder hot (listed, its files stat'ed, on every scan) until it has been left alone for
+    `hot_s` seconds; and every `full_s` seconds everything is listed again, which finds a
+    file rewritten in place long after its folder went cold (a folder listed again whose files
+    have the sizes and mtimes they had keeps its `RunInfo`). Other filesystems are listed in
+    full each time (`discover_runs`). `listed` and `stats` count the folders listed and the
+    files stat'ed by the last scan.
+    """
+
+    def __init__(self, *, hot_s: float = HOT_S, full_s: float = FULL_RESCAN_S,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.hot_s, self.full_s, self._clock = hot_s, full_s, clock
+        self._folders: dict[str, _Folder] = {}
+        self._logdir: str | None = None
+        self._full_at = -math.inf
+        self.listed = self.stats = 0
+
+    def __call__(self, logdir: str) -> list[RunInfo]:
+        fs, root = filesystem(logdir)
+        if not isinstance(fs, LocalFileSystem):
+            return discover_runs(logdir)
+        now = self._clock()
+        full = now - self._full_at >= self.full_s
+        if logdir != self._logdir:
+            self._folders, self._logdir = {}, logdir
+        if full:
+            self._full_at = now
+        self.listed = self.stats = 0
+        real_root = os.path.realpath(root)
+        folders: dict[str, _Folder] = {}
+        seen: set[str] = set()
+        runs, pending = [], [root]
+        while pending:
+            folder = pending.pop()
+            entry = self._folder(fs, root, folder, real_root, now, full)
+            if entry is None or entry.real in seen:  # unreadable, or a loop / seen before
+                continue
+            seen.add(entry.real)
+            folders[folder] = entry
+            if entry.run is not None:
+                runs.append(entry.run)
+            pending.extend(reversed(entry.subdirs))
+        self._folders = folders
+        return sorted(runs, key=lambda r: r.name)
+
+    def _folder(self, fs: Any, root: str, folder: str, real_root: str, now: float,
+                full: bool) -> _Folder | None:
+        try:
+            st = os.stat(folder)
+        except OSError as exc:
+            _log_walk_error(exc)
+            return None
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        old = self._folders.get(folder)
+        if old is not None and old.stat == key and now >= old.hot_until and not full:
+            return old
+        self.listed += 1
+        subdirs, infos = [], {}
+        try:
+            with os.scandir(folder) as entries:
+                names = sorted((e.name, e.is_dir()) for e in entries)
+        except OSError as exc:
+            _log_walk_error(exc)
+            return None
+        newest = st.st_mtime_ns
+        for name, is_dir in names:
+            path = os.path.join(folder, name)
+            if is_dir:
+                subdirs.append(path)
+                continue
+            self.stats += 1
+            info = _file_info(path, name)
+            if info is not None:
+                infos[name] = info
+                newest = max(newest, info["mtime"])
+        files = tuple((name, info["size"], info["mtime"]) for name, info in infos.items())
+        if old is not None and old.files == files and old.stat[:2] == key[:2]:
+            run, real = old.run, old.real  # listed again, found as it was: the same run
+        else:
+            run = _run_from_folder(fs, root, folder, infos, real_root)
+            real = os.path.realpath(folder)
+        return _Folder(key, real, subdirs, files, run, newest / 1e9 + self.hot_s)
+
+
 def _walk(fs: Any, root: str) -> list[tuple[str, dict[str, dict[str, Any]]]]:
     """(folder, {file name: info}) for every folder below root; symlinks are followed."""
     if isinstance(fs, LocalFileSystem):
@@ -109,20 +218,25 @@ def _walk_local(root: str) -> list[tuple[str, dict[str, dict[str, Any]]]]:
         seen.add(real)
         infos = {}
         for name in files:
-            path = os.path.join(folder, name)
-            try:
-                stat = os.stat(path)
-            except OSError:  # dangling link, or removed since the listing
-                continue
-            if not stat_module.S_ISREG(stat.st_mode):  # a FIFO's read may never end
-                if name.endswith((".json", ".json.gz")):
-                    _report_once(path, f"skipping {path}: not a regular file (a FIFO, device "
-                                 "or socket), never opened")
-                continue
-            infos[name] = {"name": path, "type": "file", "size": stat.st_size,
-                           "mtime": stat.st_mtime_ns}
+            info = _file_info(os.path.join(folder, name), name)
+            if info is not None:
+                infos[name] = info
         folders.append((folder, infos))
     return folders
+
+
+def _file_info(path: str, name: str) -> dict[str, Any] | None:
+    """The listing entry of a regular file (links followed); None for anything else."""
+    try:
+        stat = os.stat(path)
+    except OSError:  # dangling link, or removed since the listing
+        return None
+    if not stat_module.S_ISREG(stat.st_mode):  # a FIFO's read may never end
+        if name.endswith((".json", ".json.gz")):
+            _report_once(path, f"skipping {path}: not a regular file (a FIFO, device "
+                         "or socket), never opened")
+        return None
+    return {"name": path, "type": "file", "size": stat.st_size, "mtime": stat.st_mtime_ns}
 
 
 def _report_once(path: str, message: str) -> None:

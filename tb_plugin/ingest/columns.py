@@ -18,6 +18,11 @@ from .decode import EMPTY_ARGS, Args, Event
 from .interning import Interner, id_string, json_repr
 from .schema import CATEGORY_KINDS, MAX_TIME_US, TABLE_COLUMNS, Kind
 
+#: `ColumnBuilder.build` gives freed memory back to the OS after a column whose chunks held at
+#: least this much: `malloc_trim` walks the whole heap, which for a tiny trace cost 10% of its
+#: parse (bench/many_runs.py) and freed nothing worth it.
+TRIM_MIN_BYTES = 1 << 20
+
 
 def floats(values: list[Any]) -> np.ndarray:
     """Numbers to float64; None, absent and non-numeric values become NaN."""
@@ -361,8 +366,10 @@ class ColumnBuilder:
         for column, dtype in columns.items():
             parts = chunks[column]
             values = np.concatenate(parts) if parts else np.empty(0, dtype=_np_dtype(dtype))
+            freed = sum(part.nbytes for part in parts)
             parts.clear()
-            release_free_memory()
+            if freed >= TRIM_MIN_BYTES:  # a tiny table's columns free nothing worth a trim
+                release_free_memory()
             if dtype == "category":
                 interner = self.interners[_INTERNER_OF.get(column, column)]
                 data[column] = pd.Categorical.from_codes(

@@ -1,6 +1,6 @@
 """The server's catalogue of the logdir: runs, workers, spans and the load state of every file.
 
-A scan thread runs the scanner (`discover_runs`) every `RESCAN_S` seconds (and sooner when
+A scan thread runs the scanner (`discovery.RunScanner`) every `RESCAN_S` seconds (and sooner when
 `/runs` is polled), picking up new runs, new files in known runs, and files whose identity
 (size, mtime) changed; those are (re)parsed by the parser pool, whose callbacks update the
 files' states. The HTTP-facing lookups and state reports read this catalogue and raise the API's
@@ -13,6 +13,7 @@ a request. The scanner, the parser pool and the clock are injected (tests give t
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 from pathlib import Path
@@ -36,8 +37,8 @@ from .filestate import (
     RunEntry,
     files_progress,
     retry_hint,
-    run_json,
 )
+from .listing import RunListing
 from .parse_child import peek_summary
 from .pool import LoadJob, LoadOutcome, estimate_memory
 
@@ -49,6 +50,11 @@ REMOTE_RESCAN_GAP_S = 15.0  # ... and less often on object stores (listings cost
 FIRST_SCAN_WAIT_S = 10.0  # lookups wait this long for the first scan before saying 404
 WANTED_PRIORITY = 10
 MAX_WANTED = 10_000
+#: The parsers of a bulk load store the run-level view summaries (the Distributed view's rank
+#: summary) of the files of runs with at least this many trace files; a smaller run's view
+#: computes them on first request (a few ranks: under a second), and its load skips them
+#: (50 of the 67 ms per file of a 25 KB rank trace, bench/many_runs.py).
+RUN_SUMMARIES_MIN_FILES = 16
 
 Scanner = Callable[[str], list[RunInfo]]
 Clock = Callable[[], float]
@@ -96,6 +102,9 @@ class Catalog:
         self._first_scan = threading.Event()
         self._rescan = threading.Event()
         self._last_scan = 0.0
+        self._last_runs: list[RunInfo] = []
+        self._listing = RunListing()  # `/runs` reports kept per run between polls
+        self._run_of: dict[str, str] = {}  # file identity -> its run's name
         self._started = False
         self._closed = False
         self._pool: Optional[Parser] = None
@@ -145,9 +154,10 @@ class Catalog:
         except Exception:  # an unreachable logdir must not kill the scan thread
             log.exception("torch-prof: scanning %s failed", self.logdir)
             runs = None
-        if runs is not None:
+        if runs is not None and not self._unchanged(runs):
             try:
                 self._apply_scan(runs)
+                self._last_runs = runs
             except Exception:
                 log.exception("torch-prof: applying the scan of %s failed", self.logdir)
         if not self._first_scan.is_set():
@@ -155,18 +165,28 @@ class Catalog:
                       time.monotonic() - started, len(runs or []))
         self._first_scan.set()
 
+    def _unchanged(self, runs: list[RunInfo]) -> bool:
+        """Whether the scanner found exactly the runs of the last scan applied (the same
+        `RunInfo` objects: `RunScanner` keeps those of folders it did not list again)."""
+        last = self._last_runs
+        return len(runs) == len(last) and all(map(operator.is_, runs, last))
+
     def _apply_scan(self, runs: list[RunInfo]) -> None:
         fresh: list[FileState] = []
+        big_runs: set[str] = set()  # identities of the files of runs with view summaries
         with self._lock:
             changed_at = self._clock() if self._first_scan.is_set() else None
             files: dict[str, FileState] = {}
             index: dict[str, RunEntry] = {}
             for run in runs:
                 workers = {}
+                big = sum(map(len, run.workers.values())) >= RUN_SUMMARIES_MIN_FILES
                 for worker, spans in run.workers.items():
                     entries = []
                     for span_file in spans:
                         state = self._current_or_new(span_file.ref, changed_at, fresh)
+                        if big:
+                            big_runs.add(state.identity)
                         state.memory_timeline = span_file.memory_timeline
                         state.memory_snapshot = bool(run.memory_snapshots)
                         files[span_file.ref.url] = state
@@ -177,10 +197,11 @@ class Catalog:
             gone = [f for url, f in self._files.items() if files.get(url) is not f]
             self._runs, self._files = index, files
             self._by_identity = {f.identity: f for f in files.values()}
+            self._run_of = {f.identity: run.name for run in index.values() for f in run.files()}
         for state in gone:
             self._forget(state)
         for state in fresh:
-            self._schedule(state)
+            self._schedule(state, state.identity in big_runs)
 
     def _current_or_new(self, ref: FileRef, changed_at: Optional[float],
                         fresh: list[FileState]) -> FileState:
@@ -198,9 +219,10 @@ class Catalog:
             self._pool.cancel(state.identity)
         self._forget_table(state)
 
-    def _schedule(self, state: FileState) -> None:
+    def _schedule(self, state: FileState, view_summaries: bool = True) -> None:
         """Use the summary cached by an earlier parse of this exact file, else queue a parse
-        (a cached summary that cannot be read costs this file a parse, never the scan)."""
+        (with the run-level view summaries for a file of a big run); a cached summary that
+        cannot be read costs this file a parse, never the scan."""
         try:
             summary = peek_summary(self._cache, state.ref)
         except Exception:  # noqa: BLE001 - the cache is only a cache
@@ -212,7 +234,7 @@ class Catalog:
         elif self._pool is not None:
             priority = WANTED_PRIORITY if state.identity in self._wanted else 0
             self._pool.submit(LoadJob(state.identity, state.ref, estimate_memory(state.ref),
-                                      priority=priority))
+                                      priority=priority, view_summaries=view_summaries))
 
     # -- pool callbacks (loader thread) --------------------------------------------------------
 
@@ -221,6 +243,7 @@ class Catalog:
             state = self._by_identity.get(key)
             if state is not None and state.state == QUEUED:
                 state.state = LOADING
+                self._listing.changed(self._run_of.get(key))
 
     def _on_progress(self, key: str, fraction: float) -> None:
         with self._lock:
@@ -230,6 +253,7 @@ class Catalog:
                 state.progress_at = self._clock()
                 if state.first_progress is None:
                     state.first_progress = (state.progress_at, state.progress)
+                self._listing.changed(self._run_of.get(key))
 
     def _on_done(self, outcome: LoadOutcome) -> None:
         with self._lock:
@@ -254,6 +278,7 @@ class Catalog:
                 state.cut_off = False
             state.progress = 1.0
             self._wanted.discard(outcome.key)
+            self._listing.changed(self._run_of.get(outcome.key))
 
     # -- state reports -------------------------------------------------------------------------
 
@@ -274,9 +299,9 @@ class Catalog:
         self.request_rescan()
         now = self._clock()
         with self._lock:
-            usable_runs = self._usable_runs(now)
-            runs = [run_json(run, now, usable_runs) for _, run in sorted(self._runs.items())]
-        return {"runs": runs, "loading": self.loading(), "logdir": self.logdir}
+            runs = self._listing.listing(self._runs, now)
+        loading = not self._first_scan.is_set() or RunListing.loading(runs)
+        return {"runs": runs, "loading": loading, "logdir": self.logdir}
 
     def views(self, run_name: str) -> list[str]:
         run, now = self._run(run_name), self._clock()
@@ -291,8 +316,7 @@ class Catalog:
         return views_of_run(usable, run.facts(usable_runs))
 
     def _usable_runs(self, now: float) -> int:
-        return sum(any(f.report(now)[0] in USABLE for f in run.files())
-                   for run in self._runs.values())
+        return self._listing.usable_runs(self._runs, now)
 
     def workers(self, run_name: str, view_name: str) -> list[str]:
         view = VIEWS.get(view_name)

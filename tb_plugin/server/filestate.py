@@ -101,7 +101,8 @@ class RunEntry:
 
 
 def run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:
-    """One run of the `/runs` listing: its state, progress, views and every span's state."""
+    """One run of the `/runs` listing: its state, progress, views and every span's state,
+    built from scratch (the server keeps these reports between polls, `listing.RunListing`)."""
     workers, states, usable = [], [], []
     for worker, spans in sorted(run.workers.items()):
         entries = []

@@ -4,7 +4,10 @@ A child (`parse_child.py`) parses one file and sends back a small summary (state
 feature counts) and the table as plain arrays; the catalogue hands the table to the server's
 table memory, which writes it to the `TraceCache` in the background. That is for a file
 someone waits for; the files of a bulk load, and a file too big to hand over, are written to
-the cache by the child itself (`parse_store.parse_into_cache`, see `hands_over`). The
+the cache by the child itself (`parse_store.parse_into_cache`, see `hands_over`), the small
+ones of a bulk load in batches (`parse_store.parse_batch_into_cache`: one call for up to 64
+files, `jobs.JobQueue.small_batch`; a batch whose parser dies is queued again file by
+file). The
 executor comes from `executors.make_executor`: local processes, or with
 `$TORCH_PROF_CLUSTER` a Ray cluster whose tasks (`parse_into_cache` too) write the table to
 the shared cache and send back only the summary (the cluster schedules them by its own CPUs
@@ -18,8 +21,6 @@ come from `tb_plugin.settings`.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import os
 import queue
@@ -29,12 +30,10 @@ from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import CancelledError, Executor, Future
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..executors import CLUSTER_IN_FLIGHT, ClusterError, is_remote, make_executor
-from ..ingest.plain import PlainTable
 from ..settings import (
     INFLATE_FLOOR,
     LOAD_WORKERS_ENV,
@@ -45,13 +44,12 @@ from ..settings import (
 )
 from ..storage import FileRef, is_local, open_file
 from ..workers import WorkerDied, WorkerPool
+from .jobs import BASE_MEMORY, TABLE_MIN_JSON_BYTES, JobQueue, LoadJob, LoadOutcome
 from .parse_child import HANDOVER_MAX_JSON_BYTES, ParsedFile, init_child, parse_file
-from .parse_store import parse_into_cache
+from .parse_store import parse_batch_into_cache, parse_into_cache
 
 log = logging.getLogger(__name__)
 
-#: Peak memory of a parser process beyond the file itself (interpreter, numpy, pandas, buffers).
-BASE_MEMORY = 192 << 20
 #: gzip traces inflate 10-30x; the parser's peak grows with the JSON size, not the gzip size.
 GZIP_EXPANSION = 20
 IDLE_SHUTDOWN_S = 60.0
@@ -103,33 +101,12 @@ def inflated_size(ref: FileRef) -> Optional[int]:
         return None
 
 
-# -- jobs --------------------------------------------------------------------------------------
-
-
-@dataclass
-class LoadJob:
-    key: str  # the file's identity: results for a file that changed since are ignored
-    ref: FileRef
-    estimate: int
-    priority: int = 0
-    attempts: int = 0
-    solo: bool = False  # after a crash: run alone, so a second crash names the culprit
-    start_failures: int = 0  # times no parser process could be started for it
-    processes: int = 1  # > 1 when the parser may split the file across processes
-    submitted_at: float = field(default=0.0, compare=False)  # wall clock, for the timing log
-    token: int = field(default=0, compare=False)
-
-
-@dataclass
-class LoadOutcome:
-    key: str
-    summary: Optional[dict[str, Any]] = None
-    error: Optional[str] = None
-    table: Optional[PlainTable] = None  # the parsed table, when a parser just made it
+# -- the pool ----------------------------------------------------------------------------------
 
 
 class LoadPool:
-    """A priority queue of files in front of a `ProcessPoolExecutor`, run by one thread.
+    """A priority queue of files (`jobs.JobQueue`) in front of the parser processes (a
+    `workers.WorkerPool`, or a Ray cluster's executor), run by one thread.
 
     Callbacks (`on_start(key)`, `on_progress(key, fraction)`, `on_done(outcome)`) are called
     from the pool's thread and must be quick.
@@ -170,6 +147,7 @@ class LoadPool:
         self._broken = False
         self._idle_since = time.monotonic()
         self._closed = False
+        self.parser_calls = 0  # calls made to parser processes (a batch is one)
         self._thread = threading.Thread(target=self._run, name="torch-prof-loader", daemon=True)
         self._thread.start()
         log.info("torch-prof: parsing up to %d files at once (memory budget %d MB, %s)",
@@ -235,11 +213,21 @@ class LoadPool:
                 processes = self._processes_for(job)
                 try:
                     executor = self._executor_or_new()
-                    parse = (parse_file if hands_over(job, len(self._queue) - 1,
-                                                      is_remote(executor))
-                             else parse_into_cache)
-                    future = executor.submit(
-                        parse, job.key, job.ref, str(self.cache_root), processes)
+                    remote = is_remote(executor)
+                    batch = [] if remote else self._queue.small_batch()
+                    if len(batch) > 1:
+                        future = executor.submit(parse_batch_into_cache, [
+                            (j.key, j.ref, j.view_summaries,
+                             j.estimate - BASE_MEMORY >= TABLE_MIN_JSON_BYTES)
+                            for j in batch], str(self.cache_root))
+                    elif hands_over(job, len(self._queue) - 1, remote):
+                        future = executor.submit(parse_file, job.key, job.ref,
+                                                 str(self.cache_root), processes)
+                    else:
+                        future = executor.submit(parse_into_cache, job.key, job.ref,
+                                                 str(self.cache_root), processes,
+                                                 job.view_summaries)
+                    self.parser_calls += 1
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)
                     self._broken = True
@@ -249,6 +237,12 @@ class LoadPool:
                             self._queue.pop()
                             failed.append(LoadOutcome(job.key, error=str(exc)))
                     break
+                if len(batch) > 1:
+                    job = self._queue.take_batch(batch)
+                    self._running[job.token] = job
+                    future.add_done_callback(lambda f, j=job: self._finished(j, f))
+                    started += [j.key for j in batch]
+                    continue
                 self._queue.pop()
                 job.submitted_at = time.time()
                 if processes > 1:
@@ -273,9 +267,10 @@ class LoadPool:
                 self._running.pop(job.token, None)
                 if not self._running:
                     self._idle_since = time.monotonic()
-            outcome = self._outcome(job, future)
-            if outcome is not None:
-                self._on_done(outcome)
+            for outcome in (self._batch_outcomes(job, future) if job.batch
+                            else [self._outcome(job, future)]):
+                if outcome is not None:
+                    self._on_done(outcome)
         if self._broken and not self._running:
             self._replace_broken_executor()
 
@@ -308,6 +303,28 @@ class LoadPool:
             log.exception("loading %s failed", job.ref.url)
             return LoadOutcome(job.key, error=f"internal error while loading "
                                f"({type(exc).__name__}: {exc}); please report it")
+
+    def _batch_outcomes(self, lead: LoadJob, future: Future) -> list[LoadOutcome]:
+        """The outcome of each file of a batch (`parse_batch_into_cache` reports each file's
+        error apart). When the parser process died, each file is queued again on its own (the
+        usual retry then names the file that kills its parser)."""
+        try:
+            results = future.result()
+        except CancelledError:
+            return []
+        except BrokenProcessPool:
+            self._broken = True
+            for job in lead.batch:
+                job.alone = True
+                self.submit(job)
+            return []
+        except Exception as exc:  # noqa: BLE001 - a bug in the batch call: each file says so
+            log.exception("loading a batch of %d files failed", len(lead.batch))
+            message = (f"internal error while loading ({type(exc).__name__}: {exc}); "
+                       "please report it")
+            return [LoadOutcome(job.key, error=message) for job in lead.batch]
+        return [LoadOutcome(key, summary=summary, error=error)
+                for key, summary, error in results]
 
     def _replace_broken_executor(self) -> None:
         with self._lock:
@@ -368,62 +385,6 @@ def admits(job: LoadJob, running: Iterable[LoadJob], workers: int, memory_budget
     slots = len(running)
     in_use = sum(j.estimate for j in running)
     return slots < workers and in_use + job.estimate <= memory_budget
-
-
-class JobQueue:
-    """Queued files by priority: requested files first, then smaller files (the first views
-    are ready sooner, and a big file does not hold up a run of small ones), then arrival.
-    Not thread-safe: the pool holds its lock around every call."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, LoadJob] = {}
-        self._heap: list[tuple[int, int, int, str]] = []  # (-priority, size, token, key)
-        self._tokens = itertools.count(1)
-
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    def push(self, job: LoadJob) -> None:
-        job.token = next(self._tokens)
-        self._pending[job.key] = job
-        heapq.heappush(self._heap, _entry(job))
-
-    def bump(self, key: str, priority: int) -> bool:
-        """Raise a queued job's priority; False when it is not queued or already that high."""
-        job = self._pending.get(key)
-        if job is None or job.priority >= priority:
-            return False
-        job.priority, job.token = priority, next(self._tokens)
-        heapq.heappush(self._heap, _entry(job))  # the old entry goes stale (token mismatch)
-        return True
-
-    def remove(self, key: str) -> None:
-        self._pending.pop(key, None)
-
-    def clear(self) -> None:
-        self._pending.clear()
-        self._heap.clear()
-
-    def peek(self) -> Optional[LoadJob]:
-        """The next job (stale heap entries are dropped on the way)."""
-        while self._heap:
-            *_, token, key = self._heap[0]
-            job = self._pending.get(key)
-            if job is not None and job.token == token:
-                return job
-            heapq.heappop(self._heap)
-        return None
-
-    def pop(self) -> Optional[LoadJob]:
-        job = self.peek()
-        if job is not None:
-            heapq.heappop(self._heap)
-            del self._pending[job.key]
-        return job
-
-
-def _entry(job: LoadJob) -> tuple[int, int, int, str]:
-    return (-job.priority, job.ref.size, job.token, job.key)
 
 
 def death_message(exitcode: Optional[int]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..cache import TraceCache, default_cache
-from ..discovery import discover_runs
+from ..discovery import RunScanner
 from ..ingest import TraceTable
 from ..settings import Settings, settings
 from ..storage import FileRef
@@ -34,13 +34,13 @@ class RunStore:
     """Implements `provider.TraceProvider`."""
 
     def __init__(self, logdir: Optional[str], cache: Optional[TraceCache] = None, *,
-                 config: Optional[Settings] = None, scanner: Scanner = discover_runs,
+                 config: Optional[Settings] = None, scanner: Optional[Scanner] = None,
                  pool_factory: Optional[PoolFactory] = None, clock: Clock = time.time) -> None:
         self.config = config or settings()
         self.logdir = logdir or ""
         cache, self._private_cache = usable_cache(cache or default_cache())
         self._tables = Tables(cache, table_budget(self.config))
-        self._catalog = Catalog(self.logdir, cache, scanner=scanner,
+        self._catalog = Catalog(self.logdir, cache, scanner=scanner or RunScanner(),
                                 pool_factory=pool_factory or self._load_pool,
                                 forget=self._tables.forget, adopt=self._tables.adopt,
                                 clock=clock)

@@ -6,18 +6,41 @@ from __future__ import annotations
 import gzip
 import os
 from pathlib import Path
+from typing import Callable
 
 import fsspec
+import pytest
 
-from tb_plugin.discovery import discover_runs, matching_timeline
+from tb_plugin.discovery import RunInfo, RunScanner, discover_runs, matching_timeline
 from tb_plugin.load import load_trace
 from tb_plugin.storage import open_ref
 from tests.ingest.logdirs import TRACE, write_logdir
 
+Scan = Callable[[str], list[RunInfo]]
 
-def test_local_discovery(tmp_path: Path) -> None:
+
+def _scanner(logdir: str) -> list[RunInfo]:
+    """The server's scanner: its first scan, then a second one, which finds the same runs (on
+    a local logdir the same objects: these folders were just written, so they are listed again,
+    and found as they were; other filesystems are listed in full)."""
+    scanner = RunScanner()
+    first = scanner(logdir)
+    again = scanner(logdir)
+    assert again == first
+    if "://" not in logdir:
+        assert all(a is b for a, b in zip(again, first))
+    return again
+
+
+#: Both scanners find the same runs: `discover_runs` (CLI, API) and `RunScanner` (server).
+scanners = pytest.mark.parametrize("discover", [discover_runs, _scanner],
+                                   ids=["discover_runs", "RunScanner"])
+
+
+@scanners
+def test_local_discovery(tmp_path: Path, discover: Scan) -> None:
     write_logdir(tmp_path / "logs")
-    runs = {r.name: r for r in discover_runs(str(tmp_path / "logs"))}
+    runs = {r.name: r for r in discover(str(tmp_path / "logs"))}
     assert sorted(runs) == ["deep/er/run_b", "legacy", "logs", "run_a"]
     run_a = runs["run_a"]
     assert list(run_a.workers) == ["host_1", "host_2"]
@@ -30,29 +53,32 @@ def test_local_discovery(tmp_path: Path) -> None:
     assert list(runs["legacy"].workers) == ["autograd"]
 
 
-def test_symlinked_runs_are_followed_and_loops_do_not_hang(tmp_path: Path) -> None:
+@scanners
+def test_symlinked_runs_are_followed_and_loops_do_not_hang(tmp_path: Path, discover: Scan) -> None:
     write_logdir(tmp_path / "real")
     logdir = tmp_path / "logdir"
     logdir.mkdir()
     os.symlink(tmp_path / "real" / "run_a", logdir / "linked_run")
     os.symlink(logdir, logdir / "loop")
-    names = [r.name for r in discover_runs(str(logdir))]
+    names = [r.name for r in discover(str(logdir))]
     assert names == ["linked_run"]
 
 
-def test_memory_filesystem_discovery_and_load() -> None:
+@scanners
+def test_memory_filesystem_discovery_and_load(discover: Scan) -> None:
     fs = fsspec.filesystem("memory")
     fs.pipe("/tp_logs/run/w0.5.pt.trace.json", TRACE)
     fs.pipe("/tp_logs/run/w1.pt.trace.json.gz", gzip.compress(TRACE))
-    runs = discover_runs("memory://tp_logs")
+    runs = discover("memory://tp_logs")
     assert [r.name for r in runs] == ["run"]
     assert list(runs[0].workers) == ["w0", "w1"]
     table = load_trace(runs[0].workers["w1"][0].ref, use_cache=False)
     assert table.events["name"].tolist() == ["op"]
 
 
-def test_missing_logdir_gives_no_runs(tmp_path: Path) -> None:
-    assert discover_runs(str(tmp_path / "nope")) == []
+@scanners
+def test_missing_logdir_gives_no_runs(tmp_path: Path, discover: Scan) -> None:
+    assert discover(str(tmp_path / "nope")) == []
 
 
 def test_matching_timeline(tmp_path: Path) -> None:
@@ -67,13 +93,14 @@ def test_matching_timeline(tmp_path: Path) -> None:
     assert matching_timeline("rank0.1.pt.trace.json.gz", refs[:1]) is None
 
 
-def test_each_span_carries_its_export(tmp_path: Path) -> None:
+@scanners
+def test_each_span_carries_its_export(tmp_path: Path, discover: Scan) -> None:
     run = tmp_path / "logs" / "run"
     run.mkdir(parents=True)
     for stamp in ("100", "200"):
         (run / f"w.{stamp}.pt.trace.json").write_bytes(TRACE)
     (run / "w.200.raw.json.gz").write_bytes(gzip.compress(b"[]"))
-    (info,) = discover_runs(str(tmp_path / "logs"))
+    (info,) = discover(str(tmp_path / "logs"))
     first, second = info.workers["w"]
     assert first.memory_timeline is None
     assert second.memory_timeline is not None and second.memory_timeline.name == (
@@ -82,5 +109,5 @@ def test_each_span_carries_its_export(tmp_path: Path) -> None:
     lone.mkdir(parents=True)
     (lone / "w.100.pt.trace.json").write_bytes(TRACE)
     (lone / "memory.raw.json.gz").write_bytes(gzip.compress(b"[]"))
-    (info,) = discover_runs(str(tmp_path / "lone"))
+    (info,) = discover(str(tmp_path / "lone"))
     assert info.workers["w"][0].memory_timeline.name == "memory.raw.json.gz"
