@@ -103,7 +103,16 @@ class RunEntry:
 def run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:
     """One run of the `/runs` listing: its state, progress, views and every span's state,
     built from scratch (the server keeps these reports between polls, `listing.RunListing`)."""
+    report, usable, _ = run_report(run, now)
+    return {**report, "views": views_of_run(usable, run.facts(usable_runs))}
+
+
+def run_report(run: RunEntry, now: float) -> tuple[dict[str, Any], list[Any], bool]:
+    """A run's report without its views (`views`: None), the predicate features of its usable
+    files, and whether the report stays true as time passes (no file's state depends on the
+    clock: a cut-off or growing file that failed is re-judged when its write grace ends)."""
     workers, states, usable = [], [], []
+    timeless = True
     for worker, spans in sorted(run.workers.items()):
         entries = []
         for span, f in spans:
@@ -111,13 +120,15 @@ def run_json(run: RunEntry, now: float, usable_runs: int) -> dict[str, Any]:
             states.append(state)
             if state in USABLE:
                 usable.append(f.predicate_features())
+            timeless &= not (f.parsed and (f.cut_off or f.growing) and
+                             f.state in (LoadState.TRUNCATED, LoadState.ERROR))
             entries.append({"span": span, "state": state, "messages": messages,
                             "events": f.events,
                             "memory_timeline": f.memory_timeline is not None})
         workers.append({"name": worker, "spans": entries})
-    return {"name": run.name, "state": run_state(states), "progress": files_progress(
-        run.files(), now), "views": views_of_run(usable, run.facts(usable_runs)),
-        "workers": workers}
+    report = {"name": run.name, "state": run_state(states),
+              "progress": files_progress(run.files(), now), "views": None, "workers": workers}
+    return report, usable, timeless
 
 
 def run_state(states: list[str]) -> str:

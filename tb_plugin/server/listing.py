@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..ingest.schema import LoadState
 from ..views.tabs import RunFacts, views_of_run
-from .filestate import LOADING, USABLE, RunEntry, files_progress, run_state
+from .filestate import LOADING, RunEntry, run_report
 
 #: Run-level view predicates compare `RunFacts.usable_runs` with 2 at most (Diff needs another
 #: run); higher counts are told apart by none of them, so they share one kept report
@@ -67,24 +66,7 @@ class RunListing:
         kept = self._kept.get(run.name)
         if kept is not None and kept.run is run and kept.version == version and kept.timeless:
             return kept
-        workers, states, usable = [], [], []
-        timeless = True
-        for worker, spans in sorted(run.workers.items()):
-            entries = []
-            for span, f in spans:
-                state, messages = f.report(now)
-                states.append(state)
-                if state in USABLE:
-                    usable.append(f.predicate_features())
-                timeless &= not (f.parsed and (f.cut_off or f.growing) and
-                                 f.state in (LoadState.TRUNCATED, LoadState.ERROR))
-                entries.append({"span": span, "state": state, "messages": messages,
-                                "events": f.events,
-                                "memory_timeline": f.memory_timeline is not None})
-            workers.append({"name": worker, "spans": entries})
-        report = {"name": run.name, "state": run_state(states),
-                  "progress": files_progress(run.files(), now), "views": None,
-                  "workers": workers}
+        report, usable, timeless = run_report(run, now)
         kept = _Kept(run, version, timeless, report, usable)
         self._kept[run.name] = kept
         return kept
