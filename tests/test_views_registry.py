@@ -16,16 +16,12 @@ from tb_plugin.ingest.schema import MAX_TIME_US
 from tb_plugin.server.plugin import CATCH_ALL, TorchProfPlugin
 from tb_plugin.views import openapi
 from tb_plugin.views.errors import OptionError
-from tb_plugin.views.option_types import (
-    OperatorStackOptions,
-    RangeOptions,
-    RanksOptions,
-    SearchOptions,
-    TimelineOptions,
-)
+from tb_plugin.views.operators.options import OperatorStackOptions
 from tb_plugin.views.options import option_fields, read_options
+from tb_plugin.views.ranks.options import RanksOptions
 from tb_plugin.views.registry import SPECS
 from tb_plugin.views.tabs import VIEWS, view_specs
+from tb_plugin.views.trace.options import RangeOptions, SearchOptions, TimelineOptions
 from tb_plugin.views.yaml_out import dump
 
 OPENAPI = Path(__file__).resolve().parents[1] / "tb_plugin" / "openapi.yaml"

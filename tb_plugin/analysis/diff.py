@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
-from ..payloads import DiffPayload
+from ..views.diff.payload import DiffPayload
 from .diff_side import DiffSide, Item, ThreadNode, diff_side, merged_ranges
 from .optree import ROOT_NAME
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
-from ..payloads import DiffKernelsPayload
+from ..views.diff.payload import DiffKernelsPayload
 from .diff_side import diff_side
 from .kernels import NO_OPERATOR, kernel_frame
 from .memo import memoised

@@ -60,7 +60,7 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
 
     Old fields: workers, devices, steps, overlap, wait (now with `unmatched`), comm_ops,
     messages. New: coverage, clocks, collectives, stragglers, bandwidth, heatmap,
-    recommendations, fsdp, fsdp_layers. Times are us (3 decimals); see `payloads.distributed`.
+    recommendations, fsdp, fsdp_layers. Times are us (3 decimals); see `views.distributed.payload`.
     """
     workers = sorted(inputs)
     summaries = {w: as_summary(inputs[w]) for w in workers}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..ingest.schema import TraceTable
-from ..payloads import GpuIdlePayload
+from ..views.gpu_idle.payload import GpuIdlePayload
 from . import critical_path, idle, launch_stats
 from .device_work import device_work
 from .graphs import CAPTURE_NOTE, graph_summary
@@ -34,7 +34,7 @@ def build_gpu_idle(table: TraceTable, kernel_wait_us: float = DEFAULT_KERNEL_WAI
                    delay_cutoff_us: float = DEFAULT_DELAY_CUTOFF_US,
                    queue_full: int = DEFAULT_QUEUE_FULL,
                    step: Optional[str] = None) -> GpuIdlePayload:
-    """See `payloads.gpu_idle.GpuIdlePayload` for the shape; times in trace us."""
+    """See `views.gpu_idle.payload.GpuIdlePayload` for the shape; times in trace us."""
     graphs = graph_summary(table)
     capture = graphs["mode"] == "capture"
     applicable = len(device_work(table)) > 0 and not capture

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
-from ..payloads import KernelPiesPayload, KernelsPayload
+from ..views.kernels.payload import KernelPiesPayload, KernelsPayload
 from .correlation import complete_rows
 from .events import kernel_device_ids
 from .graphs import graph_annotations

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import TraceTable
-from ..payloads import MemoryPayload
+from ..views.memory.payload import MemoryPayload
 from .memory_curves import DEFAULT_MAX_POINTS, curve_json
 from .memory_leaks import leaks, peaks
 from .memory_records import (

@@ -61,7 +61,7 @@ def build_memory_snapshot(snap: Snapshot, name: str, table: Optional[TraceTable]
                           end: Optional[float] = None, at: Optional[float] = None,
                           max_points: int = DEFAULT_MAX_POINTS,
                           snapshots: Optional[list[str]] = None) -> dict[str, Any]:
-    """The `/memory/snapshot` payload (`payloads.memory_snapshot.MemorySnapshotPayload`)."""
+    """The `/memory/snapshot` payload (`views.memory.snapshot_payload.MemorySnapshotPayload`)."""
     indices = snapshot_devices(snap)
     names = [snapshot_device_name(i) for i in indices]
     if device is not None and device not in names:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ingest.memory_export import CATEGORIES, RawTimeline
 from ..ingest.schema import TraceTable
-from ..payloads import MemoryTimelinePayload
+from ..views.memory.timeline_payload import MemoryTimelinePayload
 from .memory_curves import downsample
 from .memory_leaks import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, growth_leak
 from .steps import compute_steps

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
-from ..payloads import ModulesPayload
+from ..views.modules.payload import ModulesPayload
 from .memo import memoised
 from .node_kinds import NodeKind
 from .optree import OpTree, build_op_tree

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import DEVICE_KINDS, TraceTable
-from ..payloads import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
+from ..views.operators.payload import CallStacksPayload, OperatorPiesPayload, OperatorsPayload
 from .callstacks import python_call_stacks
 from .events import filled_categorical
 from .memo import memoised

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
-from ..payloads import OverviewPayload
+from ..views.overview.payload import OverviewPayload
 from .breakdown import CATEGORIES, Breakdown, compute_breakdown
 from .diagnosis import add_diagnosis
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..payloads import DistributedPayload
+from ..views.distributed.payload import DistributedPayload
 from .dist_run import SummaryInput, build_distributed
 
 

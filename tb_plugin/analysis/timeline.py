@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
-from ..payloads import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
+from ..views.trace.payload import TimelineEventPayload, TimelinePayload, TimelineSearchPayload
 from . import timeline_counters as tc
 from .memo import memoised
 from .timeline_critical import critical_overlay, mark_runs

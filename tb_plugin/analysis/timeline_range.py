@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..ingest.schema import TraceTable
-from ..payloads import TimelineRangePayload
+from ..views.trace.payload import TimelineRangePayload
 from .timeline_index import build_timeline_index, concat_ranges
 
 

@@ -118,3 +118,18 @@ ViewList = list[ViewName]
 NameList = list[str]
 """`/workers` (sorted worker names offering the view) and `/spans` (span ids in numeric
 order)."""
+
+
+class DiffDefault(TypedDict):
+    """`/diff/default`: the experiment the Diff view proposes for a baseline."""
+
+    run: Annotated[Optional[str], doc("The proposed run; null when there is nothing to "
+                                      "compare with.")]
+    worker: Annotated[Optional[str], doc("Its worker.")]
+    span: Annotated[Optional[str], doc("Its span.")]
+    reason: Annotated[Literal["other_span", "other_worker", "similar_run", "none"], doc(
+        "other_span: the same worker's other span; other_worker: another worker of the same "
+        "run; similar_run: the run whose operator names overlap most; none: no candidate.")]
+    similarity: Annotated[Optional[float], doc(
+        "similar_run: shared operator names / all operator names of both (0..1).")]
+    message: Annotated[str, doc("The choice in words, for the page's subtitle.")]

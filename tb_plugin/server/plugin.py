@@ -17,9 +17,9 @@ from typing import Any, Optional
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from ..views.builders import warm_timeline
 from ..views.registry import SPECS
 from ..views.tabs import view_specs
+from ..views.trace.spec import warm_timeline
 from . import static
 from .api import Query, endpoint, json_response
 from .diff_default import diff_default

@@ -35,7 +35,7 @@ def document() -> dict[str, Any]:
     missing = [spec.name for spec in SPECS.values() if spec.payload is None]
     if missing:
         raise ValueError(f"view specs without a payload type: {', '.join(missing)}")
-    payloads = sorted({spec.payload for spec in SPECS.values()}, key=repr)
+    payloads = sorted({spec.payload for spec in SPECS.values()}, key=lambda t: t.__name__)
     schemas, components = msgspec.json.schema_components(
         [*payloads, *CATALOGUE_SCHEMAS], ref_template=REF.format(kind="schemas", name="{name}"))
     payload_schema = dict(zip(payloads, schemas))

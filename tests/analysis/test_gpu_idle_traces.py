@@ -9,7 +9,8 @@ import pytest
 
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.load import load_trace
-from tb_plugin.output.rows import csv_bytes, gpu_idle_rows
+from tb_plugin.output.rows import csv_bytes
+from tb_plugin.views.gpu_idle.spec import gpu_idle_rows
 from tb_plugin.views.registry import build_view
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 

@@ -26,7 +26,6 @@ from tb_plugin.ingest.decode import try_decode_batch
 from tb_plugin.ingest.plain import to_plain
 from tb_plugin.ingest.scanner import EventStreamScanner, TokenTooLarge
 from tb_plugin.load import load_snapshot, load_trace
-from tb_plugin.payloads.overview import OverviewPayload
 from tb_plugin.server.filestate import FileState
 from tb_plugin.server.tables import Tables
 from tb_plugin.storage import (
@@ -38,6 +37,7 @@ from tb_plugin.storage import (
     open_ref,
     open_to_serve,
 )
+from tb_plugin.views.overview.payload import OverviewPayload
 from tb_plugin.views.registry import SPECS
 from tests.ingest import snapshots
 from tests.support import SAMPLES

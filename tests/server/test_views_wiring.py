@@ -24,7 +24,7 @@ from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
 from tb_plugin.ingest import TraceTable
 from tb_plugin.load import load_trace
 from tb_plugin.output.encoding import plain
-from tb_plugin.output.rows import module_rows
+from tb_plugin.views.modules.spec import module_rows
 from tb_plugin.views.registry import SPECS, build_view
 from tests.support import need
 

@@ -1602,7 +1602,7 @@ export interface paths {
         };
         /**
          * Why the GPU is idle: temporal and idle-time breakdowns, launch statistics, queue lengths, bandwidth, kernel sequences, annotations, critical path, recommendations.
-         * @description Shape: see `tb_plugin.payloads.gpu_idle.GpuIdlePayload`; each analysis states its formula in
+         * @description Shape: see `tb_plugin.views.gpu_idle.payload.GpuIdlePayload`; each analysis states its formula in
          *     `formulas`. A trace without device work answers `applicable: false` with a message. With
          *     `format=csv`, one row per table entry with a `table` column (`temporal`, `idle`, `queue`,
          *     `launch`, `sequences`, `annotations`, `critical_path`).
@@ -1671,7 +1671,7 @@ export interface paths {
         };
         /**
          * What if: the predicted step time when operators, kernels, data loading, communication, launches or synchronisation take a different time (a replay of each step's dependency model).
-         * @description Shape: see `tb_plugin.payloads.whatif.WhatIfPayload`. The model and the edit grammar: `tb_plugin.analysis.whatif`. With `format=csv`, one row per replayed step.
+         * @description Shape: see `tb_plugin.views.gpu_idle.whatif_payload.WhatIfPayload`. The model and the edit grammar: `tb_plugin.analysis.whatif`. With `format=csv`, one row per replayed step.
          */
         get: {
             parameters: {
@@ -1877,6 +1877,125 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * CallStacksPayload
+         * @description `/operators/stack`: the call stacks of one operator.
+         */
+        CallStacksPayload: {
+            /** @description The trace has device (GPU) work. */
+            has_device: boolean;
+            /** @description One row per distinct non-empty call stack, sorted by `sort_by` descending. */
+            rows: components["schemas"]["CallStackRow"][];
+            /**
+             * @description As in `/operators`.
+             * @enum {unknown}
+             */
+            sort_by: "device_self_us" | "host_self_us";
+        };
+        /**
+         * CallStackRow
+         * @description The calls of one operator that share one call stack.
+         */
+        CallStackRow: {
+            /** @description The Python call stack, frames joined by ";". */
+            call_stack: string;
+            /** @description Number of calls with this stack. */
+            calls: number;
+            /** @description Device self time, us. */
+            device_self_us: number;
+            /** @description Device total time, us. */
+            device_total_us: number;
+            /** @description Host self time, us (3 decimals). */
+            host_self_us: number;
+            /** @description Host total time, us. */
+            host_total_us: number;
+            /** @description Only with group_by=operator_input_shape: the input shapes (Python str of the dims list). */
+            input_shape?: string;
+            /** @description Operator name. */
+            name: string;
+            /** @description The operator could use Tensor Cores. */
+            tc_eligible: boolean;
+            /** @description Share of device self time on Tensor Cores, percent. */
+            tc_self_pct: number;
+            /** @description Share of device total time on Tensor Cores, percent. */
+            tc_total_pct: number;
+        };
+        /**
+         * CompiledPayload
+         * @description `/compiled`: torch.compile regions -> Inductor kernels -> device time.
+         */
+        CompiledPayload: {
+            /** @description The trace has compiled regions or Inductor kernels. */
+            available: boolean;
+            /** @description Inductor kernel op calls in the trace. */
+            inductor_kernels: number;
+            /** @description By device then host time, descending. */
+            regions: components["schemas"]["CompiledRegion"][];
+        };
+        /**
+         * CompiledRegion
+         * @description One compiled region (all its calls summed).
+         */
+        CompiledRegion: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels launched inside it. */
+            device_kernels: number;
+            /** @description Device time of the kernels launched inside it, us. */
+            device_us: number;
+            /** @description By device then host time. */
+            extern_ops: components["schemas"]["ExternOp"][];
+            /** @description Guard checks (TorchDynamo Cache Lookup) before it, us. */
+            guard_us: number;
+            /** @description Host time inside the region, us. */
+            host_us: number;
+            /** @description By device then host time. */
+            inductor_kernels: components["schemas"]["InductorKernel"][];
+            /** @description Kernel launch calls made inside it, us. */
+            launch_us: number;
+            /** @description "Torch-Compiled Region: <frame>/<compile id>" or "CompiledFunctionBackward". */
+            name: string;
+        };
+        /**
+         * ExternOp
+         * @description An outermost aten op the compiled graph still calls (mm, attention...).
+         */
+        ExternOp: {
+            /** @description Calls. */
+            calls: number;
+            /** @description Device time of its kernels, us. */
+            device_us: number;
+            /** @description Host time, us. */
+            host_us: number;
+            /** @description Operator name. */
+            name: string;
+        };
+        /**
+         * InductorKernel
+         * @description One Inductor-generated kernel op (Triton launch or C++ kernel) of a region.
+         */
+        InductorKernel: {
+            /** @description "triton", "cpp"...; null when not recorded. */
+            backend: string | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description Device kernels it launched. */
+            device_kernels: number;
+            /** @description Device time of the kernels it launched, us. */
+            device_us: number;
+            /** @description Inductor source file: `kernel_file`, or for C++ kernels the generated wrapper module seen in the Python stack; null when not recorded. */
+            file: string | null;
+            /** @description The eager ops the name says were fused ("add_cos_sin"), as written; "" when none. */
+            fused: string;
+            /** @description `kernel_hash`; null when not recorded. */
+            hash: string | null;
+            /** @description Host time of the kernel op (launch), us. */
+            host_us: number;
+            /** @description Line in `file` (C++ kernels' wrapper call); null. */
+            line: number | null;
+            /** @description Kernel op name, e.g. triton_poi_fused_add_cos_sin_0. */
+            name: string;
+        };
         /**
          * DiffKernelsPayload
          * @description `/diff/kernels`: every GPU kernel of both traces (all threads), compared.
@@ -2397,184 +2516,6 @@ export interface components {
             transfer: number;
             /** @description Communication of collectives seen on this rank only while their group has more ranks (ranks missing from the run): neither transfer nor wait. Transfer + synchronizing + unmatched of a step is the overlap chart's communication time of that step. */
             unmatched: number;
-        };
-        /**
-         * CompiledPayload
-         * @description `/compiled`: torch.compile regions -> Inductor kernels -> device time.
-         */
-        CompiledPayload: {
-            /** @description The trace has compiled regions or Inductor kernels. */
-            available: boolean;
-            /** @description Inductor kernel op calls in the trace. */
-            inductor_kernels: number;
-            /** @description By device then host time, descending. */
-            regions: components["schemas"]["CompiledRegion"][];
-        };
-        /**
-         * CompiledRegion
-         * @description One compiled region (all its calls summed).
-         */
-        CompiledRegion: {
-            /** @description Calls. */
-            calls: number;
-            /** @description Device kernels launched inside it. */
-            device_kernels: number;
-            /** @description Device time of the kernels launched inside it, us. */
-            device_us: number;
-            /** @description By device then host time. */
-            extern_ops: components["schemas"]["ExternOp"][];
-            /** @description Guard checks (TorchDynamo Cache Lookup) before it, us. */
-            guard_us: number;
-            /** @description Host time inside the region, us. */
-            host_us: number;
-            /** @description By device then host time. */
-            inductor_kernels: components["schemas"]["InductorKernel"][];
-            /** @description Kernel launch calls made inside it, us. */
-            launch_us: number;
-            /** @description "Torch-Compiled Region: <frame>/<compile id>" or "CompiledFunctionBackward". */
-            name: string;
-        };
-        /**
-         * ExternOp
-         * @description An outermost aten op the compiled graph still calls (mm, attention...).
-         */
-        ExternOp: {
-            /** @description Calls. */
-            calls: number;
-            /** @description Device time of its kernels, us. */
-            device_us: number;
-            /** @description Host time, us. */
-            host_us: number;
-            /** @description Operator name. */
-            name: string;
-        };
-        /**
-         * InductorKernel
-         * @description One Inductor-generated kernel op (Triton launch or C++ kernel) of a region.
-         */
-        InductorKernel: {
-            /** @description "triton", "cpp"...; null when not recorded. */
-            backend: string | null;
-            /** @description Calls. */
-            calls: number;
-            /** @description Device kernels it launched. */
-            device_kernels: number;
-            /** @description Device time of the kernels it launched, us. */
-            device_us: number;
-            /** @description Inductor source file: `kernel_file`, or for C++ kernels the generated wrapper module seen in the Python stack; null when not recorded. */
-            file: string | null;
-            /** @description The eager ops the name says were fused ("add_cos_sin"), as written; "" when none. */
-            fused: string;
-            /** @description `kernel_hash`; null when not recorded. */
-            hash: string | null;
-            /** @description Host time of the kernel op (launch), us. */
-            host_us: number;
-            /** @description Line in `file` (C++ kernels' wrapper call); null. */
-            line: number | null;
-            /** @description Kernel op name, e.g. triton_poi_fused_add_cos_sin_0. */
-            name: string;
-        };
-        /**
-         * RooflinePayload
-         * @description `/roofline`: FLOPs, bytes, roofline and MFU.
-         */
-        RooflinePayload: {
-            /** @description Null on a CPU-only trace. */
-            device: components["schemas"]["RooflineDevice"] | null;
-            /** @description By FLOPs descending, ties by name. */
-            rows: components["schemas"]["RooflineRow"][];
-            /** @description One per step. */
-            steps: components["schemas"]["RooflineStep"][];
-            /**
-             * @description What `time_us` measures.
-             * @enum {unknown}
-             */
-            time_basis: "device" | "host";
-        };
-        /**
-         * RooflineDevice
-         * @description The GPU the roofline is drawn for (the one that ran most kernels).
-         */
-        RooflineDevice: {
-            /** @description e.g. "Ampere (sm_80)", "CDNA2 (gfx90a)". */
-            architecture: string | null;
-            /** @description Device index. */
-            id: number;
-            /**
-             * @description What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".
-             * @enum {unknown}
-             */
-            matrix_units: "matrix cores" | "tensor cores";
-            /** @description Peak memory bandwidth, TB/s. */
-            memory_tbps: number | null;
-            /** @description Device name; null when unknown. */
-            name: string | null;
-            /** @description Peak dense TFLOP/s per precision the chip has (fp64, fp64_matrix, fp32, tf32, bf16, fp16, fp8, fp6, fp4, int8). */
-            peak_tflops: {
-                [key: string]: number;
-            } | null;
-            /** @description Matched peaks row; null: unknown device. */
-            peaks_model: string | null;
-            /** @description Why vendor/architecture/peaks are null though the trace lists the device (its properties could not be read); null otherwise. */
-            peaks_reason: string | null;
-            /** @description "NVIDIA", "AMD"; null when unknown. */
-            vendor: string | null;
-        };
-        /**
-         * RooflineRow
-         * @description One operator name and dtype (outermost FLOP-carrying calls only).
-         */
-        RooflineRow: {
-            /** @description Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x bandwidth): the likely reason. algorithmic_flops: a Winograd/FFT convolution kernel (fewer multiplies than counted); precision: under the peak of a faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows are left out of MFU and MBU. Null when at or under the roof. */
-            above_roof: ("algorithmic_flops" | "bytes" | "overlap" | "precision" | "unknown") | null;
-            /** @description Bytes / time, TB/s. */
-            achieved_tbps: number | null;
-            /** @description FLOPs / time, TFLOP/s. */
-            achieved_tflops: number | null;
-            /** @description Above or below the device's ridge point for its dtype; null without peaks. */
-            bound: ("compute" | "memory") | null;
-            /** @description Bytes moved summed; null when unknown. */
-            bytes: number | null;
-            /** @description Calls. */
-            calls: number;
-            /** @description dtype of its first tensor ("bf16", "fp32"...; "unknown"). */
-            dtype: string;
-            /** @description Some calls' FLOPs/bytes come from shape formulas, not a recorded `flops`/`kernel_flop`. */
-            estimate: boolean;
-            /** @description FLOPs summed; null when unknown. */
-            flops: number | null;
-            /** @description Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known. */
-            flops_reason: string | null;
-            /** @description Arithmetic intensity, FLOPs per byte. */
-            intensity: number | null;
-            /** @description Memory-bandwidth utilisation: achieved TB/s / peak TB/s, percent; null without peaks or bytes. */
-            mbu_pct: number | null;
-            /** @description Operator name. */
-            name: string;
-            /** @description Peak of its precision, TFLOP/s; null. */
-            peak_tflops: number | null;
-            /** @description The math it ran, which picks its peak: from its tensor-core kernels' names (e.g. "tf32" for an fp32 GEMM on tensor cores, "fp8"/"fp4" for MX GEMMs), else its dtype; one of the keys of the device's peak_tflops (a missing one falls back to the next wider precision the chip has). */
-            precision: string;
-            /** @description Device time (GPU trace) or host time (CPU trace), us. */
-            time_us: number;
-        };
-        /**
-         * RooflineStep
-         * @description FLOPs and MFU of one profiler step.
-         */
-        RooflineStep: {
-            /** @description Bytes moved by those operators (flagged rows left out). */
-            bytes: number;
-            /** @description FLOPs of the operators that started in the step. */
-            flops: number;
-            /** @description Memory-bandwidth utilisation: bytes / (duration x peak bandwidth), percent; null without peaks. */
-            mbu_pct: number | null;
-            /** @description Model FLOPs utilisation, percent (each operator at the peak of its precision; rows above the roof left out); null without peaks. */
-            mfu_pct: number | null;
-            /** @description Step name. */
-            step: string;
-            /** @description FLOPs / step duration, TFLOP/s. */
-            tflops: number | null;
         };
         /**
          * GpuIdlePayload
@@ -3577,49 +3518,6 @@ export interface components {
             operators: number;
         };
         /**
-         * CallStacksPayload
-         * @description `/operators/stack`: the call stacks of one operator.
-         */
-        CallStacksPayload: {
-            /** @description The trace has device (GPU) work. */
-            has_device: boolean;
-            /** @description One row per distinct non-empty call stack, sorted by `sort_by` descending. */
-            rows: components["schemas"]["CallStackRow"][];
-            /**
-             * @description As in `/operators`.
-             * @enum {unknown}
-             */
-            sort_by: "device_self_us" | "host_self_us";
-        };
-        /**
-         * CallStackRow
-         * @description The calls of one operator that share one call stack.
-         */
-        CallStackRow: {
-            /** @description The Python call stack, frames joined by ";". */
-            call_stack: string;
-            /** @description Number of calls with this stack. */
-            calls: number;
-            /** @description Device self time, us. */
-            device_self_us: number;
-            /** @description Device total time, us. */
-            device_total_us: number;
-            /** @description Host self time, us (3 decimals). */
-            host_self_us: number;
-            /** @description Host total time, us. */
-            host_total_us: number;
-            /** @description Only with group_by=operator_input_shape: the input shapes (Python str of the dims list). */
-            input_shape?: string;
-            /** @description Operator name. */
-            name: string;
-            /** @description The operator could use Tensor Cores. */
-            tc_eligible: boolean;
-            /** @description Share of device self time on Tensor Cores, percent. */
-            tc_self_pct: number;
-            /** @description Share of device total time on Tensor Cores, percent. */
-            tc_total_pct: number;
-        };
-        /**
          * OperatorPiesPayload
          * @description `/operators/pies`: the four top-N operator pies.
          */
@@ -4055,6 +3953,108 @@ export interface components {
             path?: number[];
             /** @description Start, us since origin_us. */
             start: number[];
+        };
+        /**
+         * RooflinePayload
+         * @description `/roofline`: FLOPs, bytes, roofline and MFU.
+         */
+        RooflinePayload: {
+            /** @description Null on a CPU-only trace. */
+            device: components["schemas"]["RooflineDevice"] | null;
+            /** @description By FLOPs descending, ties by name. */
+            rows: components["schemas"]["RooflineRow"][];
+            /** @description One per step. */
+            steps: components["schemas"]["RooflineStep"][];
+            /**
+             * @description What `time_us` measures.
+             * @enum {unknown}
+             */
+            time_basis: "device" | "host";
+        };
+        /**
+         * RooflineDevice
+         * @description The GPU the roofline is drawn for (the one that ran most kernels).
+         */
+        RooflineDevice: {
+            /** @description e.g. "Ampere (sm_80)", "CDNA2 (gfx90a)". */
+            architecture: string | null;
+            /** @description Device index. */
+            id: number;
+            /**
+             * @description What the vendor calls its matrix units: "matrix cores" on AMD, else "tensor cores".
+             * @enum {unknown}
+             */
+            matrix_units: "matrix cores" | "tensor cores";
+            /** @description Peak memory bandwidth, TB/s. */
+            memory_tbps: number | null;
+            /** @description Device name; null when unknown. */
+            name: string | null;
+            /** @description Peak dense TFLOP/s per precision the chip has (fp64, fp64_matrix, fp32, tf32, bf16, fp16, fp8, fp6, fp4, int8). */
+            peak_tflops: {
+                [key: string]: number;
+            } | null;
+            /** @description Matched peaks row; null: unknown device. */
+            peaks_model: string | null;
+            /** @description Why vendor/architecture/peaks are null though the trace lists the device (its properties could not be read); null otherwise. */
+            peaks_reason: string | null;
+            /** @description "NVIDIA", "AMD"; null when unknown. */
+            vendor: string | null;
+        };
+        /**
+         * RooflineRow
+         * @description One operator name and dtype (outermost FLOP-carrying calls only).
+         */
+        RooflineRow: {
+            /** @description Set when achieved TFLOP/s is more than 5% above its roof min(peak, intensity x bandwidth): the likely reason. algorithmic_flops: a Winograd/FFT convolution kernel (fewer multiplies than counted); precision: under the peak of a faster precision the chip has; overlap: its kernels overlapped other kernels; bytes: only the bandwidth roof is exceeded (cache-served bytes counted); unknown. Such rows are left out of MFU and MBU. Null when at or under the roof. */
+            above_roof: ("algorithmic_flops" | "bytes" | "overlap" | "precision" | "unknown") | null;
+            /** @description Bytes / time, TB/s. */
+            achieved_tbps: number | null;
+            /** @description FLOPs / time, TFLOP/s. */
+            achieved_tflops: number | null;
+            /** @description Above or below the device's ridge point for its dtype; null without peaks. */
+            bound: ("compute" | "memory") | null;
+            /** @description Bytes moved summed; null when unknown. */
+            bytes: number | null;
+            /** @description Calls. */
+            calls: number;
+            /** @description dtype of its first tensor ("bf16", "fp32"...; "unknown"). */
+            dtype: string;
+            /** @description Some calls' FLOPs/bytes come from shape formulas, not a recorded `flops`/`kernel_flop`. */
+            estimate: boolean;
+            /** @description FLOPs summed; null when unknown. */
+            flops: number | null;
+            /** @description Why some calls' FLOPs are unknown (a geometry the trace did not record, an invalid stride...); those calls count 0 FLOPs in the sums and in MFU. Null when all known. */
+            flops_reason: string | null;
+            /** @description Arithmetic intensity, FLOPs per byte. */
+            intensity: number | null;
+            /** @description Memory-bandwidth utilisation: achieved TB/s / peak TB/s, percent; null without peaks or bytes. */
+            mbu_pct: number | null;
+            /** @description Operator name. */
+            name: string;
+            /** @description Peak of its precision, TFLOP/s; null. */
+            peak_tflops: number | null;
+            /** @description The math it ran, which picks its peak: from its tensor-core kernels' names (e.g. "tf32" for an fp32 GEMM on tensor cores, "fp8"/"fp4" for MX GEMMs), else its dtype; one of the keys of the device's peak_tflops (a missing one falls back to the next wider precision the chip has). */
+            precision: string;
+            /** @description Device time (GPU trace) or host time (CPU trace), us. */
+            time_us: number;
+        };
+        /**
+         * RooflineStep
+         * @description FLOPs and MFU of one profiler step.
+         */
+        RooflineStep: {
+            /** @description Bytes moved by those operators (flagged rows left out). */
+            bytes: number;
+            /** @description FLOPs of the operators that started in the step. */
+            flops: number;
+            /** @description Memory-bandwidth utilisation: bytes / (duration x peak bandwidth), percent; null without peaks. */
+            mbu_pct: number | null;
+            /** @description Model FLOPs utilisation, percent (each operator at the peak of its precision; rows above the roof left out); null without peaks. */
+            mfu_pct: number | null;
+            /** @description Step name. */
+            step: string;
+            /** @description FLOPs / step duration, TFLOP/s. */
+            tflops: number | null;
         };
         /**
          * TimelineEventPayload

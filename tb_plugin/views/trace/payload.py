@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import NotRequired, TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 _REL = "us since origin_us"
 

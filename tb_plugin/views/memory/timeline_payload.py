@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 MemoryCategory = Literal["PARAMETER", "OPTIMIZER_STATE", "INPUT", "TEMPORARY", "ACTIVATION",
                          "GRADIENT", "AUTOGRAD_DETAIL", "UNKNOWN"]

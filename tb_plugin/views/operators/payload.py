@@ -4,7 +4,7 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import NotRequired, TypedDict
 
-from .common import PieSlice, doc
+from ...payloads.common import PieSlice, doc
 
 _SHAPE = "Only with group_by=operator_input_shape: the input shapes (Python str of the dims list)."
 

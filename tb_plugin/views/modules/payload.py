@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 
 class ModuleRow(TypedDict):

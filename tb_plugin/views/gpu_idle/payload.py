@@ -4,8 +4,8 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import TypedDict
 
-from .common import doc
-from .overview import Recommendation
+from ...payloads.common import doc
+from ..overview.payload import Recommendation
 
 
 class Histogram(TypedDict):

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 from typing_extensions import TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 
 class DistributedGpu(TypedDict):

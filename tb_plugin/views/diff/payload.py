@@ -1,11 +1,11 @@
 """`/diff` (`analysis.diff.build_diff`): one node of the diff of two traces' call trees
 (baseline "left"/"base", experiment "right"/"exp"), with its children and operator deltas."""
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 NodeType = Literal["root", "operator", "profiler_step", "dataloader", "optimizer", "module",
                    "user_annotation", "python", "pl_module", "backward", "thread", "composite",
@@ -123,18 +123,3 @@ class DiffKernelsPayload(TypedDict):
     delta_total_us: Annotated[float, doc("exp - base, us.")]
     rows: Annotated[list[KernelDelta], doc(
         "Sorted by |delta_total_us| descending, ties by operator then name.")]
-
-
-class DiffDefault(TypedDict):
-    """`/diff/default`: the experiment the Diff view proposes for a baseline."""
-
-    run: Annotated[Optional[str], doc("The proposed run; null when there is nothing to "
-                                      "compare with.")]
-    worker: Annotated[Optional[str], doc("Its worker.")]
-    span: Annotated[Optional[str], doc("Its span.")]
-    reason: Annotated[Literal["other_span", "other_worker", "similar_run", "none"], doc(
-        "other_span: the same worker's other span; other_worker: another worker of the same "
-        "run; similar_run: the run whose operator names overlap most; none: no candidate.")]
-    similarity: Annotated[Optional[float], doc(
-        "similar_run: shared operator names / all operator names of both (0..1).")]
-    message: Annotated[str, doc("The choice in words, for the page's subtitle.")]

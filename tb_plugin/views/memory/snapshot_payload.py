@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 
 class SnapshotCurve(TypedDict):

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from typing_extensions import TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 
 class WhatIfStep(TypedDict):

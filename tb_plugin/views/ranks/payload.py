@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from typing_extensions import TypedDict
 
-from .common import doc
-from .timeline import CounterTrack, TimelineFlows, TimelineStats, TimelineSteps, Track
+from ...payloads.common import doc
+from ..trace.payload import CounterTrack, TimelineFlows, TimelineStats, TimelineSteps, Track
 
 _REL = "us since origin_us (run clock)"
 

@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import NotRequired, TypedDict
 
-from .common import ViewName, doc
+from ...payloads.common import ViewName, doc
 
 Category = Literal["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader",
                    "CPU Exec", "Other"]

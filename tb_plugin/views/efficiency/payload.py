@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Optional
 
 from typing_extensions import TypedDict
 
-from .common import doc
+from ...payloads.common import doc
 
 MatrixUnits = Literal["tensor cores", "matrix cores"]
 AboveRoof = Literal["algorithmic_flops", "precision", "overlap", "bytes", "unknown"]

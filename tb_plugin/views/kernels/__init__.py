@@ -1,0 +1,5 @@
+"""The Kernel view, all in this folder: its specs (`spec.py`: routes, builders from tables and
+options to payloads, CSV rows), its options (`options.py`) and its payload types
+(`*payload.py`). The analysis: `tb_plugin/analysis/kernels.py`; the UI:
+`frontend/src/views/kernels/`. No imports here: analysis modules import the payload types
+alone."""
