@@ -4,6 +4,7 @@ CLI, and options are read from text with one set of rules and messages."""
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,6 +21,7 @@ from tb_plugin.views.operators.options import OperatorStackOptions
 from tb_plugin.views.options import option_fields, read_options
 from tb_plugin.views.ranks.options import RanksOptions
 from tb_plugin.views.registry import SPECS
+from tb_plugin.views.spec import fingerprint_of
 from tb_plugin.views.tabs import VIEWS, view_specs
 from tb_plugin.views.trace.options import RangeOptions, SearchOptions, TimelineOptions
 from tb_plugin.views.yaml_out import dump
@@ -154,3 +156,24 @@ def test_ranks_window_is_bounded_like_every_request_time(name: str) -> None:
             _read(RanksOptions, **{name: beyond})
         assert str(error.value) == (f"parameter {name!r} must be a number from -1e+17 to 1e+17; "
                                     f"got {beyond!r}")
+
+
+def test_the_code_fingerprint_covers_sub_packages(tmp_path: Path) -> None:
+    """Cached payloads are keyed by the code that made them: a change in a view's folder or an
+    analysis sub-package (not only a top-level module) makes a new fingerprint."""
+    package = Path(__file__).resolve().parents[1] / "tb_plugin"
+    copy = tmp_path / "tb_plugin"
+    for folder in ("analysis", "ingest", "output", "views"):
+        shutil.copytree(package / folder, copy / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    before = fingerprint_of(copy)
+    assert fingerprint_of(copy) == before
+    for nested in (copy / "views" / "gpu_idle" / "spec.py",
+                   copy / "analysis" / "whatif" / "simulate.py"):
+        original = nested.read_bytes()
+        nested.write_bytes(original + b"\n# edited\n")
+        assert fingerprint_of(copy) != before, nested
+        nested.write_bytes(original)
+        assert fingerprint_of(copy) == before
+    (copy / "views" / "gpu_idle" / "spec.py").rename(copy / "views" / "gpu_idle" / "spec2.py")
+    assert fingerprint_of(copy) != before  # a moved module is a change too

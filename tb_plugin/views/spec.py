@@ -100,11 +100,16 @@ def code_fingerprint() -> str:
     global _fingerprint
     with _fingerprint_lock:
         if _fingerprint is None:
-            package = Path(__file__).resolve().parent.parent
-            digest = hashlib.sha1()
-            for folder in ("analysis", "ingest", "output", "views"):
-                for path in sorted((package / folder).glob("*.py")):
-                    digest.update(path.name.encode())
-                    digest.update(path.read_bytes())
-            _fingerprint = digest.hexdigest()[:16]
+            _fingerprint = fingerprint_of(Path(__file__).resolve().parent.parent)
         return _fingerprint
+
+
+def fingerprint_of(package: Path) -> str:
+    """The hash of every module under `package`'s analysis/, ingest/, output/ and views/,
+    sub-packages included (a view's folder, `analysis/whatif/`), by path and content."""
+    digest = hashlib.sha1()
+    for folder in ("analysis", "ingest", "output", "views"):
+        for path in sorted((package / folder).rglob("*.py")):
+            digest.update(path.relative_to(package).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
