@@ -1,4 +1,5 @@
-"""Regenerate `tb_plugin/analysis/op_schemas.py`: the argument layout of every operator the
+"""Regenerate `tb_plugin/analysis/efficiency/op_schemas.py`: the argument layout of every operator
+the
 FLOPs estimator reads, from torch's own schemas (`python bench/gen_op_schemas.py`).
 
 torch is not a dependency of the plugin, so the package holds the generated table. Operators

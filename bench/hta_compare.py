@@ -24,8 +24,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from tb_plugin.analysis.idle import idle_breakdown, queue_lengths, temporal_breakdown  # noqa: E402
-from tb_plugin.analysis.launch_stats import launch_stats  # noqa: E402
+from tb_plugin.analysis.gpu_idle.idle import idle_breakdown, queue_lengths, temporal_breakdown  # noqa: E402
+from tb_plugin.analysis.gpu_idle.launch_stats import launch_stats  # noqa: E402
 from tb_plugin.load import load_trace  # noqa: E402
 
 WORK = HERE / "_work"

@@ -48,7 +48,7 @@ MS = 1000.0
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TORCH_PROF_CACHE_DIR", str(WORK / "cache"))
 
-from tb_plugin.analysis.timeline import build_timeline, build_timeline_index  # noqa: E402
+from tb_plugin.analysis.timeline.view import build_timeline, build_timeline_index  # noqa: E402
 from tb_plugin.load import load_trace  # noqa: E402
 
 _ID_KEYS = ("External id", "external id", "correlation", "Ev Idx", "Record function id")

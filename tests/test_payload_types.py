@@ -1,6 +1,7 @@
 """Every JSON body the plugin serves conforms strictly to its type in `tb_plugin.payloads`.
 
-The payloads are built in-process the way the server builds them (`analysis.report` and the
+The payloads are built in-process the way the server builds them (`analysis.distributed.view` and
+the
 builders its routes call, with the option variants the UI uses), encoded with the server's
 encoder, then decoded with `msgspec.json.decode(..., type=PAYLOADS[route], strict=True)`. The
 decoded value must also equal the plain JSON: a TypedDict drops keys it does not declare, so a
@@ -18,11 +19,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from tb_plugin.analysis.distributed.view import build_distributed_view
 from tb_plugin.analysis.features import summarize
 from tb_plugin.analysis.kernels import build_kernel_pies
 from tb_plugin.analysis.modules import build_modules
 from tb_plugin.analysis.operators import build_call_stacks, build_operator_pies
-from tb_plugin.analysis.report import build_distributed_view
 from tb_plugin.cache import TraceCache
 from tb_plugin.discovery import RunInfo, discover_runs, matching_timeline
 from tb_plugin.ingest import TraceTable

@@ -16,9 +16,9 @@ import pandas as pd
 
 from ..ingest.schema import TraceTable
 from .breakdown import CATEGORIES, compute_breakdown
-from .dist_run import build_distributed
-from .memory import UnknownDeviceError, operator_stats
-from .memory_records import devices_of, event_rows, memory_records
+from .distributed.run import build_distributed
+from .memory.records import devices_of, event_rows, memory_records
+from .memory.view import UnknownDeviceError, operator_stats
 from .modules import build_modules
 
 #: Alloc/free pairs (the Memory view's event table): column -> dtype.

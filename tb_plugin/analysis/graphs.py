@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..ingest.schema import Kind, TraceTable
 from .device_work import device_work
+from .gpu_idle.launch_stats import leaf_containing
 from .graph_launches import (
     backlog,
     capture_windows,
@@ -34,7 +35,6 @@ from .graph_launches import (
     graph_launch_mask,
     replayed_mask,
 )
-from .launch_stats import leaf_containing
 from .memo import memoised
 from .node_kinds import NodeKind
 from .optree import build_op_tree

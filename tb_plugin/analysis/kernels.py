@@ -15,6 +15,8 @@ import pandas as pd
 from ..ingest.schema import Kind, TraceTable
 from ..views.kernels.payload import KernelPiesPayload, KernelsPayload
 from .correlation import complete_rows
+from .efficiency.roofline import trace_matrix_units
+from .efficiency.tensor_cores import event_tc_eligible_flags, event_tc_flags
 from .events import kernel_device_ids
 from .graphs import graph_annotations
 from .launch import fill_launch_estimates
@@ -22,8 +24,6 @@ from .memo import memoised
 from .node_kinds import NodeKind
 from .op_categories import OTHER, categorize, category_rollup, device_categories, dominant
 from .optree import build_op_tree
-from .roofline import trace_matrix_units
-from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 GROUP_BY_KERNEL = "kernel"
 GROUP_BY_KERNEL_OP = "kernel_op_launch"

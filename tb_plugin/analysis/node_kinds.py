@@ -23,7 +23,8 @@ class NodeKind(IntEnum):
     OPTIMIZER = 4  # Optimizer.step*
     MODULE = 5  # python_function with a "Python module id" (nn.Module forward)
     USER_ANNOTATION = 6  # record_function ranges kept: the comm op names (as the reference),
-    # and Inductor's "## Call CompiledFxGraph <hash> ##" (compiled regions, analysis/compiled)
+    # and Inductor's "## Call CompiledFxGraph <hash> ##" (compiled regions,
+    # analysis/efficiency/compiled)
     PYTHON = 7  # legacy `python` category
     PL_MODULE = 8  # Lightning "[pl][module]..." ops
 

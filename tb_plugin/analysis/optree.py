@@ -35,10 +35,10 @@ from .correlation import (
     lookup,
     match_external_ids,
 )
+from .efficiency.tensor_cores import event_tc_eligible_flags, event_tc_flags
 from .memo import memoised
 from .nesting import levels, nest, subtree_ends
 from .node_kinds import NodeKind, node_kinds, operator_predicate
-from .tensor_cores import event_tc_eligible_flags, event_tc_flags
 
 _OPERATOR_TYPED = (NodeKind.OPERATOR, NodeKind.DATALOADER, NodeKind.OPTIMIZER)
 ROOT_NAME = "CallTreeRoot"

@@ -12,18 +12,18 @@ import numpy as np
 
 from ..ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from ..views.overview.payload import OverviewPayload
+from .advice.diagnosis import add_diagnosis
+from .advice.recommendations import Facts, recommend
 from .breakdown import CATEGORIES, Breakdown, compute_breakdown
-from .diagnosis import add_diagnosis
+from .efficiency.hardware import compute_capability, device_vendor
+from .efficiency.roofline import device_info, mbu_pct, mfu_pct
+from .efficiency.tensor_cores import event_tc_flags
 from .events import HOST_KINDS, kernel_device_ids, kind_mask, name_mask
 from .gpu_metrics import GpuMetrics, event_devices, gpu_metrics
 from .graphs import graph_summary
-from .hardware import compute_capability, device_vendor
 from .launch import device_properties
 from .memo import memoised
 from .optree import build_op_tree
-from .recommendations import Facts, recommend
-from .roofline import device_info, mbu_pct, mfu_pct
-from .tensor_cores import event_tc_flags
 
 
 def build_overview(table: TraceTable) -> OverviewPayload:

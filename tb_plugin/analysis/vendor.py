@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 
 from ..ingest.schema import LAUNCH_KINDS, TraceTable
-from . import hardware
+from .efficiency import hardware
 from .events import kind_mask, name_mask
 from .launch import device_properties
 

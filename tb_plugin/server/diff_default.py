@@ -1,11 +1,11 @@
-"""`/diff/default`: the experiment the Diff view proposes for a baseline (`analysis.diff_pick`),
+"""`/diff/default`: the experiment the Diff view proposes for a baseline (`analysis.diff.pick`),
 from the catalogue alone: usable spans and the operator names their parse summaries keep."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.diff_pick import Candidate, pick_experiment
+from ..analysis.diff.pick import Candidate, pick_experiment
 from .filestate import USABLE
 from .provider import TraceProvider
 

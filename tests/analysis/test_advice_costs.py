@@ -1,4 +1,4 @@
-"""What advice would save (`analysis.advice_costs`): device idle time by cause on the device's
+"""What advice would save (`analysis.advice.costs`): device idle time by cause on the device's
 own timeline, host-only computation, and the architecture named by kernel names (graph capture
 and replay are `analysis.graphs`'s, tested in test_graphs.py). Expected values are derived by
 hand in the comments; the idle gaps are also checked
@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tb_plugin.analysis import ranges as rg
-from tb_plugin.analysis.advice_costs import (
+from tb_plugin.analysis.advice.costs import (
     device_costs,
     device_gaps,
     host_compute_us,
     kernel_generation,
 )
-from tb_plugin.analysis.idle import idle_breakdown
+from tb_plugin.analysis.gpu_idle.idle import idle_breakdown
 
 from .helpers import cpu_op, kernel, make_table, runtime, step
 

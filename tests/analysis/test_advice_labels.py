@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_plugin.analysis.dist_summary import is_fsdp
+from tb_plugin.analysis.distributed.summary import is_fsdp
 from tb_plugin.analysis.graphs import graph_summary
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.analysis.vendor import trace_vendor

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tb_plugin.analysis.compiled import build_compiled, fused_ops
-from tb_plugin.analysis.hardware import (
+from tb_plugin.analysis.efficiency.compiled import build_compiled, fused_ops
+from tb_plugin.analysis.efficiency.hardware import (
     architecture,
     compute_capability,
     device_vendor,
     match_peaks,
 )
+from tb_plugin.analysis.efficiency.roofline import build_roofline
+from tb_plugin.analysis.efficiency.tensor_cores import kernel_uses_tensor_cores
 from tb_plugin.analysis.kernels import build_kernel_pies, kernel_table
 from tb_plugin.analysis.overview import build_overview
-from tb_plugin.analysis.roofline import build_roofline
-from tb_plugin.analysis.tensor_cores import kernel_uses_tensor_cores
 from tb_plugin.load import load_trace
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.diff import UnknownDiffPathError, build_diff
+from tb_plugin.analysis.diff.tree import UnknownDiffPathError, build_diff
 from tb_plugin.ingest.schema import Kind
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared

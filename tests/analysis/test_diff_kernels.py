@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tb_plugin.analysis.diff_kernels import build_diff_kernels
-from tb_plugin.analysis.diff_pick import Candidate, pick_experiment
+from tb_plugin.analysis.diff.kernels import build_diff_kernels
+from tb_plugin.analysis.diff.pick import Candidate, pick_experiment
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tb_plugin.analysis.dist_run import build_distributed
-from tb_plugin.analysis.dist_summary import rank_summary
+from tb_plugin.analysis.distributed.run import build_distributed
+from tb_plugin.analysis.distributed.summary import rank_summary
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.support import SHARED_TRACES, needs_shared

@@ -11,15 +11,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from tb_plugin.analysis.dist_run import build_distributed
-from tb_plugin.analysis.dist_summary import (
+from tb_plugin.analysis.distributed.run import build_distributed
+from tb_plugin.analysis.distributed.summary import (
     SUMMARY_VERSION,
     collective_kind,
     decode,
     encode,
     rank_summary,
 )
-from tb_plugin.analysis.dist_tables import HEAT_MAX_RANKS, bus_factor
+from tb_plugin.analysis.distributed.tables import HEAT_MAX_RANKS, bus_factor
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 

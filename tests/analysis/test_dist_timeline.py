@@ -1,4 +1,4 @@
-"""All ranks on one timeline (`analysis.dist_timeline`): the clock-offset shift and the lane
+"""All ranks on one timeline (`analysis.distributed.timeline`): the clock-offset shift and the lane
 merge, on a generated two-rank trace whose numbers are derived by hand below, and on the real
 DDP and DLRM traces."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tb_plugin.analysis.dist_summary import rank_summary
-from tb_plugin.analysis.dist_timeline import (
+from tb_plugin.analysis.distributed.summary import rank_summary
+from tb_plugin.analysis.distributed.timeline import (
     MAX_RANKS,
     RankChoiceError,
     build_rank_timeline,

@@ -10,8 +10,8 @@ from typing import Any, Optional
 import pytest
 
 from tb_plugin.analysis.breakdown import CATEGORIES, compute_breakdown
-from tb_plugin.analysis.dist_run import build_distributed
-from tb_plugin.analysis.distributed import comm_ops, worker_node_pid
+from tb_plugin.analysis.distributed.rank import comm_ops, worker_node_pid
+from tb_plugin.analysis.distributed.run import build_distributed
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared

@@ -1,4 +1,5 @@
-"""FLOPs a call's own arguments leave open, told by another event (`analysis.flop_links`): a
+"""FLOPs a call's own arguments leave open, told by another event
+(`analysis.efficiency.flop_links`): a
 PyTorch 1.x convolution sized by its backward node's grad_output shape (same sequence number),
 a PyTorch 1.x conv backward counted by the `_input`/`_weight` calls under it. Each link's
 absence and ambiguity is pinned too; on the real ResNet-50 (PyTorch 1.9) trace the linked
@@ -11,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.flops import op_flops
-from tb_plugin.analysis.roofline import build_roofline
+from tb_plugin.analysis.efficiency.flops import op_flops
+from tb_plugin.analysis.efficiency.roofline import build_roofline
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 

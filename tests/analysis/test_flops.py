@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.flops import estimate, op_flops
-from tb_plugin.analysis.roofline import build_roofline
+from tb_plugin.analysis.efficiency.flops import estimate, op_flops
+from tb_plugin.analysis.efficiency.roofline import build_roofline
 
 from .helpers import cpu_op, make_table
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tb_plugin.analysis.flops import op_flops
+from tb_plugin.analysis.efficiency.flops import op_flops
 from tb_plugin.load import load_trace
 from tests.support import REPO, import_torch
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tb_plugin.analysis.flops import (
+from tb_plugin.analysis.efficiency.flops import (
     ATTENTION_BACKWARD_OPS,
     ATTENTION_OPS,
     CONV_BACKWARD_OPS,
@@ -24,7 +24,7 @@ from tb_plugin.analysis.flops import (
     MM_OPS,
     estimate,
 )
-from tb_plugin.analysis.op_schemas import LAYOUTS
+from tb_plugin.analysis.efficiency.op_schemas import LAYOUTS
 
 pytestmark = pytest.mark.unit
 

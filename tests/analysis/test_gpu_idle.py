@@ -6,22 +6,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tb_plugin.analysis.critical_path import critical_paths
 from tb_plugin.analysis.device_work import log_histogram
-from tb_plugin.analysis.gpu_idle import build_gpu_idle
-from tb_plugin.analysis.idle import (
+from tb_plugin.analysis.gpu_idle.critical_path import critical_paths
+from tb_plugin.analysis.gpu_idle.idle import (
     _step_max,
     bandwidth,
     idle_breakdown,
     queue_lengths,
     temporal_breakdown,
 )
-from tb_plugin.analysis.launch_stats import (
+from tb_plugin.analysis.gpu_idle.launch_stats import (
     annotation_breakdown,
     kernel_sequences,
     launch_stats,
     leaf_containing,
 )
+from tb_plugin.analysis.gpu_idle.view import build_gpu_idle
 from tb_plugin.analysis.vendor import device_vendor, vendor_of_properties
 
 from .helpers import cpu_op, device_event, kernel, make_table, memcpy, runtime, step

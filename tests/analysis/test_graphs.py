@@ -3,13 +3,13 @@ in the docstrings from the events written here."""
 
 import pytest
 
-from tb_plugin.analysis import critical_path
-from tb_plugin.analysis.gpu_idle import build_gpu_idle
+from tb_plugin.analysis.gpu_idle import critical_path
+from tb_plugin.analysis.gpu_idle.idle import queue_lengths
+from tb_plugin.analysis.gpu_idle.launch_stats import launch_stats
+from tb_plugin.analysis.gpu_idle.view import build_gpu_idle
 from tb_plugin.analysis.graph_launches import GRAPH_LAUNCH_RE, backlog
 from tb_plugin.analysis.graphs import CAPTURE_NOTE, graph_summary, merge_capture
-from tb_plugin.analysis.idle import queue_lengths
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
-from tb_plugin.analysis.launch_stats import launch_stats
 from tb_plugin.analysis.overview import build_overview
 
 from .helpers import cpu_op, kernel, make_table, runtime, step

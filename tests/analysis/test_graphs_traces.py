@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from tb_plugin.analysis.critical_path import critical_paths
-from tb_plugin.analysis.gpu_idle import build_gpu_idle
+from tb_plugin.analysis.gpu_idle.critical_path import critical_paths
+from tb_plugin.analysis.gpu_idle.launch_stats import launch_stats
+from tb_plugin.analysis.gpu_idle.view import build_gpu_idle
 from tb_plugin.analysis.graphs import graph_summary, merge_capture
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
-from tb_plugin.analysis.launch_stats import launch_stats
 from tb_plugin.analysis.overview import build_overview
 from tb_plugin.api import NotFoundError, open_logdir
 from tb_plugin.load import load_trace

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_plugin.analysis import memory as mem
-from tb_plugin.analysis.memory_curves import DEFAULT_MAX_POINTS, downsample
-from tb_plugin.analysis.memory_records import default_device, device_name
+from tb_plugin.analysis.memory import view as mem
+from tb_plugin.analysis.memory.curves import DEFAULT_MAX_POINTS, downsample
+from tb_plugin.analysis.memory.records import default_device, device_name
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared

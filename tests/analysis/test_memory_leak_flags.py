@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tb_plugin.analysis.memory import build_memory
+from tb_plugin.analysis.memory.view import build_memory
 from tb_plugin.discovery import discover_runs
 from tb_plugin.load import load_trace
 from tb_plugin.recorder import Recorder  # imports torch only when recording starts

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.memory_snapshot import UnknownSnapshotDeviceError, build_memory_snapshot
+from tb_plugin.analysis.memory.snapshot import UnknownSnapshotDeviceError, build_memory_snapshot
 from tb_plugin.ingest.snapshot import read_snapshot, to_columns
 from tb_plugin.load import load_trace
 from tb_plugin.views.errors import Unreadable

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tb_plugin.analysis import memory_timeline as mt
+from tb_plugin.analysis.memory import timeline as mt
 from tb_plugin.discovery import discover_runs
 from tb_plugin.ingest.memory_export import CATEGORIES, RawTimeline, read_raw_timeline
 from tb_plugin.load import load_trace

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from tb_plugin.analysis.hardware import PEAKS, match_peaks, peak_tflops
-from tb_plugin.analysis.precision import kernel_precision, op_precision
-from tb_plugin.analysis.roofline import build_roofline, mbu_pct
+from tb_plugin.analysis.efficiency.hardware import PEAKS, match_peaks, peak_tflops
+from tb_plugin.analysis.efficiency.precision import kernel_precision, op_precision
+from tb_plugin.analysis.efficiency.roofline import build_roofline, mbu_pct
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 

@@ -1,7 +1,6 @@
 import pytest
 
-from tb_plugin.analysis.overview import build_overview
-from tb_plugin.analysis.recommendations import (
+from tb_plugin.analysis.advice.recommendations import (
     RULE_IDS,
     URL_COMM_HOOKS,
     URL_DATALOADER,
@@ -22,6 +21,7 @@ from tb_plugin.analysis.recommendations import (
     rule_startup,
     rule_sync,
 )
+from tb_plugin.analysis.overview import build_overview
 from tests.support import REPO
 
 from .helpers import cpu_op, kernel, make_table, step

@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tb_plugin.analysis.events import category_flags
-from tb_plugin.analysis.kernels import build_kernels
-from tb_plugin.analysis.operators import build_operators
-from tb_plugin.analysis.overview import tensor_core_summary
-from tb_plugin.analysis.tensor_cores import (
+from tb_plugin.analysis.efficiency.tensor_cores import (
     REFERENCE_KERNEL_PATTERNS,
     REFERENCE_TC_OPS,
     is_tc_eligible_op,
     kernel_uses_tensor_cores,
 )
+from tb_plugin.analysis.events import category_flags
+from tb_plugin.analysis.kernels import build_kernels
+from tb_plugin.analysis.operators import build_operators
+from tb_plugin.analysis.overview import tensor_core_summary
 from tests.support import SHARED_TRACES, needs_shared
 
 from .helpers import make_table

@@ -1,4 +1,5 @@
-"""The LOD timeline (tb_plugin/analysis/timeline*.py): index, viewport payloads, details, search.
+"""The LOD timeline (tb_plugin/analysis/timeline/view*.py): index, viewport payloads, details,
+search.
 
 Crafted traces use integer-us times, so payload times (relative to the window start, rounded to
 a fraction of a pixel) are exact and the brute-force checks can compare them directly.
@@ -15,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_plugin.analysis import timeline as tl
-from tb_plugin.analysis.timeline import (
+from tb_plugin.analysis.timeline import view as tl
+from tb_plugin.analysis.timeline.view import (
     build_timeline,
     build_timeline_index,
     event_details,

@@ -4,7 +4,7 @@ detail payload are the path's, on a hand-built trace whose paths are derived in 
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.timeline import build_timeline
+from tb_plugin.analysis.timeline.view import build_timeline
 from tb_plugin.views.errors import NotInTrace
 from tb_plugin.views.registry import build_view
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.timeline import build_timeline
-from tb_plugin.analysis.timeline_index import build_timeline_index
-from tb_plugin.analysis.timeline_range import build_timeline_range
+from tb_plugin.analysis.timeline.index import build_timeline_index
+from tb_plugin.analysis.timeline.range import build_timeline_range
+from tb_plugin.analysis.timeline.view import build_timeline
 from tb_plugin.load import load_trace
 
 from .helpers import cpu_op, kernel, make_table

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.dist_summary import summary_builtins
+from tb_plugin.analysis.distributed.summary import summary_builtins
 from tb_plugin.analysis.features import summarize
 from tb_plugin.cache import TraceCache
 from tb_plugin.children import die_with_parent

@@ -784,7 +784,7 @@ export interface paths {
         /**
          * torch.compile regions -> Inductor kernels (source file, hash, backend) -> device time, guard and launch overhead, extern ops.
          * @description A section of the Operator view (always offered: a CPU run has compiled regions but no
-         *     Kernel view). Shape: see `tb_plugin.analysis.compiled.build_compiled`.
+         *     Kernel view). Shape: see `tb_plugin.analysis.efficiency.compiled.build_compiled`.
          */
         get: {
             parameters: {
@@ -841,7 +841,7 @@ export interface paths {
         /**
          * FLOPs and bytes per operator, the precision it ran in, achieved TFLOP/s and TB/s, arithmetic intensity, compute/memory bound, MBU, above-roof flags, and MFU and MBU per step.
          * @description A section of the Operator view. The device's peaks come from the documented table in
-         *     `tb_plugin.analysis.hardware`. Shape: see `tb_plugin.analysis.roofline.build_roofline`.
+         *     `tb_plugin.analysis.efficiency.hardware`. Shape: see `tb_plugin.analysis.efficiency.roofline.build_roofline`.
          */
         get: {
             parameters: {
@@ -900,7 +900,7 @@ export interface paths {
          * @description Events at least a pixel wide, runs of narrower ones as counted blocks, step ranges, flow
          *     arrows and counter tracks sampled per pixel, for the window [start_us, end_us] (trace
          *     us; default the whole trace) drawn `width` pixels wide. Shape: see
-         *     `tb_plugin.analysis.timeline.build_timeline`; times in `tracks`, `steps`, `flows` and
+         *     `tb_plugin.analysis.timeline.view.build_timeline`; times in `tracks`, `steps`, `flows` and
          *     `counters` are us relative to `origin_us`. Under 1 MB of JSON at any zoom. Computed per
          *     request (never cached); the per-file index it reads is built once, in the background as
          *     soon as the file's table is read by the server. JSON only.
@@ -970,7 +970,7 @@ export interface paths {
          * Everything known about one event (Trace view details panel).
          * @description Its columns and arguments, where it is drawn (track, depth, parent), its correlation
          *     partners (launch <-> kernel/memcpy/memset) and the flows that end on it. See
-         *     `tb_plugin.analysis.timeline.event_details`. JSON only.
+         *     `tb_plugin.analysis.timeline.view.event_details`. JSON only.
          */
         get: {
             parameters: {
@@ -1095,7 +1095,7 @@ export interface paths {
          * Counts, total and self time by event name inside a time range, on chosen tracks (Trace view's range selection).
          * @description Events overlapping [start_us, end_us] (trace us) on `tracks`; times are clipped to the
          *     range, self time subtracts the direct children's. Computed per request from the timeline
-         *     index. Shape: see `tb_plugin.analysis.timeline_range.build_timeline_range`. With
+         *     index. Shape: see `tb_plugin.analysis.timeline.range.build_timeline_range`. With
          *     `format=csv`, the rows.
          */
         get: {
@@ -1166,7 +1166,7 @@ export interface paths {
         };
         /**
          * Memory view of a worker span (curves, peaks, alloc/free pairs, operators, leaks).
-         * @description Shape: see `tb_plugin.analysis.memory.build_memory`. `device` restricts curves and tables
+         * @description Shape: see `tb_plugin.analysis.memory.view.build_memory`. `device` restricts curves and tables
          *     to one device of `devices`; [start_us, end_us] (trace us) selects a range. With
          *     `format=csv`, the per-operator statistics then the allocation/free pairs, with a `table`
          *     column (`operators` / `events`).
@@ -1243,7 +1243,7 @@ export interface paths {
          *     (`<worker>.<ts>.raw.json.gz`), else the run's only export not named after a trace; times
          *     on the trace clock and leak checks per profiler step. Without them: the run's only
          *     export, on its own clock (for a run that holds an export but no trace; 400 when the run
-         *     has several). Shape: see `tb_plugin.analysis.memory_timeline.build_memory_timeline`.
+         *     has several). Shape: see `tb_plugin.analysis.memory.timeline.build_memory_timeline`.
          *     With `format=csv`, one row per time point (`t_us`, one column per category, `total`).
          */
         get: {
@@ -1312,7 +1312,7 @@ export interface paths {
          *     unpickler that builds plain data only (dicts, lists, tuples, strings, numbers, None):
          *     anything else is refused with 422 and nothing from the file runs. With worker and span,
          *     times are on that trace's clock when the snapshot overlaps its period. Shape: see
-         *     `tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the curve
+         *     `tb_plugin.analysis.memory.snapshot.build_memory_snapshot`. With `format=csv`, the curve
          *     (`t`, `allocated`, `reserved`).
          */
         get: {
@@ -1456,7 +1456,7 @@ export interface paths {
          * @description Span ids are per-worker indices (`1`, `2`, ...): workers are matched by the same id.
          *     Workers whose file of that span is broken, or that have no such span, are left out and
          *     named in `skipped` and `messages`; 202 while any worker's file of that span is still
-         *     loading. Shape: see `tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:
+         *     loading. Shape: see `tb_plugin.analysis.distributed.run.build_distributed`, plus `skipped:
          *     {worker: reason}`, built from one small summary per worker. With `format=csv`, the
          *     communication-op rows with a `worker` column.
          */
@@ -1525,7 +1525,7 @@ export interface paths {
          *     estimated from collective ends as `/distributed` `clocks.offsets_us`, or given by `offsets`)
          *     drawn `width` pixels wide, for at most 8 ranks (default the first 8): each rank's level of
          *     detail is its `/timeline` answer for that window shifted to its clock. Shape: see
-         *     `tb_plugin.analysis.dist_timeline.build_rank_timeline`. Computed per request from the ranks'
+         *     `tb_plugin.analysis.distributed.timeline.build_rank_timeline`. Computed per request from the ranks'
          *     summaries and the chosen ranks' timeline indexes. JSON only.
          */
         get: {
@@ -1733,7 +1733,7 @@ export interface paths {
          * One node of the diff of two worker spans (base vs experiment), with children.
          * @description Both sides are looked up among the discovered names; 202 while either is loading.
          *     `path` is a node path from the payload (`0` the root, `0-1` its second child, ...).
-         *     Shape: see `tb_plugin.analysis.diff.build_diff`. With `format=csv`, the operator deltas.
+         *     Shape: see `tb_plugin.analysis.diff.tree.build_diff`. With `format=csv`, the operator deltas.
          */
         get: {
             parameters: {
@@ -1808,7 +1808,7 @@ export interface paths {
         /**
          * GPU kernels of two worker spans compared, by kernel name or by operator -> kernel, sorted by |delta|.
          * @description Every kernel of both traces (all threads). Shape: see
-         *     `tb_plugin.analysis.diff_kernels.build_diff_kernels`. With `format=csv`, the rows.
+         *     `tb_plugin.analysis.diff.kernels.build_diff_kernels`. With `format=csv`, the rows.
          */
         get: {
             parameters: {
@@ -2838,7 +2838,7 @@ export interface components {
         };
         /**
          * Recommendation
-         * @description One performance recommendation (`analysis.recommendations`): problems of the profile
+         * @description One performance recommendation (`analysis.advice.recommendations`): problems of the profile
          *         itself first, then priced advice by its saving, then unpriced advice by severity.
          */
         Recommendation: {
@@ -3102,7 +3102,7 @@ export interface components {
         /**
          * MemoryLeak
          * @description A growth flag: the allocated level at every profiler step end rose above the noise, by
-         *         at least 1 MiB in all, over at least 3 steps (`analysis.memory_leaks`). Memory that is only
+         *         at least 1 MiB in all, over at least 3 steps (`analysis.memory.leaks`). Memory that is only
          *         alive at the end of the window is never flagged.
          */
         MemoryLeak: {

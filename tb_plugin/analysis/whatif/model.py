@@ -34,9 +34,9 @@ import pandas as pd
 
 from ...ingest.schema import LAUNCH_KINDS, TraceTable
 from ..correlation import complete_rows
-from ..critical_path import SYNC_NAME
 from ..device_work import device_work
 from ..events import category_flags, event_ends
+from ..gpu_idle.critical_path import SYNC_NAME
 from ..memo import memoised
 from ..steps import MARKER_KINDS, STEP_PREFIX, compute_steps
 

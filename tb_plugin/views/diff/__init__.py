@@ -1,4 +1,4 @@
 """The Diff view, all in this folder: its specs (`spec.py`: routes, builders from tables and
 options to payloads, CSV rows), its options (`options.py`) and its payload types
-(`*payload.py`). The analysis: `tb_plugin/analysis/diff*.py`; the UI:
+(`*payload.py`). The analysis: `tb_plugin/analysis/diff/tree*.py`; the UI:
 `frontend/src/views/diff/`. No imports here: analysis modules import the payload types alone."""

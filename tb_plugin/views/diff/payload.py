@@ -1,4 +1,4 @@
-"""`/diff` (`analysis.diff.build_diff`): one node of the diff of two traces' call trees
+"""`/diff` (`analysis.diff.tree.build_diff`): one node of the diff of two traces' call trees
 (baseline "left"/"base", experiment "right"/"exp"), with its children and operator deltas."""
 
 from typing import Annotated, Literal

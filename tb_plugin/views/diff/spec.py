@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...analysis.diff import UnknownDiffPathError, build_diff
-from ...analysis.diff_kernels import build_diff_kernels
+from ...analysis.diff.kernels import build_diff_kernels
+from ...analysis.diff.tree import UnknownDiffPathError, build_diff
 from ...output import rows
 from ...output.rows import Rows
 from ..errors import NotInTrace
@@ -36,7 +36,7 @@ SPECS: tuple[ViewSpec, ...] = (
                      "children.",
              description="Both sides are looked up among the discovered names; 202 while "
              "either is loading.\n`path` is a node path from the payload (`0` the root, `0-1` "
-             "its second child, ...).\nShape: see `tb_plugin.analysis.diff.build_diff`. With "
+             "its second child, ...).\nShape: see `tb_plugin.analysis.diff.tree.build_diff`. With "
              "`format=csv`, the operator deltas.",
              errors={"404": "Unknown run/worker/span on either side, or no node at `path`."}),
     ViewSpec("diff_kernels", "/diff/kernels", "Diff", diff_kernels,
@@ -45,7 +45,7 @@ SPECS: tuple[ViewSpec, ...] = (
              summary="GPU kernels of two worker spans compared, by kernel name or by "
                      "operator -> kernel, sorted by |delta|.",
              description="Every kernel of both traces (all threads). Shape: see\n"
-             "`tb_plugin.analysis.diff_kernels.build_diff_kernels`. With `format=csv`, the "
+             "`tb_plugin.analysis.diff.kernels.build_diff_kernels`. With `format=csv`, the "
              "rows.",
              errors={"404": "Unknown run/worker/span on either side."}),
 )

@@ -1,4 +1,5 @@
-"""`/distributed` (`analysis.report.build_distributed_view`, `analysis.dist_run`): communication
+"""`/distributed` (`analysis.distributed.view.build_distributed_view`,
+`analysis.distributed.run`): communication
 of every worker of one span, from per-rank summaries. Times are us (3 decimals); bandwidths
 GB/s (1e9 bytes per second)."""
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...analysis.dist_summary import RankSummary, summary_builtins, wants_summary
-from ...analysis.report import build_distributed_view
+from ...analysis.distributed.summary import RankSummary, summary_builtins, wants_summary
+from ...analysis.distributed.view import build_distributed_view
 from ...output.rows import Rows
 from ..options import NoOptions
 from ..spec import SPAN, ViewSpec
@@ -32,7 +32,7 @@ SPECS: tuple[ViewSpec, ...] = (
              "by the same id.\nWorkers whose file of that span is broken, or that have no such "
              "span, are left out and\nnamed in `skipped` and `messages`; 202 while any "
              "worker's file of that span is still\nloading. Shape: see "
-             "`tb_plugin.analysis.dist_run.build_distributed`, plus `skipped:\n{worker: "
+             "`tb_plugin.analysis.distributed.run.build_distributed`, plus `skipped:\n{worker: "
              "reason}`, built from one small summary per worker. With `format=csv`, the\n"
              "communication-op rows with a `worker` column.",
              errors={"404": "Unknown run or span, or the run has no Distributed view."}),

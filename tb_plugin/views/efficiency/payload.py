@@ -1,5 +1,5 @@
-"""`/compiled` (`analysis.compiled.build_compiled`) and `/roofline`
-(`analysis.roofline.build_roofline`)."""
+"""`/compiled` (`analysis.efficiency.compiled.build_compiled`) and `/roofline`
+(`analysis.efficiency.roofline.build_roofline`)."""
 
 from typing import Annotated, Literal, Optional
 

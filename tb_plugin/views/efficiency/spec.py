@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...analysis.compiled import build_compiled
-from ...analysis.roofline import build_roofline
+from ...analysis.efficiency.compiled import build_compiled
+from ...analysis.efficiency.roofline import build_roofline
 from ...output import rows
 from ..options import NoOptions
 from ..spec import ViewSpec
@@ -26,13 +26,13 @@ SPECS: tuple[ViewSpec, ...] = (
                      "-> device time, guard and launch overhead, extern ops.",
              description="A section of the Operator view (always offered: a CPU run has "
              "compiled regions but no\nKernel view). Shape: see "
-             "`tb_plugin.analysis.compiled.build_compiled`."),
+             "`tb_plugin.analysis.efficiency.compiled.build_compiled`."),
     ViewSpec("roofline", "/roofline", "Operator", roofline,
              payload=RooflinePayload, rows=rows.whole_payload,
              summary="FLOPs and bytes per operator, the precision it ran in, achieved TFLOP/s "
                      "and TB/s, arithmetic intensity, compute/memory bound, MBU, above-roof "
                      "flags, and MFU and MBU per step.",
              description="A section of the Operator view. The device's peaks come from the "
-             "documented table in\n`tb_plugin.analysis.hardware`. Shape: see "
-             "`tb_plugin.analysis.roofline.build_roofline`."),
+             "documented table in\n`tb_plugin.analysis.efficiency.hardware`. Shape: see "
+             "`tb_plugin.analysis.efficiency.roofline.build_roofline`."),
 )

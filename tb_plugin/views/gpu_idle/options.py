@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import msgspec
 from msgspec import Meta
 
-from ...analysis.gpu_idle import (
+from ...analysis.gpu_idle.view import (
     DEFAULT_DELAY_CUTOFF_US,
     DEFAULT_KERNEL_WAIT_US,
     DEFAULT_QUEUE_FULL,

@@ -1,4 +1,5 @@
-"""`/gpu_idle`: why the GPU is idle (`analysis.gpu_idle.build_gpu_idle`). Times are trace us."""
+"""`/gpu_idle`: why the GPU is idle (`analysis.gpu_idle.view.build_gpu_idle`). Times are trace
+us."""
 
 from typing import Annotated, Literal, Optional
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...analysis.gpu_idle import (
-    build_gpu_idle,
-)
+from ...analysis.gpu_idle.view import build_gpu_idle
 from ...analysis.whatif import EditError, StepNotFound, build_whatif, parse_edits
 from ...output.rows import Rows
 from ..errors import NotInTrace, OptionError

@@ -1,5 +1,6 @@
 """The Memory view, all in this folder: its specs (`spec.py`: routes, builders from tables and
 options to payloads, CSV rows), its options (`options.py`) and its payload types
-(`*payload.py`). The analysis: `tb_plugin/analysis/memory*.py, analysis/snapshot_state.py`; the
+(`*payload.py`). The analysis: `tb_plugin/analysis/memory/view*.py,
+analysis/memory/snapshot_state.py`; the
 UI: `frontend/src/views/memory/`. No imports here: analysis modules import the payload types
 alone."""

@@ -1,4 +1,4 @@
-"""`/memory` (`analysis.memory.build_memory`): memory curves, peaks, allocation/free pairs,
+"""`/memory` (`analysis.memory.view.build_memory`): memory curves, peaks, allocation/free pairs,
 per-operator statistics and leak hints of one trace's `[memory]` records. Devices are labels
 such as "CPU", "GPU0"; times are absolute trace us; sizes bytes."""
 
@@ -86,7 +86,7 @@ class LeakOp(TypedDict):
 
 class MemoryLeak(TypedDict):
     """A growth flag: the allocated level at every profiler step end rose above the noise, by
-    at least 1 MiB in all, over at least 3 steps (`analysis.memory_leaks`). Memory that is only
+    at least 1 MiB in all, over at least 3 steps (`analysis.memory.leaks`). Memory that is only
     alive at the end of the window is never flagged."""
 
     device: Annotated[str, doc("Device label.")]

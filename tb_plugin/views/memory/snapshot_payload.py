@@ -1,4 +1,4 @@
-"""`/memory/snapshot` (`analysis.memory_snapshot.build_memory_snapshot`): an allocator snapshot
+"""`/memory/snapshot` (`analysis.memory.snapshot.build_memory_snapshot`): an allocator snapshot
 (`torch.cuda.memory._dump_snapshot` pickle) of the run. Times (`t`, `start`, `end`, `at`) are in
 the payload's `clock`: trace us, the snapshot's own us (epoch), or entry numbers; sizes bytes;
 addresses are the device's virtual addresses."""

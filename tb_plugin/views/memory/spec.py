@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from ...analysis.memory import UnknownDeviceError, build_memory
-from ...analysis.memory_snapshot import (
+from ...analysis.memory.snapshot import (
     UnknownSnapshotDeviceError,
     build_memory_snapshot,
     overlaps_trace,
 )
-from ...analysis.memory_timeline import build_memory_timeline, build_memory_timeline_for
+from ...analysis.memory.timeline import build_memory_timeline, build_memory_timeline_for
+from ...analysis.memory.view import UnknownDeviceError, build_memory
 from ...ingest.memory_export import RawTimeline
 from ...ingest.snapshot import Snapshot, SnapshotError
 from ...load import load_memory_export, load_snapshot
@@ -123,7 +123,7 @@ SPECS: tuple[ViewSpec, ...] = (
              rows=memory_rows, cache=memory_cache,
              summary="Memory view of a worker span (curves, peaks, alloc/free pairs, "
                      "operators, leaks).",
-             description="Shape: see `tb_plugin.analysis.memory.build_memory`. `device` "
+             description="Shape: see `tb_plugin.analysis.memory.view.build_memory`. `device` "
              "restricts curves and tables\nto one device of `devices`; [start_us, end_us] "
              "(trace us) selects a range. With\n`format=csv`, the per-operator statistics "
              "then the allocation/free pairs, with a `table`\ncolumn (`operators` / "
@@ -140,7 +140,7 @@ SPECS: tuple[ViewSpec, ...] = (
              "trace; times\non the trace clock and leak checks per profiler step. Without "
              "them: the run's only\nexport, on its own clock (for a run that holds an export "
              "but no trace; 400 when the run\nhas several). Shape: see "
-             "`tb_plugin.analysis.memory_timeline.build_memory_timeline`.\nWith `format=csv`, "
+             "`tb_plugin.analysis.memory.timeline.build_memory_timeline`.\nWith `format=csv`, "
              "one row per time point (`t_us`, one column per category, `total`).",
              errors={"404": "Unknown run/worker/span, or no export for it."}),
     ViewSpec("memory_snapshot", "/memory/snapshot", "Memory", memory_snapshot,
@@ -153,7 +153,7 @@ SPECS: tuple[ViewSpec, ...] = (
              "strings, numbers, None):\nanything else is refused with 422 and nothing from the "
              "file runs. With worker and span,\ntimes are on that trace's clock when the "
              "snapshot overlaps its period. Shape: see\n"
-             "`tb_plugin.analysis.memory_snapshot.build_memory_snapshot`. With `format=csv`, the "
+             "`tb_plugin.analysis.memory.snapshot.build_memory_snapshot`. With `format=csv`, the "
              "curve\n(`t`, `allocated`, `reserved`).",
              errors={"404": "Unknown run/worker/span, no snapshot in the run, or no such "
                             "snapshot or device.",

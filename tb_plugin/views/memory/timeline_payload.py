@@ -1,4 +1,4 @@
-"""`/memory/timeline` (`analysis.memory_timeline`): a PyTorch memory-timeline export
+"""`/memory/timeline` (`analysis.memory.timeline`): a PyTorch memory-timeline export
 (`*.raw.json.gz`), stacked bytes per category over time."""
 
 from typing import Annotated, Literal, Optional

@@ -89,11 +89,11 @@ RecommendationId = Literal[
     "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
     "host_compute", "dataloader", "communication_not_overlapped", "data_parallel",
     "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
-"""Stable rule ids (`analysis.recommendations.RULE_IDS`; README: "Recommendation ids")."""
+"""Stable rule ids (`analysis.advice.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
 class Recommendation(TypedDict):
-    """One performance recommendation (`analysis.recommendations`): problems of the profile
+    """One performance recommendation (`analysis.advice.recommendations`): problems of the profile
     itself first, then priced advice by its saving, then unpriced advice by severity."""
 
     id: Annotated[RecommendationId, doc("The rule that fired.")]

@@ -1,4 +1,4 @@
 """The Distributed (the ranks timeline) view, all in this folder: its specs (`spec.py`: routes,
 builders from tables and options to payloads, CSV rows), its options (`options.py`) and its
-payload types (`*payload.py`). The analysis: `tb_plugin/analysis/dist_timeline.py`; the UI:
+payload types (`*payload.py`). The analysis: `tb_plugin/analysis/distributed/timeline.py`; the UI:
 `frontend/src/views/ranks/`. No imports here: analysis modules import the payload types alone."""

@@ -8,10 +8,7 @@ from typing import Annotated, Literal, Optional
 import msgspec
 from msgspec import Meta
 
-from ...analysis.timeline import (
-    DEFAULT_WIDTH,
-    MAX_WIDTH,
-)
+from ...analysis.timeline.view import DEFAULT_WIDTH, MAX_WIDTH
 from ..option_types import TimeUs
 
 RankList = Annotated[str, Meta(pattern=r"^[0-9]{1,9}(,[0-9]{1,9}){0,7}$", description=(

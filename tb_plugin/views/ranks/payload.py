@@ -1,4 +1,5 @@
-"""`/ranks` (`analysis.dist_timeline`): chosen ranks of one span stacked on one clock, the run's
+"""`/ranks` (`analysis.distributed.timeline`): chosen ranks of one span stacked on one clock, the
+run's
 (a rank's trace us minus its clock offset). The shape is `/timeline`'s, so the trace painter
 draws it, plus the lanes, the offsets used and the matched collectives as links. Times inside
 the window are us since `origin_us` (run clock)."""

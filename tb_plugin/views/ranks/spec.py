@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from ...analysis.dist_run import as_summary
-from ...analysis.dist_summary import summary_builtins, wants_summary
-from ...analysis.dist_timeline import RankChoiceError, build_rank_timeline, chosen_workers
+from ...analysis.distributed.run import as_summary
+from ...analysis.distributed.summary import summary_builtins, wants_summary
+from ...analysis.distributed.timeline import RankChoiceError, build_rank_timeline, chosen_workers
 from ..errors import OptionError
 from ..spec import SPAN, ViewSpec, never
 from ..trace.spec import warm_timeline
@@ -64,7 +64,8 @@ SPECS: tuple[ViewSpec, ...] = (
              "`clocks.offsets_us`, or given by `offsets`)\ndrawn `width` pixels wide, for at "
              "most 8 ranks (default the first 8): each rank's level of\ndetail is its "
              "`/timeline` answer for that window shifted to its clock. Shape: see\n"
-             "`tb_plugin.analysis.dist_timeline.build_rank_timeline`. Computed per request from "
+             "`tb_plugin.analysis.distributed.timeline.build_rank_timeline`. Computed per request "
+             "from "
              "the ranks'\nsummaries and the chosen ranks' timeline indexes. JSON only.",
              errors={"400": "Bad parameter, an unknown rank, more than 8 ranks, an offset for "
                             "a rank not shown, or an empty or inverted window.",

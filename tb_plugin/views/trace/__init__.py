@@ -1,4 +1,4 @@
 """The Trace view, all in this folder: its specs (`spec.py`: routes, builders from tables and
 options to payloads, CSV rows), its options (`options.py`) and its payload types
-(`*payload.py`). The analysis: `tb_plugin/analysis/timeline*.py`; the UI:
+(`*payload.py`). The analysis: `tb_plugin/analysis/timeline/view*.py`; the UI:
 `frontend/src/views/trace/`. No imports here: analysis modules import the payload types alone."""

@@ -8,11 +8,7 @@ from typing import Annotated, Optional
 import msgspec
 from msgspec import Meta
 
-from ...analysis.timeline import (
-    DEFAULT_WIDTH,
-    MAX_WIDTH,
-    SEARCH_LIMIT,
-)
+from ...analysis.timeline.view import DEFAULT_WIDTH, MAX_WIDTH, SEARCH_LIMIT
 from ..option_types import MAX_EVENT_ID, MAX_SEARCH_LIMIT, EndUs, StartUs, TimeUs
 
 

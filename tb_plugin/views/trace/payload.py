@@ -1,4 +1,4 @@
-"""`/timeline`, `/timeline/event`, `/timeline/search` (`analysis.timeline`).
+"""`/timeline`, `/timeline/event`, `/timeline/search` (`analysis.timeline.view`).
 
 Times inside a `/timeline` window are relative: us since `origin_us` (the window start), rounded
 to about 1/20 pixel, integers when that is a whole microsecond. Columns are parallel arrays

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...analysis.timeline import (
-    build_timeline,
-    event_details,
-    search_timeline,
-)
-from ...analysis.timeline_counters import timeline_extras
-from ...analysis.timeline_range import build_timeline_range
+from ...analysis.timeline.counters import timeline_extras
+from ...analysis.timeline.range import build_timeline_range
+from ...analysis.timeline.view import build_timeline, event_details, search_timeline
 from ...output import rows
 from ...output.rows import Rows
 from ..errors import NotInTrace, OptionError
@@ -70,7 +66,7 @@ SPECS: tuple[ViewSpec, ...] = (
              description="Events at least a pixel wide, runs of narrower ones as counted "
              "blocks, step ranges, flow\narrows and counter tracks sampled per pixel, for the "
              "window [start_us, end_us] (trace\nus; default the whole trace) drawn `width` "
-             "pixels wide. Shape: see\n`tb_plugin.analysis.timeline.build_timeline`; times in "
+             "pixels wide. Shape: see\n`tb_plugin.analysis.timeline.view.build_timeline`; times in "
              "`tracks`, `steps`, `flows` and\n`counters` are us relative to `origin_us`. Under "
              "1 MB of JSON at any zoom. Computed per\nrequest (never cached); the per-file "
              "index it reads is built once, in the background as\nsoon as the file's table is "
@@ -83,7 +79,7 @@ SPECS: tuple[ViewSpec, ...] = (
              summary="Everything known about one event (Trace view details panel).",
              description="Its columns and arguments, where it is drawn (track, depth, "
              "parent), its correlation\npartners (launch <-> kernel/memcpy/memset) and the "
-             "flows that end on it. See\n`tb_plugin.analysis.timeline.event_details`. JSON "
+             "flows that end on it. See\n`tb_plugin.analysis.timeline.view.event_details`. JSON "
              "only.",
              errors={"404": "Unknown run/worker/span, or no event with that id."}),
     ViewSpec("timeline_search", "/timeline/search", "Trace", timeline_search,
@@ -101,7 +97,7 @@ SPECS: tuple[ViewSpec, ...] = (
              description="Events overlapping [start_us, end_us] (trace us) on `tracks`; "
              "times are clipped to the\nrange, self time subtracts the direct children's. "
              "Computed per request from the timeline\nindex. Shape: see "
-             "`tb_plugin.analysis.timeline_range.build_timeline_range`. With\n`format=csv`, "
+             "`tb_plugin.analysis.timeline.range.build_timeline_range`. With\n`format=csv`, "
              "the rows.",
              errors={"400": "Bad parameter, an empty or inverted range, or an unknown track "
                             "id."}),

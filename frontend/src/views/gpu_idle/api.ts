@@ -1,4 +1,4 @@
-// API client of the GPU Idle view: `gpu_idle?run&worker&span` (analysis/gpu_idle.py). Times are
+// API client of the GPU Idle view: `gpu_idle?run&worker&span` (analysis/gpu_idle/view.py). Times are
 // trace us; every analysis carries its formula in `formulas`.
 import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
 
