@@ -168,6 +168,7 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    target = Path(__file__).resolve().parents[1] / "tb_plugin" / "analysis" / "op_schemas.py"
+    package = Path(__file__).resolve().parents[1] / "tb_plugin"
+    target = package / "analysis" / "efficiency" / "op_schemas.py"
     target.write_text(render())
     sys.stdout.write(f"wrote {target}\n")

@@ -121,5 +121,5 @@ def test_op_schemas_table_is_torchs() -> None:
     `python bench/gen_op_schemas.py` when this fails."""
     import_torch()
     generator = runpy.run_path(str(REPO / "bench" / "gen_op_schemas.py"))
-    held = (REPO / "tb_plugin" / "analysis" / "op_schemas.py").read_text()
+    held = (REPO / "tb_plugin" / "analysis" / "efficiency" / "op_schemas.py").read_text()
     assert generator["render"]().split('"""', 2)[2] == held.split('"""', 2)[2]
