@@ -55,7 +55,7 @@ export function App() {
               <Select
                 id={id}
                 value={runName}
-                onChange={(v) => update({ run: v })}
+                onChange={(v) => update({ run: v, tWin: '' })}
                 options={runs.map((r) => ({ value: r.name, label: runLabel(r) }))}
                 testId="run-select"
               />
@@ -75,7 +75,7 @@ export function App() {
                 <Select
                   id={id}
                   value={worker}
-                  onChange={(v) => update({ worker: v })}
+                  onChange={(v) => update({ worker: v, tWin: '' })}
                   options={workers.map((w) => ({ value: w, label: workerLabel(w, run) }))}
                   testId="worker-select"
                   disabled={workers.length === 0}
@@ -86,13 +86,13 @@ export function App() {
           {spans.length > 1 && (
             <Field label="Span">
               {(id) => (
-                <Select id={id} value={span} onChange={(v) => update({ span: v })} options={spans.map((s) => ({ value: s, label: `Span ${s}` }))} testId="span-select" />
+                <Select id={id} value={span} onChange={(v) => update({ span: v, tWin: '' })} options={spans.map((s) => ({ value: s, label: `Span ${s}` }))} testId="span-select" />
               )}
             </Field>
           )}
           {view === 'Diff' && <DiffExperimentSelectors runs={runs} state={state} update={update} />}
           <LoadingRuns runs={runs} />
-          {run && <WorkerStatusList run={run} selectedWorker={worker} selectedSpan={span} onSelect={(w, s) => update({ worker: w, span: s })} />}
+          {run && <WorkerStatusList run={run} selectedWorker={worker} selectedSpan={span} onSelect={(w, s) => update({ worker: w, span: s, tWin: '' })} />}
           <SidebarFooter logdir={runsData.logdir} state={state} />
         </div>
       </aside>

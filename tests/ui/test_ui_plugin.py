@@ -109,6 +109,9 @@ def test_recommendation_evidence_opens_the_trace_on_its_range(page, tensorboard,
         assert view == pytest.approx((max(0.0, start - pad), end + pad), abs=1e-3), (rec, view)
         if index == 0:
             shot(page, artifacts, "recommendation_evidence_on_trace")
+    assert "t_win=" in page.url
+    frame.select_option("[data-testid=span-select]", "2")  # another span: not its window
+    frame.wait_for_function("() => !window.location.hash.includes('t_win=')")
 
 
 def test_recommendation_what_if_replays_its_edit(page, tensorboard, artifacts):

@@ -152,6 +152,7 @@ export class TraceEngine implements InputHost {
     this.pendingWindow = null
     const start = win[0] - base.traceStart
     const end = win[1] - base.traceStart
+    if (!(end > 0 && start < this.traceEnd)) return // another trace's window: keep the view
     const pad = Math.max((end - start) * 0.05, MIN_SPAN_US)
     this.setView([Math.max(0, start - pad), end + pad])
   }

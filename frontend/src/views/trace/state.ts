@@ -2,7 +2,8 @@ import { text, type SliceState } from '../../urlSlice'
 
 /** The Trace view's part of the URL: the step whose critical path is highlighted (`t_crit`,
  * '' none), a window to show (`t_win`, "start,end" in absolute trace us, '' none: a
- * recommendation's evidence), and the arranged track list (trackList.ts), each a comma separated list: pinned
+ * recommendation's evidence; cleared when the run, worker or span changes, ignored when it is
+ * outside the trace), and the arranged track list (trackList.ts), each a comma separated list: pinned
  * track ids, hidden track ids, group order, collapsed groups. */
 export const traceSlice = {
   tCrit: text('t_crit'),
