@@ -96,6 +96,15 @@ def total_length(ranges: Ranges) -> float:
     return float(np.sum(np.asarray(ends) - np.asarray(starts)))
 
 
+def contains(ranges: Ranges, points: np.ndarray) -> np.ndarray:
+    """Per point, whether a merged range holds it (half-open: its start yes, its end no)."""
+    starts, ends = _merged(ranges)
+    points = np.asarray(points, dtype=np.float64)
+    k = np.searchsorted(starts, points, side="right") - 1
+    return (k >= 0) & (points < ends[np.maximum(k, 0)]) if starts.size else \
+        np.zeros(points.size, dtype=bool)
+
+
 def clip(ranges: Ranges, lo: float, hi: float) -> Ranges:
     return intersect(ranges, (np.array([lo], dtype=np.float64), np.array([hi], dtype=np.float64)))
 

@@ -98,3 +98,11 @@ def test_random_against_pointwise_reference(seed):
     windows = np.sort(rng.integers(0, 200, (10, 2)), axis=1)
     expected = [_brute(pairs_a, [(w0, w1)], np.logical_and) for w0, w1 in windows]
     assert rg.length_in_windows(a, windows[:, 0], windows[:, 1]).tolist() == expected
+
+
+def test_contains_is_half_open_on_both_sides():
+    ranges = (np.array([30.0, 10.0]), np.array([40.0, 20.0]))  # unmerged input is merged first
+    points = np.array([9.999, 10.0, 15.0, 19.999, 20.0, 25.0, 30.0, 40.0])
+    assert rg.contains(ranges, points).tolist() == [False, True, True, True, False, False,
+                                                    True, False]
+    assert rg.contains(rg.empty(), points).tolist() == [False] * len(points)

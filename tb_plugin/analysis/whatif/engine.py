@@ -139,7 +139,7 @@ def _scale_host(model: TraceModel, m: StepModel, s: Scaling, factor: float, mask
         spans = rg.merge(model.ts[mine], model.ends[mine])
         calls = np.flatnonzero(m.call_thread == thread)
         s.gap_cut[calls] += (1.0 - factor) * covered(spans, lo[calls], hi[calls])
-        inside = covered(spans, m.call_ts[calls], m.call_ts[calls] + 1e-6) > 0
+        inside = rg.contains(spans, m.call_ts[calls])  # calls made inside them
         s.call[calls[inside]] *= factor
         s.device[np.isin(m.dev_call, calls[inside])] *= factor
         if thread == m.main:
