@@ -24,6 +24,7 @@ from .graphs import graph_summary
 from .launch import device_properties
 from .memo import memoised
 from .optree import build_op_tree
+from .variance.steps import step_variance
 
 
 def build_overview(table: TraceTable) -> OverviewPayload:
@@ -37,7 +38,9 @@ def build_overview(table: TraceTable) -> OverviewPayload:
                "sm_efficiency_pct", "achieved_occupancy_pct", "tensor_core_pct"}],
      "recommendations": [see recommendations.py],
      "environment": {"device_type": "GPU"|"CPU", "gpu_count", "framework", "distributed"},
-     "notes": [human-readable caveats: fallback step, trimmed steps...]}
+     "notes": [human-readable caveats: fallback step, trimmed steps...],
+     "variance": {"steps", "mean_us", "median_us", "std_us", "cv_pct", "z_threshold",
+                  "outliers": [see analysis/variance/steps.py]}}
     ```
     `breakdown_us` always holds all eight categories; a step's categories sum to its total.
     """
@@ -62,6 +65,7 @@ def _build_overview(table: TraceTable) -> dict[str, Any]:
         "recommendations": recommend(collect_facts(table, breakdown, metrics, tc)),
         "environment": _environment(table, breakdown, metrics),
         "notes": _notes(breakdown) + graphs["notes"],
+        "variance": step_variance(table),
     }
 
 

@@ -19,6 +19,7 @@ from ..gpu_idle.idle import idle_breakdown, temporal_breakdown
 from ..gpu_idle.launch_stats import kernel_launches
 from ..graphs import graph_summary
 from ..steps import MARKER_KINDS, STEP_PREFIX
+from ..variance.steps import step_variance
 from ..vendor import trace_vendor
 from .costs import device_costs, host_compute_us, kernel_generation, sync_mask
 from .facts import Facts
@@ -38,6 +39,7 @@ def add_diagnosis(facts: Facts, table: TraceTable, breakdown: Breakdown) -> Fact
     steps = breakdown.steps
     events = table.events
     facts.vendor = trace_vendor(table)
+    facts.variance = step_variance(table)
     if len(steps):
         lo, hi = float(steps.starts[0]), float(steps.ends[-1])
         facts.steps_range = (lo, hi)

@@ -59,6 +59,7 @@ class Facts:
     graph_mode: str = "none"  # "none" | "replay" | "capture" (CUDA/HIP graphs)
     kernel_capability: Optional[tuple[int, int]] = None  # architecture named by kernel names
     step_bounds: list[tuple[str, float, float]] = field(default_factory=list)  # name, start, end
+    variance: Optional[dict[str, Any]] = None  # analysis.variance.steps.step_variance
 
 
 def make_item(rule: str, severity: str, title: str, text: str, view: str, metric: float, unit: str,

@@ -50,6 +50,7 @@ from .facts import (
     share_saving,
     steps_saving,
 )
+from .slow_steps import rule_slow_steps
 
 __all__ = ["Facts", "RULE_IDS", "recommend"]
 
@@ -383,13 +384,13 @@ def rule_low_utilization(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[
 RULES: tuple[Callable[[Facts], Optional[dict[str, Any]]], ...] = (
     rule_startup, rule_foreign_marker, rule_launch_bound, rule_sync, rule_host_compute,
     rule_dataloader, rule_exposed_communication, rule_data_parallel, rule_nccl,
-    rule_matrix_units, rule_memory,
+    rule_matrix_units, rule_memory, rule_slow_steps,
 )
 #: Every id a rule can emit, in priority order (README: "Recommendation ids").
 RULE_IDS = ("startup_captured", "foreign_step_marker", "host_bound", "launch_bound",
             "device_sync", "host_compute", "dataloader", "communication_not_overlapped",
             "data_parallel", "nccl_backend", "matrix_units_unused", "memory_limit",
-            "low_gpu_utilization")
+            "low_gpu_utilization", "slow_step")
 #: The fix of a rule as a what-if edit (`analysis.whatif`): the engine replays the steps with
 #: it for a prediction that follows every dependency (`/whatif?edit=...`).
 WHATIF_EDITS = {"launch_bound": "launch=0", "device_sync": "sync=0",

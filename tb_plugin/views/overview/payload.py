@@ -88,7 +88,7 @@ class RecommendationLink(TypedDict):
 RecommendationId = Literal[
     "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
     "host_compute", "dataloader", "communication_not_overlapped", "data_parallel",
-    "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization"]
+    "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization", "slow_step"]
 """Stable rule ids (`analysis.advice.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
@@ -139,6 +139,54 @@ class Environment(TypedDict):
                                                           "single-process trace.")]
 
 
+Cause = Literal["communication", "synchronisation", "data_loading", "host_compute", "device",
+                "host_stall"]
+"""What a step's time went to (`analysis.variance.steps.CAUSES`, exclusive in that order)."""
+
+
+class CauseGrowth(TypedDict):
+    """Per cause, its us in the step minus its median over the steps (us, 3 decimals)."""
+
+    communication: float
+    synchronisation: float
+    data_loading: float
+    host_compute: float
+    device: float
+    host_stall: float
+
+
+class SlowStep(TypedDict):
+    """One outlier step (robust z above `z_threshold`), slowest first."""
+
+    step: Annotated[str, doc("Step name.")]
+    total_us: Annotated[float, doc("Step duration, us.")]
+    excess_us: Annotated[float, doc("Duration minus the median step's, us.")]
+    z: Annotated[float, doc("Robust z-score: 0.6745 (t - median) / MAD (MAD 0: "
+                            "(t - median) / (1.2533 mean absolute deviation)).")]
+    cause: Annotated[Cause, doc("The cause whose time grew most over its median (ties: the "
+                                "first in the cause order).")]
+    cause_us: Annotated[float, doc("That growth, us.")]
+    growth_us: Annotated[CauseGrowth, doc("Every cause's growth, us (negative: it shrank).")]
+    start_us: Annotated[Optional[float], doc("Start of the longest range of the cause in the "
+                                             "step (trace us); null when it has none.")]
+    end_us: Annotated[Optional[float], doc("End of that range (trace us), or null.")]
+    evidence_offset_us: Annotated[Optional[float], doc("`start_us` minus the step's start, us.")]
+
+
+class StepVariance(TypedDict):
+    """Step-time variance and slow-step root cause (`analysis.variance.steps`)."""
+
+    steps: Annotated[int, doc("Number of steps.")]
+    mean_us: Annotated[float, doc("Mean step duration, us.")]
+    median_us: Annotated[float, doc("Median step duration, us.")]
+    std_us: Annotated[float, doc("Population standard deviation of the step durations, us.")]
+    cv_pct: Annotated[Optional[float], doc("std / mean, percent; null without steps.")]
+    z_threshold: Annotated[float, doc("A step is an outlier when its robust z is above this "
+                                      "(strict).")]
+    outliers: Annotated[list[SlowStep], doc("Slow outlier steps, slowest first (two steps or "
+                                            "fewer never hold one).")]
+
+
 class OverviewPayload(TypedDict):
     """`/overview`: the overview of one worker span."""
 
@@ -149,3 +197,4 @@ class OverviewPayload(TypedDict):
     recommendations: Annotated[list[Recommendation], doc("Performance recommendations.")]
     environment: Annotated[Environment, doc("Device and distributed setup.")]
     notes: Annotated[list[str], doc("Human-readable caveats (fallback step, trimmed steps...).")]
+    variance: Annotated[StepVariance, doc("Step-time variance and the slow steps' causes.")]
