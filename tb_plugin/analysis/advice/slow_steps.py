@@ -18,26 +18,35 @@ URL_DATALOADER = "https://pytorch.org/docs/stable/data.html#single-and-multi-pro
 URL_GC = "https://docs.python.org/3/library/gc.html#gc.freeze"
 URL_SYNC = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution"
 
-#: Per cause: what grew (after "its ...") and what to do about it.
+_LONGER = " longer than in the median step"
+#: Per cause: what grew (a template for the growth) and what to do about it.
 _CAUSES = {
-    "data_loading": ("DataLoader waited", "Look for slow samples (a file read or decode in the "
-                     "Dataset's __getitem__) and load in background workers (num_workers > 0, "
-                     "persistent_workers=True, a larger prefetch_factor).", URL_DATALOADER),
-    "host_compute": ("host operators ran", "Look for work done on some steps only (logging, "
-                     "checkpointing, evaluation, input shapes that change) and move it out of "
-                     "the step or make it periodic.", None),
-    "synchronisation": ("synchronising calls waited", "The host blocked on the device longer: "
-                        "remove .item(), .cpu() and synchronize() from the step, or look at "
-                        "what the device ran before the call.", URL_SYNC),
-    "communication": ("collectives waited", "Collectives take longer when another rank is "
-                      "late: the Distributed view names the last arriver of each collective.",
-                      None),
-    "device": ("device work ran", "The device ran more on that step: input shapes or a code "
-               "path that differ per step.", None),
-    "host_stall": ("host stalled with no operator running for",
-                   "A pause with no operator, no runtime call and no device work: Python's "
-                   "garbage collector (gc.freeze() after start-up, or gc.disable() with "
-                   "periodic gc.collect()), a sleep, blocking I/O, or the OS.", URL_GC),
+    "data_loading": (
+        "its DataLoader waited {}" + _LONGER,
+        "Look for slow samples (a file read or decode in the Dataset's __getitem__) and load in "
+        "background workers (num_workers > 0, persistent_workers=True, a larger "
+        "prefetch_factor).", URL_DATALOADER),
+    "host_compute": (
+        "its host operators ran {}" + _LONGER,
+        "Look for work done on some steps only (logging, checkpointing, evaluation, input "
+        "shapes that change) and move it out of the step or make it periodic.", None),
+    "synchronisation": (
+        "its synchronising calls waited {}" + _LONGER,
+        "The host blocked on the device longer: remove .item(), .cpu() and synchronize() from "
+        "the step, or look at what the device ran before the call.", URL_SYNC),
+    "communication": (
+        "its collectives waited {}" + _LONGER,
+        "Collectives take longer when another rank is late: the Distributed view names the "
+        "last arriver of each collective.", None),
+    "device": (
+        "its device work ran {}" + _LONGER,
+        "The device ran more on that step: input shapes or a code path that differ per step.",
+        None),
+    "host_stall": (
+        "it spent {} more than the median step with no operator running",
+        "A pause with no operator, no runtime call and no device work: Python's garbage "
+        "collector (gc.freeze() after start-up, or gc.disable() with periodic gc.collect()), a "
+        "sleep, blocking I/O, or the OS.", URL_GC),
 }
 
 
@@ -61,6 +70,6 @@ def rule_slow_steps(facts: Facts) -> Optional[dict[str, Any]]:
         f"Step {top['step']} is {fmt_time(top['excess_us'])} slower than the median",
         f"Step {top['step']} is {fmt_time(top['excess_us'])} slower than the median step "
         f"(robust z {top['z']:.1f}; step-time CV {variance['cv_pct']:.1f}%, flagged from "
-        f"{CV_PCT:g}%): its {grew} {fmt_time(top['cause_us'])} longer than in the median "
-        f"step.{more} {advice}", "Trace", variance["cv_pct"], "%",
+        f"{CV_PCT:g}%): {grew.format(fmt_time(top['cause_us']))}.{more} {advice}",
+        "Trace", variance["cv_pct"], "%",
         (("Further reading", url),) if url else (), where, saving)
