@@ -88,7 +88,8 @@ class RecommendationLink(TypedDict):
 RecommendationId = Literal[
     "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
     "host_compute", "dataloader", "communication_not_overlapped", "data_parallel",
-    "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization", "slow_step"]
+    "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization", "slow_step",
+    "straggler"]
 """Stable rule ids (`analysis.advice.recommendations.RULE_IDS`; README: "Recommendation ids")."""
 
 
@@ -198,3 +199,16 @@ class OverviewPayload(TypedDict):
     environment: Annotated[Environment, doc("Device and distributed setup.")]
     notes: Annotated[list[str], doc("Human-readable caveats (fallback step, trimmed steps...).")]
     variance: Annotated[StepVariance, doc("Step-time variance and the slow steps' causes.")]
+
+
+class RunAdvicePayload(TypedDict):
+    """`/overview/run`: the run-level advice of one span (`analysis.advice.straggler`), shown
+    before each worker's own recommendations."""
+
+    recommendations: Annotated[list[Recommendation], doc(
+        "Run-level recommendations (the straggler), to show first after the profile's own "
+        "problems; priced per rank and step.")]
+    silences: Annotated[list[RecommendationId], doc(
+        "Ids of a worker's own recommendations these explain, to leave out.")]
+    straggler: Annotated[Optional[str], doc("The straggler worker, null when none.")]
+    skipped: Annotated[dict[str, str], doc("Workers left out, with the reason.")]

@@ -1,0 +1,125 @@
+"""Root cause across ranks: a straggler named before the symptoms it causes.
+
+`advice_summary(table)` is what one rank contributes (small, cached per file): its distributed
+summary (`analysis.distributed.summary`) and its mean step-time breakdown. `run_advice(inputs)`
+reads every rank's summary of one span and, through the run-level Distributed view
+(`analysis.distributed.run.build_distributed`), finds the rank that imposes the most
+communication wait. When the span has at least two ranks and that rank imposes at least
+`STRAGGLER_WAIT_SHARE` of all waiting (inclusive, the Distributed view's own rule), the item
+`straggler` names it, its lateness (the skew of the collectives it arrived last at, per step)
+and why, from its own breakdown: the category (device compute, data loading, host compute,
+host stall) in which its mean step exceeds the median rank's most. It is priced by the wait it
+causes: its imposed wait averaged over the other ranks, per step, as a share of the median
+rank's mean step; silent below `STRAGGLER_MIN_PCT` of it (inclusive: it fires from there).
+
+`with_run_advice(items, run)` puts it before a worker's own advice (after the profile's own
+problems) and silences `communication_not_overlapped`, whose exposed communication is then
+mostly that wait (`silences`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+from typing_extensions import TypedDict
+
+from ...ingest.schema import TraceTable
+from ..breakdown import compute_breakdown
+from ..distributed.run import build_distributed
+from ..distributed.summary import RankSummary, summary_builtins
+from .facts import fmt_time, grade, make_item
+
+STRAGGLER_WAIT_SHARE = 0.5
+STRAGGLER_MIN_PCT = 5.0
+SILENCED = ("communication_not_overlapped",)
+PROFILE_RULES = ("startup_captured", "foreign_step_marker")
+#: Why a rank is late: the breakdown categories of each reason.
+REASONS = {
+    "device compute": ("Kernel", "Memcpy", "Memset"),
+    "data loading": ("DataLoader",),
+    "host compute (CPU operators and runtime calls)": ("CPU Exec", "Runtime"),
+    "a host stall (no operator running)": ("Other",),
+}
+NO_RUN_ADVICE: dict[str, Any] = {"recommendations": [], "silences": [], "straggler": None}
+
+
+class AdviceSummary(TypedDict):
+    """`advice_summary`: what the cache keeps per rank (validated when read back)."""
+
+    rank: RankSummary
+    breakdown: dict[str, float]
+
+
+def advice_summary(table: TraceTable) -> dict[str, Any]:
+    """One rank's input to `run_advice`: its distributed summary and mean step breakdown."""
+    return {"rank": summary_builtins(table), "breakdown": compute_breakdown(table).average}
+
+
+def run_advice(inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run-level advice of one span from its ranks' `advice_summary`s (see the module
+    docstring): `{"recommendations": [item], "silences": [ids], "straggler": worker|None}`."""
+    if len(inputs) < 2:
+        return dict(NO_RUN_ADVICE)
+    view = build_distributed({w: s["rank"] for w, s in inputs.items()})
+    stragglers = view["stragglers"]
+    total = stragglers["total_wait_us"]
+    if not stragglers["rows"] or total <= 0:
+        return dict(NO_RUN_ADVICE)
+    top = stragglers["rows"][0]
+    share = top["imposed_wait_us"] / total
+    if share < STRAGGLER_WAIT_SHARE:
+        return dict(NO_RUN_ADVICE)
+    item = _item(top, share, view, inputs)
+    if item is None:
+        return dict(NO_RUN_ADVICE)
+    return {"recommendations": [item], "silences": list(SILENCED), "straggler": top["worker"]}
+
+
+def _item(top: dict[str, Any], share: float, view: dict[str, Any],
+          inputs: dict[str, dict[str, Any]]) -> Optional[dict[str, Any]]:
+    worker, ranks = top["worker"], len(inputs)
+    steps = max(len(view["steps"]), 1)
+    medians = {c: float(np.median([s["breakdown"].get(c, 0.0) for s in inputs.values()]))
+               for c in ("Total", *sum(REASONS.values(), ()))}
+    if medians["Total"] <= 0:
+        return None
+    saving = top["imposed_wait_us"] / (ranks - 1) / steps
+    pct = min(100.0, 100.0 * saving / medians["Total"])
+    if pct < STRAGGLER_MIN_PCT:
+        return None
+    skew = sum(r["skew_us"] or 0.0 for r in view["collectives"]["rows"]
+               if r["last_arriver"] == worker) / steps
+    device = next((d for d in view["devices"] if d["worker"] == worker), {})
+    rank = "" if device.get("rank") is None else f" (rank {device['rank']})"
+    return {**make_item(
+        "straggler", grade(pct, 10.0, 25.0), f"{worker}{rank} is late at the collectives",
+        f"{worker}{rank} arrived last at {top['last']} of "
+        f"{view['stragglers']['skewed_collectives']} collectives with a skew, {fmt_time(skew)} "
+        "late per step, and the other ranks waited "
+        f"{fmt_time(top['imposed_wait_us'])} for it: {share:.0%} of all waiting. "
+        f"{_why(worker, inputs[worker]['breakdown'], medians)} Fixing its lateness would save "
+        f"each rank {fmt_time(saving)} per step ({pct:.1f}%); communication tuning (buckets, "
+        "overlap) cannot, since the others wait for it rather than for the network.",
+        "Distributed", pct, "%", (), None, (saving, pct)),
+        "evidence_step": None, "evidence_offset_us": None, "whatif": None}
+
+
+def _why(worker: str, mine: dict[str, float], medians: dict[str, float]) -> str:
+    excess = {reason: sum(mine.get(c, 0.0) - medians[c] for c in cats)
+              for reason, cats in REASONS.items()}
+    reason, us = max(excess.items(), key=lambda kv: kv[1])  # ties: the first in REASONS
+    if us <= 0:
+        return (f"Its own steps spend no more than the median rank's in compute, data loading "
+                f"or the host: look at {worker}'s GPU, link or clock.")
+    return (f"Its own step spends {fmt_time(us)} more than the median rank's in {reason}: look "
+            f"there on {worker} (uneven data or work per rank, a slower input pipeline).")
+
+
+def with_run_advice(items: list[dict[str, Any]], run: dict[str, Any]) -> list[dict[str, Any]]:
+    """A worker's recommendations with the run-level ones first (after the profile's own
+    problems) and the ids they silence removed."""
+    silenced = set(run["silences"])
+    profile = [i for i in items if i["id"] in PROFILE_RULES]
+    rest = [i for i in items if i["id"] not in PROFILE_RULES and i["id"] not in silenced]
+    return [*profile, *run["recommendations"], *rest]
