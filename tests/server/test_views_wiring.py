@@ -310,6 +310,15 @@ def test_distributed(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> No
     assert_error(tb.get("distributed", {"run": "ddp_gloo"}), 400)
 
 
+def test_overview_run(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
+    """The run-level advice of a span, from the workers' cached advice summaries."""
+    payload = ok(tb.get("overview/run", {"run": "ddp_gloo", "span": "1"}))
+    expected = build_view({w: tables("ddp_gloo", w, "1") for w in DDP}, "overview_run", {})
+    assert payload == plain(expected) and payload["skipped"] == {}
+    assert_error(tb.get("overview/run", {"run": "nope", "span": "1"}), 404)
+    assert_error(tb.get("overview/run", {"run": "ddp_gloo"}), 400)
+
+
 def test_distributed_degrades_with_broken_workers(tb: TensorBoard, loaded: dict[str, Any]
                                                   ) -> None:
     one = ok(tb.get("distributed", {"run": "ddp_broken", "span": "1"}))
