@@ -489,6 +489,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/overview/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run-level advice of one span over all workers (the straggler), shown first in each worker's Overview.
+         * @description Built from one small summary per worker (its distributed summary and mean step breakdown).
+         *     Shape: see `tb_plugin.analysis.advice.straggler.run_advice`, plus `skipped: {worker: reason}`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunAdvicePayload"];
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run or span. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/operators": {
         parameters: {
             query?: never;
@@ -2852,7 +2909,7 @@ export interface components {
              * @description The rule that fired.
              * @enum {unknown}
              */
-            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "startup_captured";
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler";
             /** @description URL of the first link, null when there is none. */
             link: string | null;
             /** @description Further reading. */
@@ -3595,6 +3652,8 @@ export interface components {
             recommendations: components["schemas"]["Recommendation"][];
             /** @description One entry per step, in order. */
             steps: components["schemas"]["OverviewStep"][];
+            /** @description Step-time variance and the slow steps' causes. */
+            variance: components["schemas"]["StepVariance"];
         };
         /**
          * OverviewAverage
@@ -3701,6 +3760,67 @@ export interface components {
             name: string;
             /** @description Step duration, us. */
             total_us: number;
+        };
+        /**
+         * StepVariance
+         * @description Step-time variance and slow-step root cause (`analysis.variance.steps`).
+         */
+        StepVariance: {
+            /** @description std / mean, percent; null without steps. */
+            cv_pct: number | null;
+            /** @description Mean step duration, us. */
+            mean_us: number;
+            /** @description Median step duration, us. */
+            median_us: number;
+            /** @description Slow outlier steps, slowest first (two steps or fewer never hold one). */
+            outliers: components["schemas"]["SlowStep"][];
+            /** @description Population standard deviation of the step durations, us. */
+            std_us: number;
+            /** @description Number of steps. */
+            steps: number;
+            /** @description A step is an outlier when its robust z is above this (strict). */
+            z_threshold: number;
+        };
+        /**
+         * SlowStep
+         * @description One outlier step (robust z above `z_threshold`), slowest first.
+         */
+        SlowStep: {
+            /**
+             * @description The cause whose time grew most over its median (ties: the first in the cause order).
+             * @enum {unknown}
+             */
+            cause: "communication" | "data_loading" | "device" | "host_compute" | "host_stall" | "synchronisation";
+            /** @description That growth, us. */
+            cause_us: number;
+            /** @description End of that range (trace us), or null. */
+            end_us: number | null;
+            /** @description `start_us` minus the step's start, us. */
+            evidence_offset_us: number | null;
+            /** @description Duration minus the median step's, us. */
+            excess_us: number;
+            /** @description Every cause's growth, us (negative: it shrank). */
+            growth_us: components["schemas"]["CauseGrowth"];
+            /** @description Start of the longest range of the cause in the step (trace us); null when it has none. */
+            start_us: number | null;
+            /** @description Step name. */
+            step: string;
+            /** @description Step duration, us. */
+            total_us: number;
+            /** @description Robust z-score: 0.6745 (t - median) / MAD (MAD 0: (t - median) / (1.2533 mean absolute deviation)). */
+            z: number;
+        };
+        /**
+         * CauseGrowth
+         * @description Per cause, its us in the step minus its median over the steps (us, 3 decimals).
+         */
+        CauseGrowth: {
+            communication: number;
+            data_loading: number;
+            device: number;
+            host_compute: number;
+            host_stall: number;
+            synchronisation: number;
         };
         /**
          * RanksTimelinePayload
@@ -4055,6 +4175,23 @@ export interface components {
             step: string;
             /** @description FLOPs / step duration, TFLOP/s. */
             tflops: number | null;
+        };
+        /**
+         * RunAdvicePayload
+         * @description `/overview/run`: the run-level advice of one span (`analysis.advice.straggler`), shown
+         *         before each worker's own recommendations.
+         */
+        RunAdvicePayload: {
+            /** @description Run-level recommendations (the straggler), to show first after the profile's own problems; priced per rank and step. */
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description Ids of a worker's own recommendations these explain, to leave out. */
+            silences: ("communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler")[];
+            /** @description Workers left out, with the reason. */
+            skipped: {
+                [key: string]: string;
+            };
+            /** @description The straggler worker, null when none. */
+            straggler: string | null;
         };
         /**
          * TimelineEventPayload

@@ -12,6 +12,7 @@ import type {
   OperatorPies,
   OperatorTable,
   Overview,
+  RunAdvice,
   RunsResponse,
   Selection,
   ViewSpecs,
@@ -37,6 +38,9 @@ export const api = {
   spans: (run: string, worker: string, signal?: AbortSignal) => getJson<string[]>('spans', { run, worker }, signal),
 
   overview: (sel: Selection, signal?: AbortSignal) => getJson<Overview>('overview', { ...sel }, signal),
+
+  /** The run-level advice of the selected span (the straggler), shown before a worker's own. */
+  overviewRun: (sel: Selection, signal?: AbortSignal) => getJson<RunAdvice>('overview/run', { run: sel.run, span: sel.span }, signal),
 
   operators: (sel: Selection, groupBy: OperatorGroupBy, signal?: AbortSignal) =>
     getJson<OperatorTable>('operators', { ...sel, group_by: groupBy }, signal),

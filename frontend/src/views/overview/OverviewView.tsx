@@ -1,5 +1,5 @@
 import { useMemo } from 'react'
-import { api, type Category, type GpuInfo, type Overview, type Pie, type Recommendation, type Selection } from '../../api'
+import { api, type Category, type GpuInfo, type Overview, type Pie, type Recommendation, type RunAdvice, type Selection } from '../../api'
 import { Chart } from '../../charts/Chart'
 import { Donut } from '../../charts/Donut'
 import { categoryColor, stepsOption } from '../../charts/options'
@@ -12,6 +12,8 @@ import css from './overview.css?inline'
 import { Async } from '../../components/Async'
 import { evidenceText, evidenceWindow, savingText } from '../../components/advice'
 import type { Navigate } from '../../urlState'
+import { withRunAdvice } from './advice'
+import { VarianceCard } from './Variance'
 
 interface Props {
   selection: Selection
@@ -25,10 +27,15 @@ export function OverviewView({ selection, workerCount, theme, onNavigate, views 
   useViewStyle('overview', css)
   const key = `${selection.run}\u0000${selection.worker}\u0000${selection.span}`
   const state = useAsync('overview', key, (signal) => api.overview(selection, signal))
+  // several workers: the span's run-level advice (the straggler) goes first; a run without it,
+  // or whose answer fails, shows the worker's own advice alone
+  const runKey = workerCount > 1 ? `${selection.run}\u0000${selection.span}` : null
+  const run = useAsync('overview/run', runKey, (signal) => api.overviewRun(selection, signal))
+  const runAdvice = run.status === 'ok' ? run.data : null
 
   return (
     <Async state={state} what="the overview" label="Loading overview">
-      {(data) => <OverviewContent data={data} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />}
+      {(data) => <OverviewContent data={data} runAdvice={runAdvice} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />}
     </Async>
   )
 }
@@ -40,18 +47,21 @@ function categoriesOf(data: Overview): Category[] {
 
 function OverviewContent({
   data,
+  runAdvice,
   workerCount,
   theme,
   onNavigate,
   views,
 }: {
   data: Overview
+  runAdvice: RunAdvice | null
   workerCount: number
   theme: Theme
   onNavigate: Navigate
   views: string[]
 }) {
   const categories = useMemo(() => categoriesOf(data), [data])
+  const recommendations = useMemo(() => withRunAdvice(data.recommendations, runAdvice), [data, runAdvice])
   const total = data.average.total_us
   const deviceType = data.environment.device_type
 
@@ -184,12 +194,14 @@ function OverviewContent({
         )}
       </Card>
 
+      <VarianceCard variance={data.variance} onNavigate={onNavigate} traceShown={views.includes('Trace')} />
+
       <Card title="Performance recommendations" testId="recommendations">
-        {data.recommendations.length === 0 ? (
+        {recommendations.length === 0 ? (
           <Empty title="Nothing stands out">No rule fired for this span.</Empty>
         ) : (
           <ul className="recs">
-            {data.recommendations.map((r, i) => (
+            {recommendations.map((r, i) => (
               <RecommendationItem key={i} rec={r} onNavigate={onNavigate} views={views} />
             ))}
           </ul>
