@@ -68,7 +68,7 @@ def test_the_straggler_fires_from_half_the_wait(tmp_path):
 def test_below_half_the_wait_nobody_is_named(tmp_path):
     # rank2 imposes 2 x 499 of 2 x (499 + 251 + 250) us: 49.9%
     _, run = _run(tmp_path, [(2, 499.0), (1, 251.0), (0, 250.0)])
-    assert run == {"recommendations": [], "silences": [], "straggler": None}
+    assert (run["recommendations"], run["silences"], run["straggler"]) == ([], [], None)
 
 
 def test_the_saving_must_reach_its_minimum_share_of_the_step(tmp_path):
@@ -97,6 +97,18 @@ def test_the_reason_comes_from_the_stragglers_own_breakdown(tmp_path, extra, lat
     _, run = _run(tmp_path, [(2, 600.0), (1, 100.0), (0, 100.0)], extra=extra,
                   late_step_us=late_step_us)
     assert reason in run["recommendations"][0]["text"]
+
+
+@pytest.mark.parametrize(("waits", "late"), [
+    ([(2, 600.0), (1, 100.0), (0, 100.0)], {"worker": "rank2", "skew_us": 600.0}),
+    # rank2's two skews add up (300 + 200) above rank1's single larger one (400)
+    ([(2, 300.0), (2, 200.0), (1, 400.0)], {"worker": "rank2", "skew_us": 500.0}),
+    # a tie goes to the first worker by name
+    ([(2, 300.0), (1, 300.0), (0, 100.0)], {"worker": "rank1", "skew_us": 300.0}),
+])
+def test_each_step_names_the_rank_its_collectives_waited_for(tmp_path, waits, late):
+    _, run = _run(tmp_path, waits)
+    assert run["late_by_step"] == {"1": late}
 
 
 def test_one_rank_has_no_run_advice(tmp_path):

@@ -4182,6 +4182,10 @@ export interface components {
          *         before each worker's own recommendations.
          */
         RunAdvicePayload: {
+            /** @description Per step name, the rank its collectives waited for most (a slow step's communication wait names it); steps without a skewed collective are absent. */
+            late_by_step: {
+                [key: string]: components["schemas"]["LateRank"];
+            };
             /** @description Run-level recommendations (the straggler), to show first after the profile's own problems; priced per rank and step. */
             recommendations: components["schemas"]["Recommendation"][];
             /** @description Ids of a worker's own recommendations these explain, to leave out. */
@@ -4192,6 +4196,16 @@ export interface components {
             };
             /** @description The straggler worker, null when none. */
             straggler: string | null;
+        };
+        /**
+         * LateRank
+         * @description The rank that made one step's collectives wait most.
+         */
+        LateRank: {
+            /** @description That sum of skews (us): how late it was in the step. */
+            skew_us: number;
+            /** @description The last arriver with the largest summed skew in the step. */
+            worker: string;
         };
         /**
          * TimelineEventPayload

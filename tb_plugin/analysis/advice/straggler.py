@@ -12,6 +12,10 @@ host stall) in which its mean step exceeds the median rank's most. It is priced 
 causes: its imposed wait averaged over the other ranks, per step, as a share of the median
 rank's mean step; silent below `STRAGGLER_MIN_PCT` of it (inclusive: it fires from there).
 
+`late_by_step` (in `run_advice`'s answer) names, per step, the rank whose lateness skewed that
+step's collectives most (the sum of the skews of the collectives it arrived last at): the rank a
+slow step's communication wait (`analysis.variance.steps`) waited for.
+
 `with_run_advice(items, run)` puts it before a worker's own advice (after the profile's own
 problems) and silences `communication_not_overlapped`, whose exposed communication is then
 mostly that wait (`silences`).
@@ -41,7 +45,6 @@ REASONS = {
     "host compute (CPU operators and runtime calls)": ("CPU Exec", "Runtime"),
     "a host stall (no operator running)": ("Other",),
 }
-NO_RUN_ADVICE: dict[str, Any] = {"recommendations": [], "silences": [], "straggler": None}
 
 
 class AdviceSummary(TypedDict):
@@ -58,22 +61,38 @@ def advice_summary(table: TraceTable) -> dict[str, Any]:
 
 def run_advice(inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The run-level advice of one span from its ranks' `advice_summary`s (see the module
-    docstring): `{"recommendations": [item], "silences": [ids], "straggler": worker|None}`."""
+    docstring): `{"recommendations": [item], "silences": [ids], "straggler": worker|None,
+    "late_by_step": {step: {"worker", "skew_us"}}}`."""
+    out: dict[str, Any] = {"recommendations": [], "silences": [], "straggler": None,
+                           "late_by_step": {}}
     if len(inputs) < 2:
-        return dict(NO_RUN_ADVICE)
+        return out
     view = build_distributed({w: s["rank"] for w, s in inputs.items()})
+    out["late_by_step"] = late_by_step(view["collectives"]["rows"])
     stragglers = view["stragglers"]
     total = stragglers["total_wait_us"]
     if not stragglers["rows"] or total <= 0:
-        return dict(NO_RUN_ADVICE)
+        return out
     top = stragglers["rows"][0]
     share = top["imposed_wait_us"] / total
-    if share < STRAGGLER_WAIT_SHARE:
-        return dict(NO_RUN_ADVICE)
-    item = _item(top, share, view, inputs)
-    if item is None:
-        return dict(NO_RUN_ADVICE)
-    return {"recommendations": [item], "silences": list(SILENCED), "straggler": top["worker"]}
+    item = _item(top, share, view, inputs) if share >= STRAGGLER_WAIT_SHARE else None
+    if item is not None:
+        out.update(recommendations=[item], silences=list(SILENCED), straggler=top["worker"])
+    return out
+
+
+def late_by_step(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per step, the last arriver with the largest summed skew over its collectives of that
+    step (ties: the first worker by name)."""
+    sums: dict[str, dict[str, float]] = {}
+    for row in rows:
+        if row["step"] and row["last_arriver"] and row["skew_us"]:
+            by_worker = sums.setdefault(row["step"], {})
+            by_worker[row["last_arriver"]] = by_worker.get(row["last_arriver"], 0.0) + float(
+                row["skew_us"])
+    return {step: {"worker": worker, "skew_us": round(skew, 3)}
+            for step, by_worker in sums.items()
+            for worker, skew in [max(sorted(by_worker.items()), key=lambda kv: kv[1])]}
 
 
 def _item(top: dict[str, Any], share: float, view: dict[str, Any],

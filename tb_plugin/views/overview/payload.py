@@ -201,6 +201,13 @@ class OverviewPayload(TypedDict):
     variance: Annotated[StepVariance, doc("Step-time variance and the slow steps' causes.")]
 
 
+class LateRank(TypedDict):
+    """The rank that made one step's collectives wait most."""
+
+    worker: Annotated[str, doc("The last arriver with the largest summed skew in the step.")]
+    skew_us: Annotated[float, doc("That sum of skews (us): how late it was in the step.")]
+
+
 class RunAdvicePayload(TypedDict):
     """`/overview/run`: the run-level advice of one span (`analysis.advice.straggler`), shown
     before each worker's own recommendations."""
@@ -211,4 +218,7 @@ class RunAdvicePayload(TypedDict):
     silences: Annotated[list[RecommendationId], doc(
         "Ids of a worker's own recommendations these explain, to leave out.")]
     straggler: Annotated[Optional[str], doc("The straggler worker, null when none.")]
+    late_by_step: Annotated[dict[str, LateRank], doc(
+        "Per step name, the rank its collectives waited for most (a slow step's communication "
+        "wait names it); steps without a skewed collective are absent.")]
     skipped: Annotated[dict[str, str], doc("Workers left out, with the reason.")]

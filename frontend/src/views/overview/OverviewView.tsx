@@ -194,7 +194,7 @@ function OverviewContent({
         )}
       </Card>
 
-      <VarianceCard variance={data.variance} onNavigate={onNavigate} traceShown={views.includes('Trace')} />
+      <VarianceCard variance={data.variance} lateByStep={runAdvice?.late_by_step} onNavigate={onNavigate} traceShown={views.includes('Trace')} />
 
       <Card title="Performance recommendations" testId="recommendations">
         {recommendations.length === 0 ? (

@@ -1,13 +1,23 @@
 // The Overview's step-variance card: CV, spread and the slow outlier steps with the cause that
 // grew (`analysis.variance.steps`), each opening the Trace view on its evidence.
 
-import type { StepVariance } from '../../api/types'
+import type { RunAdvice, StepVariance } from '../../api/types'
 import { Card, Stat } from '../../components/ui'
 import { duration, num2, pct } from '../../format'
 import type { Navigate } from '../../urlState'
 import { CAUSE_WORDS } from './advice'
 
-export function VarianceCard({ variance, onNavigate, traceShown }: { variance: StepVariance; onNavigate: Navigate; traceShown: boolean }) {
+export function VarianceCard({
+  variance,
+  lateByStep,
+  onNavigate,
+  traceShown,
+}: {
+  variance: StepVariance
+  lateByStep: RunAdvice['late_by_step'] | undefined
+  onNavigate: Navigate
+  traceShown: boolean
+}) {
   if (variance.steps < 2) return null
   return (
     <Card
@@ -41,7 +51,15 @@ export function VarianceCard({ variance, onNavigate, traceShown }: { variance: S
                 <td className="right mono">{duration(o.total_us)}</td>
                 <td className="right mono">+{duration(o.excess_us)}</td>
                 <td className="right mono">{num2(o.z)}</td>
-                <td data-testid="variance-cause">{CAUSE_WORDS[o.cause] ?? o.cause}</td>
+                <td data-testid="variance-cause">
+                  {CAUSE_WORDS[o.cause] ?? o.cause}
+                  {o.cause === 'communication' && lateByStep?.[o.step] ? (
+                    <span className="muted">
+                      {' '}
+                      · waited for {lateByStep[o.step].worker} ({duration(lateByStep[o.step].skew_us)} late)
+                    </span>
+                  ) : null}
+                </td>
                 <td className="right mono">+{duration(o.cause_us)}</td>
                 <td>
                   {traceShown && o.start_us != null && o.end_us != null && o.end_us > o.start_us && (

@@ -11,7 +11,7 @@ function rec(id: Recommendation['id']): Recommendation {
 
 describe('run-level advice', () => {
   const own = [rec('startup_captured'), rec('host_bound'), rec('communication_not_overlapped'), rec('dataloader')]
-  const run: RunAdvice = { recommendations: [rec('straggler')], silences: ['communication_not_overlapped'], straggler: 'worker7', skipped: {} }
+  const run: RunAdvice = { recommendations: [rec('straggler')], silences: ['communication_not_overlapped'], straggler: 'worker7', late_by_step: {}, skipped: {} }
 
   it('puts the straggler first after the profile problems and drops what it explains', () => {
     expect(withRunAdvice(own, run).map((r) => r.id)).toEqual(['startup_captured', 'straggler', 'host_bound', 'dataloader'])
