@@ -29,8 +29,8 @@ BASE_US = 100.0  # the shortest (the last arriver's) duration of every collectiv
 
 
 def _rank(tmp_path, rank: int, waits: list[tuple[int, float]], step_us: float,
-          extra: list[dict[str, Any]], late_step_us: float | None = None):
-    """One rank of three: a step of `step_us`, aten::mm over [0, 300), and one gloo all_reduce
+          extra: list[dict[str, Any]], late_step_us: float | None = None, ranks: int = 3):
+    """One rank of `ranks`: a step of `step_us`, aten::mm over [0, 300), and one gloo all_reduce
     per (late rank, wait) ending at 1000, 2000, ...: the late rank's lasts BASE_US, the others
     wait `wait` longer (everyone leaves together). `extra` events and `late_step_us` go to the
     first collective's late rank."""
@@ -42,12 +42,12 @@ def _rank(tmp_path, rank: int, waits: list[tuple[int, float]], step_us: float,
         events.append(cpu_op("gloo:all_reduce", 1000.0 * (k + 1) - dur, dur, ext=10 + k,
                              **{"Input Dims": [[1024]], "Input type": ["float"]}))
     return make_table(events + (extra if straggler else []), tmp_path,
-                      distributedInfo={"backend": "gloo", "rank": rank, "world_size": 3})
+                      distributedInfo={"backend": "gloo", "rank": rank, "world_size": ranks})
 
 
-def _run(tmp_path, waits, step_us=5000.0, extra=(), late_step_us=None):
-    tables = {f"rank{r}": _rank(tmp_path, r, waits, step_us, list(extra), late_step_us)
-              for r in range(3)}
+def _run(tmp_path, waits, step_us=5000.0, extra=(), late_step_us=None, ranks=3):
+    tables = {f"rank{r}": _rank(tmp_path, r, waits, step_us, list(extra), late_step_us, ranks)
+              for r in range(ranks)}
     return tables, run_advice({w: advice_summary(t) for w, t in tables.items()})
 
 
@@ -89,6 +89,9 @@ def test_the_saving_must_reach_its_minimum_share_of_the_step(tmp_path):
     ([cpu_op("aten::addmm", 3000, 700)], None,
      "700 us more than the median rank's in host compute"),
     ([cpu_op(LOADER, 3000, 700)], None, "700 us more than the median rank's in data loading"),
+    # 350 us of each: a tie goes to the first reason (data loading before host compute)
+    ([cpu_op("aten::addmm", 3000, 350), cpu_op(LOADER, 3350, 350)], None,
+     "350 us more than the median rank's in data loading"),
     # a step 1000 us shorter on rank2: no category exceeds the median rank's
     ([], 4000.0, "no more than the median rank's in compute, data loading or the host"),
 ])
@@ -109,6 +112,14 @@ def test_the_reason_comes_from_the_stragglers_own_breakdown(tmp_path, extra, lat
 def test_each_step_names_the_rank_its_collectives_waited_for(tmp_path, waits, late):
     _, run = _run(tmp_path, waits)
     assert run["late_by_step"] == {"1": late}
+
+
+def test_two_ranks_are_enough(tmp_path):
+    # rank1 is last at the only all_reduce: rank0 waits 500 us for it, all of the waiting
+    _, run = _run(tmp_path, [(1, 500.0)], ranks=2)
+    assert run["straggler"] == "rank1"
+    assert (run["recommendations"][0]["saving_us"], run["recommendations"][0]["saving_pct"]) == (
+        500.0, 10.0)
 
 
 def test_one_rank_has_no_run_advice(tmp_path):

@@ -97,6 +97,18 @@ def test_each_cause_is_named_with_its_range(tmp_path, cause):
     assert outlier["evidence_offset_us"] == start - 4 * PERIOD
 
 
+@pytest.mark.parametrize(("higher", "lower"), [
+    ("communication", "synchronisation"), ("synchronisation", "data_loading"),
+    ("data_loading", "host_compute"), ("host_compute", "device"), ("device", "host_stall"),
+])
+def test_overlapping_causes_go_to_the_first(tmp_path, higher, lower):
+    # both causes' events cover the same extra 1000 us: it all goes to the earlier in CAUSES
+    events = CAUSE_EVENTS[higher] + CAUSE_EVENTS[lower]
+    v = step_variance(make_table(_steps([1000] * 4 + [2000], events), tmp_path))
+    growth = v["outliers"][0]["growth_us"]
+    assert (v["outliers"][0]["cause"], growth[higher], growth[lower]) == (higher, 1000.0, 0.0)
+
+
 @pytest.mark.parametrize(("loader_us", "cause"), [
     (500, "data_loading"),  # a tie goes to the first cause in CAUSES
     (499, "host_compute"),
