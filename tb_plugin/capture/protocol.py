@@ -45,7 +45,8 @@ class Malformed(ValueError):
 
 
 class CaptureRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What to record: the next `steps` steps with these profiler options."""
+    """What to record: the next `steps` steps with these profiler options. Fields a job does
+    not know (a newer requester) are ignored when it reads a request."""
 
     id: Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
     steps: Annotated[int, msgspec.Meta(ge=1, le=MAX_STEPS)]
@@ -86,6 +87,9 @@ _encoder = msgspec.json.Encoder()
 def new_request(steps: int, **options: Any) -> CaptureRequest:
     """A request with a fresh id; `options` are `CaptureRequest`'s profiler flags. Raises
     `Malformed` for steps out of range or an unknown option."""
+    unknown = sorted(set(options) - set(CaptureRequest.__struct_fields__))
+    if unknown:
+        raise Malformed(f"unknown capture options: {', '.join(unknown)}")
     fields = {"id": uuid.uuid4().hex[:16], "steps": steps, "requested_at": time.time(),
               **options}
     return decode(_encoder.encode(fields), CaptureRequest)
