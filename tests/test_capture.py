@@ -206,3 +206,22 @@ def test_gloo_job_answers_one_request_with_one_trace_per_rank(tmp_path: Path) ->
         assert any(e.get("name") == "gloo:all_reduce" for e in events)
     traces = sorted(p.name for p in job.run_dir.glob("*.pt.trace.json.gz"))
     assert len(traces) == 2  # one request, one trace per rank, nothing else
+
+
+def test_listen_steps_at_each_optimizer_step_and_says_why_no_snapshot(tmp_path: Path) -> None:
+    """`listen()`: no `step()` in the loop; a memory snapshot asked on CPU is a note, and the
+    capture is still written."""
+    import_torch()
+    logdir = tmp_path / "logs"
+    with running_job(tmp_path, logdir, "listened", mode="listen") as job:
+        job.wait_listening()
+        made = request(job, 3, memory_snapshot=True)
+        (status,) = job.wait_written(made.id)
+        (result,) = job.stop()
+    assert status["state"] == "written" and status["step"] == 3
+    assert status["notes"] == ["no memory snapshot: CUDA is not available in this process"]
+    assert len(status["files"]) == 1  # the trace only
+    steps = steps_of(trace_events(written_trace(job, status)))
+    assert len(steps) == 3
+    assert [capture["id"] for capture in result["finished"]] == [made.id]
+    assert not list(job.run_dir.glob(".torch-prof-listen.*"))  # stop() removed the marker

@@ -28,10 +28,11 @@ JOB = textwrap.dedent(
     import json, logging, os, sys, time
     import torch
     from torch import nn
-    from tb_plugin.recorder import Recorder
+    from tb_plugin.recorder import Recorder, listen
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, force=True)
     LOGDIR, RUN, RANKS, POLL_S = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    LISTEN = sys.argv[5] == "listen"  # tb_plugin.recorder.listen: no step() calls in the loop
     MAX_STEPS = 100_000  # a bound, should the test never write the stop file
 
     def train(rank):
@@ -46,14 +47,18 @@ JOB = textwrap.dedent(
             model = DistributedDataParallel(model)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
-        rec = Recorder(LOGDIR, run=RUN, on_demand=True, poll_s=POLL_S)
+        if LISTEN:
+            rec = listen(LOGDIR, run=RUN, poll_s=POLL_S)
+        else:
+            rec = Recorder(LOGDIR, run=RUN, on_demand=True, poll_s=POLL_S)
         with rec:
             for step in range(MAX_STEPS):
                 loss = nn.functional.cross_entropy(model(x), y)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                rec.step()
+                if not LISTEN:
+                    rec.step()
                 stop = os.path.exists("stop")
                 if RANKS > 1:  # every rank stops at the same step (no collective left hanging)
                     flag = torch.tensor([float(stop)])
@@ -146,8 +151,9 @@ class Job:
 
 
 @contextlib.contextmanager
-def running_job(cwd: Path, logdir: Path, run: str, ranks: int = 1, poll_s: float = 0.05
-                ) -> Iterator[Job]:
+def running_job(cwd: Path, logdir: Path, run: str, ranks: int = 1, poll_s: float = 0.05,
+                mode: str = "recorder") -> Iterator[Job]:
+    """The job; `mode` "listen" uses `tb_plugin.recorder.listen` instead of `Recorder.step()`."""
     script = cwd / "job.py"
     script.write_text(JOB)
     log = cwd / "job.log"
@@ -155,7 +161,7 @@ def running_job(cwd: Path, logdir: Path, run: str, ranks: int = 1, poll_s: float
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     with open(log, "wb") as log_file:
         popen = subprocess.Popen(
-            [sys.executable, str(script), str(logdir), run, str(ranks), str(poll_s)],
+            [sys.executable, str(script), str(logdir), run, str(ranks), str(poll_s), mode],
             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=log_file, text=True)
     job = Job(popen, cwd, logdir / run, log)
     try:
