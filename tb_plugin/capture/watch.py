@@ -101,7 +101,7 @@ class CaptureWatch:
         self._request_path = f"{run_dir.rstrip('/')}/{REQUEST_NAME}"
         self._fs: Any = None
         self._next_poll = 0.0
-        self._seen: Any = None  # (size, mtime) of the request file last read
+        self._seen: Any = None  # (size, inode, mtime) of the request file last read
         self._answered: set[str] = set()
         self._listening: Optional[str] = None  # the worker name of our listener marker
         self._capture: Optional[_Capture] = None
@@ -166,8 +166,9 @@ class CaptureWatch:
             info = self._fs.info(self._request_path)
         except FileNotFoundError:
             return None
-        version = (info.get("size"), info.get("mtime") or info.get("LastModified")
-                   or info.get("ETag"))
+        # a request is replaced by a rename: a new inode even within one mtime tick (local)
+        version = (info.get("size"), info.get("ino"), info.get("mtime")
+                   or info.get("LastModified") or info.get("ETag"))
         if version == self._seen:
             return None
         self._seen = version
