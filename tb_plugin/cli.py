@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Optional, TextIO
 
-from . import cli_data
+from . import cli_capture, cli_data
 from .batch import RankProgress, local_workers, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
@@ -75,6 +75,8 @@ examples:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = _parser(_program_name()).parse_args(argv)
+    if args.command == cli_capture.COMMAND:
+        return cli_capture.run(args)
     cache = _cache(args)
     if args.command == "summary":
         return _summary(args, cache)
@@ -134,6 +136,7 @@ def _parser(prog: str = "torch-prof") -> argparse.ArgumentParser:
                         "piped): the server's payload; csv: the view's table as the server's "
                         "CSV export")
     cli_data.add_commands(commands)
+    cli_capture.add_parser(commands)
     return parser
 
 

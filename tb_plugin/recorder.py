@@ -44,11 +44,21 @@ appear atomically (written as a hidden ``.*.partial`` file, then renamed), so a 
 scans the log dir while training never reads half a trace. Exceptions raised by the
 training code itself are never swallowed.
 
+Capture on demand
+-----------------
+``Recorder(..., on_demand=True)`` records nothing on a schedule: it listens. At each
+``step()`` it stats a request file in its run folder (at most every ``poll_s`` seconds) and,
+when ``torch-prof capture`` or the UI's "Capture profile" dialog asks, records the next N
+steps with the requested options (see :mod:`tb_plugin.capture.watch`). ``listen(logdir,
+run=...)`` does the same for a loop without ``step()`` calls (it steps at each
+``optimizer.step()``).
+
 Importing this module does not import torch; torch is imported when recording starts.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gzip
 import logging
@@ -56,11 +66,15 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
+
+from .capture.protocol import CaptureRequest
+from .capture.watch import WARMUP_STEPS, CaptureWatch
 
 if TYPE_CHECKING:  # only for type checkers: importing torch here would cost seconds
     import torch.profiler
@@ -72,6 +86,7 @@ __all__ = [
     "Recorder",
     "TRACE_SUFFIX",
     "default_worker_name",
+    "listen",
     "sanitize_name",
 ]
 
@@ -166,6 +181,10 @@ def _publish(src: str, dest: str, *, compress: bool) -> None:
         raise
 
 
+def _publish_plain(src: str, dest: str) -> None:
+    _publish(src, dest, compress=False)
+
+
 def _remove_quietly(path: str) -> None:
     with contextlib.suppress(OSError):
         os.remove(path)
@@ -199,11 +218,17 @@ class Recorder:
         memory_device: device of the memory timeline; default the current CUDA device
             when CUDA is profiled, else ``"cpu"``.
         enabled: False turns the recorder into a no-op (keep the code, flip a flag).
+        on_demand: record nothing on the schedule; record N steps when a capture is
+            requested (module docstring, "Capture on demand"). The schedule arguments are
+            then unused and the profiler flags are the request's.
+        poll_s: on demand, the seconds between two looks at the request file.
 
     Attributes:
         written: paths of the files written so far, in order.
         failures: number of spans (or start/step calls) that failed and were logged.
         profiler: the underlying ``torch.profiler.profile`` while recording, else None.
+        last_error: the last failure's message and exception, "" if none.
+        watch: the on-demand `CaptureWatch` (its ``finished`` statuses), else None.
     """
 
     def __init__(
@@ -226,6 +251,8 @@ class Recorder:
         memory_timeline: bool = False,
         memory_device: Optional[str] = None,
         enabled: bool = True,
+        on_demand: bool = False,
+        poll_s: float = 1.0,
     ) -> None:
         # Bad arguments are programming errors: fail here, before the first training step.
         _check_schedule(wait=wait, warmup=warmup, active=active, repeat=repeat, skip=skip_first)
@@ -253,6 +280,11 @@ class Recorder:
         self.profiler: Optional[torch.profiler.profile] = None
         self._worker = sanitize_name(worker) if worker else None
         self._last_stamp = 0
+        self.last_error = ""
+        self.watch = CaptureWatch(
+            self.run_dir, worker=self._freeze_worker, rank=_current_rank,
+            make_recorder=self._capture_recorder, publish=_publish_plain, poll_s=poll_s,
+        ) if on_demand and enabled else None
 
     # -- public API -------------------------------------------------------------------------
 
@@ -263,7 +295,7 @@ class Recorder:
 
     def start(self) -> Recorder:
         """Start profiling (``with Recorder(...)`` calls this). Never raises."""
-        if not self.enabled or self.profiler is not None:
+        if not self.enabled or self.profiler is not None or self.watch is not None:
             return self
         try:
             self.profiler = self._make_profiler()
@@ -275,6 +307,9 @@ class Recorder:
 
     def step(self) -> None:
         """Mark the end of one training step. Call once per iteration. Never raises."""
+        if self.watch is not None:
+            self.watch.step()
+            return
         if self.profiler is None:
             return
         try:
@@ -288,6 +323,8 @@ class Recorder:
 
     def stop(self) -> None:
         """Stop profiling; a span still being recorded is written. Never raises."""
+        if self.watch is not None:
+            self.watch.close()
         if self.profiler is None:
             return
         try:
@@ -400,7 +437,19 @@ class Recorder:
         self._last_stamp = max(time.time_ns() // 1_000_000, self._last_stamp + 1)
         return self._last_stamp
 
+    def _capture_recorder(self, request: CaptureRequest) -> Recorder:
+        """The one-span recorder of an on-demand capture: `request.steps` steps from now."""
+        inner = Recorder(
+            wait=0, warmup=WARMUP_STEPS, active=request.steps, repeat=1,
+            worker=self._freeze_worker(),
+            record_shapes=request.record_shapes, profile_memory=request.profile_memory,
+            with_stack=request.with_stack, with_modules=request.with_modules,
+            activities=self.activities)
+        inner.run_dir = self.run_dir
+        return inner
+
     def _fail(self, message: str) -> None:
+        self.last_error = f"{message}: {sys.exc_info()[1]!r}"
         self.failures += 1
         log.error("torch-prof recorder: %s", message, exc_info=True)
 
@@ -411,6 +460,31 @@ class Recorder:
                 profiler.stop()
         except Exception:
             log.debug("profiler stop after failure also failed", exc_info=True)
+
+
+def listen(logdir: PathLike = "logs", run: str = "default", *, poll_s: float = 1.0,
+           worker: Optional[str] = None, activities: Optional[Sequence[Any]] = None
+           ) -> Recorder:
+    """Capture on demand in a job that does not call ``Recorder.step()``: one line,
+    ``listen("logs", run="job")``. Each ``optimizer.step()`` of any torch optimizer is a step
+    (a global optimizer hook); with several optimizers per iteration, use
+    ``Recorder(..., on_demand=True)`` and its ``step()`` instead. Returns the recorder;
+    ``stop()`` (also called at exit) stops listening and removes the hook. Never raises for
+    a problem of its own (logged); bad arguments raise as ``Recorder`` does."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    recorder = Recorder(logdir, run, worker=worker, activities=activities, on_demand=True,
+                        poll_s=poll_s)
+    handle = register_optimizer_step_post_hook(lambda *_: recorder.step())
+    stop = recorder.stop
+
+    def stop_listening() -> None:
+        handle.remove()
+        stop()
+
+    recorder.stop = stop_listening  # type: ignore[method-assign]
+    atexit.register(stop_listening)
+    return recorder
 
 
 def _check_schedule(*, wait: int, warmup: int, active: int, repeat: int, skip: int) -> None:

@@ -35,6 +35,7 @@ PAYLOAD_CACHE_ENV = "TORCH_PROF_PAYLOAD_CACHE_MB"
 SERVE_OUTSIDE_ENV = "TORCH_PROF_SERVE_OUTSIDE_LOGDIR"
 SNAPSHOT_MAX_ENV = "TORCH_PROF_SNAPSHOT_MAX_MB"
 SNAPSHOT_MEMORY_ENV = "TORCH_PROF_SNAPSHOT_MEMORY_MB"
+ALLOW_CAPTURE_ENV = "TORCH_PROF_ALLOW_CAPTURE"
 
 #: Inflated bytes a gzip file may reach before the ratio limit applies (small files are free).
 INFLATE_FLOOR = 256 << 20
@@ -81,6 +82,8 @@ class Settings:
     #: Address space of the process that reads a snapshot, bytes (default: 1 GiB and six
     #: times `snapshot_max_bytes`): a snapshot that needs more is refused, the caller unharmed.
     snapshot_memory: int = (1 << 30) + 6 * (DEFAULT_SNAPSHOT_MAX_MB << 20)
+    #: The server's `POST /capture` may write capture requests into run folders (value "1").
+    allow_capture: bool = False
 
 
 def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
@@ -109,6 +112,7 @@ def settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         snapshot_max_bytes=snapshot_max,
         snapshot_memory=_megabytes(_positive_int(env, SNAPSHOT_MEMORY_ENV))
         or (1 << 30) + 6 * snapshot_max,
+        allow_capture=env.get(ALLOW_CAPTURE_ENV, "").strip() == "1",
     )
 
 

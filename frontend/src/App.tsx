@@ -1,6 +1,7 @@
 import { useCallback, useMemo, type ReactNode } from 'react'
 import { LoadingRuns, runLabel, SidebarFooter, WorkerBanner, workerLabel, WorkerStatusList } from './app/Sidebar'
 import { isPerWorker, useRuns, useSelection, useViewSpecs, type Resolved } from './app/selection'
+import { CaptureButton } from './capture/CaptureDialog'
 import { NoRuns } from './components/NoRuns'
 import { Banner, ErrorBanner, Field, Loading, ProgressBar, Select } from './components/ui'
 import { useTheme } from './theme'
@@ -41,6 +42,7 @@ export function App() {
           {notices}
           {runsError && <ErrorBanner error={runsError} what="the list of runs" />}
           {runsData.loading ? <Loading label="Scanning the log directory" /> : <NoRuns logdir={runsData.logdir} />}
+          {!runsData.loading && <CaptureButton />}
         </main>
       </Frame>
     )
@@ -93,6 +95,7 @@ export function App() {
           {view === 'Diff' && <DiffExperimentSelectors runs={runs} state={state} update={update} />}
           <LoadingRuns runs={runs} />
           {run && <WorkerStatusList run={run} selectedWorker={worker} selectedSpan={span} onSelect={(w, s) => update({ worker: w, span: s, tWin: '' })} />}
+          <CaptureButton />
           <SidebarFooter logdir={runsData.logdir} state={state} />
         </div>
       </aside>

@@ -7,6 +7,7 @@ view names, pie slices). Each view's own payload types are in its folder
 typing_extensions and msgspec, so any layer may import it.
 """
 
+from .capture import CaptureAccepted, CaptureForm, CaptureProgress, CaptureTargets
 from .catalogue import (
     DiffDefault,
     Error,
@@ -28,10 +29,14 @@ CATALOGUE: dict[str, type] = {
     "/spans": NameList,
     "/status": SpanStatusDetail,
     "/diff/default": DiffDefault,
+    "/capture/targets": CaptureTargets,
+    "/capture": CaptureAccepted,
+    "/capture/status": CaptureProgress,
 }
 
 #: The replies that are not a route's payload: 202 while loading, and every error.
 REPLIES: dict[str, type] = {"loading": Loading, "error": Error}
 
-__all__ = ["CATALOGUE", "REPLIES", "DiffDefault", "Error", "Loading", "NameList", "RunListing",
+__all__ = ["CATALOGUE", "REPLIES", "CaptureAccepted", "CaptureForm", "CaptureProgress",
+           "CaptureTargets", "DiffDefault", "Error", "Loading", "NameList", "RunListing",
            "SpanStatusDetail", "ViewList", "ViewSpecs"]

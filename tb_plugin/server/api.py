@@ -53,14 +53,17 @@ def error_response(request: wrappers.Request, error: ApiError) -> wrappers.Respo
                              headers=headers)
 
 
-def endpoint(handler: Handler) -> Callable[..., Any]:
-    """Wrap a handler into a WSGI app: GET/HEAD only, errors as JSON, bugs as a short 500."""
+def endpoint(handler: Handler, methods: tuple[str, ...] = ("GET", "HEAD")
+             ) -> Callable[..., Any]:
+    """Wrap a handler into a WSGI app: `methods` only (GET/HEAD by default), errors as JSON,
+    bugs as a short 500."""
 
     @wrappers.Request.application
     def app(request: wrappers.Request) -> wrappers.Response:
         try:
-            if request.method not in ("GET", "HEAD"):
-                raise MethodNotAllowed(f"method {request.method} is not allowed; use GET")
+            if request.method not in methods:
+                raise MethodNotAllowed(f"method {request.method} is not allowed; use "
+                                       f"{methods[0]}")
             return handler(request)
         except ApiError as exc:
             return error_response(request, exc)

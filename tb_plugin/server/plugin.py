@@ -17,11 +17,13 @@ from typing import Any, Optional
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from ..settings import settings
 from ..views.registry import SPECS
 from ..views.tabs import view_specs
 from ..views.trace.spec import warm_timeline
 from . import static
 from .api import Query, endpoint, json_response
+from .capture_routes import CaptureRoutes
 from .diff_default import diff_default
 from .errors import NotFound
 from .handlers import Handler, handler_of, trace_download
@@ -41,11 +43,16 @@ class TorchProfPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context: base_plugin.TBContext,
-                 provider: Optional[TraceProvider] = None) -> None:
+                 provider: Optional[TraceProvider] = None,
+                 allow_capture: Optional[bool] = None) -> None:
         """`provider`: the data behind the routes; by default a `RunStore` over the logdir,
         started at once when the logdir exists (or is a URL), so that the scan and the parse of
-        the traces run while TensorBoard starts and the browser loads, else on first use."""
+        the traces run while TensorBoard starts and the browser loads, else on first use.
+        `allow_capture`: whether `POST /capture` may write requests; default
+        $TORCH_PROF_ALLOW_CAPTURE (`settings`), read once, here."""
         self._logdir = resolve_logdir(context)
+        self._capture = CaptureRoutes(self._logdir, settings().allow_capture
+                                      if allow_capture is None else allow_capture)
         self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
         self._notices = startup_notices()  # the old torch-tb-profiler still installed
@@ -68,6 +75,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
             "/diff/default": endpoint(_json_only(self._diff_default)),
             "/trace/download": endpoint(_json_only(functools.partial(
                 self._handle, handler=trace_download))),
+            **self._capture.apps(_json_only),
         }
         for spec in SPECS.values():  # the data routes, one per view spec
             apps[spec.route] = endpoint(functools.partial(self._handle,

@@ -15,7 +15,19 @@ from typing import Any
 
 import msgspec
 
-from ..payloads import DiffDefault, Error, Loading, RunListing, SpanStatusDetail, ViewSpecs
+from ..payloads import (
+    CaptureAccepted,
+    CaptureForm,
+    CaptureProgress,
+    CaptureTargets,
+    DiffDefault,
+    Error,
+    Loading,
+    RunListing,
+    SpanStatusDetail,
+    ViewSpecs,
+)
+from . import openapi_capture
 from . import openapi_text as text
 from .options import option_fields
 from .registry import SPECS
@@ -24,7 +36,8 @@ from .yaml_out import dump
 
 REF = "#/components/{kind}/{name}"
 #: Replies of the routes that are not views, referenced by name from `openapi_text.PATHS`.
-CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error, DiffDefault)
+CATALOGUE_SCHEMAS = (RunListing, SpanStatusDetail, ViewSpecs, Loading, Error, DiffDefault,
+                     CaptureTargets, CaptureForm, CaptureAccepted, CaptureProgress)
 
 
 def _ref(kind: str, name: str) -> dict[str, str]:
@@ -39,7 +52,7 @@ def document() -> dict[str, Any]:
     schemas, components = msgspec.json.schema_components(
         [*payloads, *CATALOGUE_SCHEMAS], ref_template=REF.format(kind="schemas", name="{name}"))
     payload_schema = dict(zip(payloads, schemas))
-    paths = dict(text.PATHS)
+    paths = {**text.PATHS, **openapi_capture.PATHS}
     for spec in SPECS.values():
         paths[spec.route] = {"get": _operation(spec, payload_schema[spec.payload])}
     return {

@@ -147,8 +147,13 @@ class TensorBoard:
     def get(self, route: str, params: Optional[dict[str, Any]] = None, **kwargs: Any) -> Reply:
         return self.fetch(self.plugin_url(route, params), **kwargs)
 
-    def fetch(self, url: str, method: str = "GET", timeout: float = 60) -> Reply:
-        request = urllib.request.Request(url, method=method)
+    def post(self, route: str, body: bytes, content_type: str = "application/json") -> Reply:
+        return self.fetch(self.plugin_url(route), "POST", data=body,
+                          headers={"Content-Type": content_type})
+
+    def fetch(self, url: str, method: str = "GET", timeout: float = 60,
+              data: Optional[bytes] = None, headers: Optional[dict[str, str]] = None) -> Reply:
+        request = urllib.request.Request(url, method=method, data=data, headers=headers or {})
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 reply = Reply(response.status, _headers(response), response.read(), url)

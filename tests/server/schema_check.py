@@ -35,7 +35,8 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
 
 def _schema_of(route: str, status: str) -> dict[str, Any]:
     document = _document()
-    operation = document["paths"].get(route, {}).get("get")
+    path = document["paths"].get(route, {})
+    operation = path.get("get") or path.get("post")  # each route has one method
     responses = operation["responses"] if operation else {}
     if status not in responses:
         assert status in GENERIC, f"undocumented answer {status} of {route}"

@@ -433,6 +433,137 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/capture/targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether capture on demand is enabled, and the runs where a job listens.
+         * @description A run listens when a process of its job runs `Recorder(..., on_demand=True)` or
+         *     `tb_plugin.recorder.listen` (a `.torch-prof-listen.<worker>` file in the run folder).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Capture state and targets. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CaptureTargets"];
+                    };
+                };
+                400: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/capture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask the job listening in a run to record its next steps.
+         * @description Writes the request file `.torch-prof-capture.request` into the run folder, as
+         *     `torch-prof capture` does. 403 unless TensorBoard was started with
+         *     `TORCH_PROF_ALLOW_CAPTURE=1`; 400 for a body that is not a JSON `CaptureForm` (with
+         *     `Content-Type: application/json`, at most 4096 bytes); 404 when no job listens in the run.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CaptureForm"];
+                };
+            };
+            responses: {
+                /** @description The request was written. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CaptureAccepted"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/capture/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every worker's answer to a request made through `POST /capture`. */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The id `POST /capture` answered. */
+                    id: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The workers' statuses. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CaptureProgress"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/overview": {
         parameters: {
             query?: never;
@@ -4773,6 +4904,110 @@ export interface components {
             span: string | null;
             /** @description Its worker. */
             worker: string | null;
+        };
+        /**
+         * CaptureTargets
+         * @description `/capture/targets`: whether capture is enabled and which runs listen.
+         */
+        CaptureTargets: {
+            /** @description TensorBoard was started with TORCH_PROF_ALLOW_CAPTURE=1; when false, `POST /capture` answers 403. */
+            enabled: boolean;
+            /** @description Why capture is disabled, or how to make a job listen. */
+            message: string;
+            /** @description Runs with a listening job, sorted. */
+            runs: components["schemas"]["CaptureTarget"][];
+        };
+        /** CaptureTarget */
+        CaptureTarget: {
+            /** @description A run folder where a job listens (its path under the logdir). */
+            run: string;
+            /** @description The listening processes' worker names, sorted. */
+            workers: string[];
+        };
+        /**
+         * CaptureForm
+         * @description The body of `POST /capture` (JSON): which run, how many steps, which options.
+         */
+        CaptureForm: {
+            /** @description A run from `/capture/targets`. */
+            run: string;
+            /**
+             * @description Steps to record after one warm-up step.
+             * @default 5
+             */
+            steps: number;
+            /**
+             * @description Also dump a CUDA allocator snapshot beside each trace (CUDA jobs only).
+             * @default false
+             */
+            memory_snapshot: boolean;
+            /**
+             * @description Record Python stacks.
+             * @default false
+             */
+            with_stack: boolean;
+            /**
+             * @description Record input shapes.
+             * @default true
+             */
+            record_shapes: boolean;
+            /**
+             * @description Record allocations.
+             * @default true
+             */
+            profile_memory: boolean;
+        };
+        /**
+         * CaptureAccepted
+         * @description `POST /capture`: the request was written into the run folder.
+         */
+        CaptureAccepted: {
+            /** @description Workers listening when the request was written. */
+            expected: number;
+            /** @description The request id, for `/capture/status`. */
+            id: string;
+            /** @description The run asked. */
+            run: string;
+        };
+        /**
+         * CaptureProgress
+         * @description `/capture/status`: every worker's answer to one request.
+         */
+        CaptureProgress: {
+            /** @description Every expected worker wrote or failed. */
+            done: boolean;
+            /** @description Workers listening when the request was written. */
+            expected: number;
+            /** @description The request id. */
+            id: string;
+            /** @description The answers so far, by worker name. */
+            workers: components["schemas"]["WorkerCaptureStatus"][];
+        };
+        /** WorkerCaptureStatus */
+        WorkerCaptureStatus: {
+            /** @description File names written (trace, allocator snapshot). */
+            files: string[];
+            /** @description The request id. */
+            id: string;
+            /** @description What was asked and not done (a memory snapshot without CUDA), or the job stopping early. */
+            notes: string[];
+            /** @description Its rank, null when not distributed. */
+            rank: number | null;
+            /** @description Why it failed; empty otherwise. */
+            reason: string;
+            /**
+             * @description accepted: seen; recording: `step` of `steps` recorded; written: `files` are in the run folder; failed: `reason`.
+             * @enum {unknown}
+             */
+            state: "accepted" | "failed" | "recording" | "written";
+            /** @description Steps recorded so far. */
+            step: number;
+            /** @description Steps asked for. */
+            steps: number;
+            /** @description When the worker wrote this status (Unix seconds). */
+            updated_at: number;
+            /** @description The worker that answers. */
+            worker: string;
         };
     };
     responses: {

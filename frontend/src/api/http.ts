@@ -83,6 +83,27 @@ export async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> 
   return body as T
 }
 
+/** POST `body` as JSON to `url` (from routeUrl) and parse the JSON answer; throws ApiError. */
+export async function postJson<T>(url: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  let response: Response
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      signal,
+      credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err
+    throw new ApiError(0, 'network', `Cannot reach TensorBoard (${(err as Error).message})`)
+  }
+  const parsed = parse(await response.text())
+  if (!response.ok) throw errorOf(response, parsed)
+  if (parsed === null) throw new ApiError(response.status, 'bad_json', `Invalid JSON from ${new URL(url).pathname}`)
+  return parsed as T
+}
+
 function parse(text: string): unknown {
   if (!text) return null
   try {

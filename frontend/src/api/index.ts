@@ -18,7 +18,7 @@ import type {
   ViewSpecs,
 } from './types'
 
-export { ApiError, LoadingError, routeUrl, setBaseUrl, type Params } from './http'
+export { ApiError, LoadingError, postJson, routeUrl, setBaseUrl, type Params } from './http'
 export * from './types'
 
 /** A route's JSON; a 202 throws LoadingError so the caller (TanStack Query) schedules the retry. */

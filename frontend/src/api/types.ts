@@ -53,3 +53,8 @@ export interface Selection {
   worker: string
   span: string
 }
+
+export type CaptureTargets = Schemas['CaptureTargets']
+export type CaptureForm = Schemas['CaptureForm']
+export type CaptureAccepted = Schemas['CaptureAccepted']
+export type CaptureProgress = Schemas['CaptureProgress']
