@@ -227,7 +227,16 @@ def _summary(ref: FileRef, cache: TraceCache) -> Optional[dict[str, Any]]:
         return step_summary(table)
 
     try:
-        return cache.payload(ref, f"torch-prof-compare/summary#{code_fingerprint()}", compute)
+        summary = cache.payload(ref, f"torch-prof-compare/summary#{code_fingerprint()}",
+                                compute)
     except NoData as exc:
         sys.stderr.write(f"warning: {ref.url} left out: {exc}\n")
         return None
+    why = "; ".join(summary["messages"])
+    if not summary["steps"]:
+        sys.stderr.write(f"warning: {ref.url} left out: no steps ({summary['state']}"
+                         f"{': ' + why if why else ''})\n")
+        return None
+    if summary["state"] != "ok":
+        sys.stderr.write(f"warning: {ref.url} is {summary['state']}: {why}\n")
+    return summary

@@ -68,6 +68,8 @@ def step_summary(table: TraceTable) -> dict[str, Any]:
         "structure": _structure(table),
         "metrics": metrics,
         "sources": _sources(table, steps.host_starts, steps.host_ends),
+        "state": str(table.status.state),
+        "messages": list(table.status.messages),
     }
 
 
