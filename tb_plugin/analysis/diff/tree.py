@@ -1,15 +1,15 @@
 """Diff of two traces (spec 3.14): align their operator trees and compare time per node.
 
 Each side is every thread of the trace. The *main* thread (the ProfilerStep thread, else the
-longest one that is not an autograd backward thread; not the first thread as in the
-reference, its bug 7.9) gives the top level: the children of every ProfilerStep, concatenated
-(the root's children without steps). Every other thread with operators left after the move
-below follows as one virtual `thread` node ("autograd thread", "thread 2", ...: labels pair
-threads across the traces), so backward kernels launched from the autograd thread count.
+longest one that is not an autograd backward thread; not the first thread as in the reference,
+its bug 7.9) gives the top level: the children of the ProfilerSteps, folded across steps
+(below; the root's children without steps). Every other thread with operators left after the
+move below follows as one virtual `thread` node ("autograd thread", "thread 2", ...: labels
+pair threads across the traces), so backward kernels launched from the autograd thread count.
 When fwdbwd flows attribute backward ops to modules (see `modules.backward_attribution`), the
-attributed `evaluate_function:` ops move under virtual `<module>.backward` nodes, nested like the
-modules and placed where the backward ran (spec 3.4); unattributed ones stay where they were
-(the reference dropped them).
+attributed `evaluate_function:` ops move under virtual `<module>.backward` nodes, nested like
+the modules and placed where the backward ran (spec 3.4); unattributed ones stay where they
+were (the reference dropped them).
 
 Alignment, per node pair: scan the left children; each anchor (Backward, DataLoader, Module,
 Optimizer, ProfilerStep) pairs with the first right child at or after the cursor with the same
@@ -23,8 +23,11 @@ Basis. One basis holds for every number of a payload (the node, its children, th
 deltas): `per_step` divides each side's numbers by its own step count (the default, so windows
 of different lengths compare), `total` does not; `per_step` falls back to `total` when a side
 has no ProfilerStep (the payload's `basis` says which was used). The root's numbers are then
-exactly the sums of its children's. With unequal step counts the extra steps of the longer side
-end up in a trailing composite.
+exactly the sums of its children's. The per-step basis is defined per path: the top level folds
+the steps (`DiffSide.fold`), so a child is the k-th (kind, name) of every step, and its numbers
+(and those of every node below it, folded the same way) are its occurrences' sums divided by
+the step count: a module that runs once per step shows its time per step, whatever the number
+of steps of either side.
 """
 
 
