@@ -21,7 +21,7 @@ import sys
 from typing import Any, Optional
 
 from .analysis.compare.compare import DEFAULT_MIN_CHANGE, compare
-from .analysis.compare.stats import NOT_COMPARABLE, Interval, gate_fails
+from .analysis.compare.stats import MEAN, NOT_COMPARABLE, Interval, gate_fails, quantile_of
 from .analysis.compare.summary import STEP_TOTAL, step_summary
 from .baseline_store import (
     BaselineError,
@@ -74,6 +74,14 @@ def confidence(text: str) -> float:
     return value
 
 
+def statistic(text: str) -> str:
+    try:
+        quantile_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_parser(commands: Any) -> None:
     cmp = commands.add_parser(
         "compare", help="regression verdict of EXP against BASE (or --baseline NAME)",
@@ -94,6 +102,9 @@ def add_parser(commands: Any) -> None:
     cmp.add_argument("--min-change", type=percent, default=DEFAULT_MIN_CHANGE,
                      help="changes smaller than this share of the baseline step time are "
                      f"unchanged (default {DEFAULT_MIN_CHANGE * 100:g}%%)")
+    cmp.add_argument("--statistic", type=statistic, default=MEAN,
+                     help="per run, over its steps: mean (default), median or pNN (e.g. p20: "
+                     "robust to steps stalled by other jobs on a shared host)")
     cmp.add_argument("--format", choices=("json", "markdown", "junit"), default="json")
     cmp.add_argument("--output", "-o", help="write the report here instead of stdout")
     base = commands.add_parser("baseline", help="save or list named baselines")
@@ -151,7 +162,8 @@ def _compare(args: argparse.Namespace, cache: TraceCache, store: str) -> int:
     else:
         base = load_side(args.paths[0], cache)
     exp = load_side(args.paths[-1], cache)
-    result = compare(base, exp, confidence=args.confidence, min_change=args.min_change)
+    result = compare(base, exp, confidence=args.confidence, min_change=args.min_change,
+                     statistic=args.statistic)
     gate = _gate(args, result) if args.gate is not None else None
     if gate is not None:
         result["gate"] = gate

@@ -199,3 +199,21 @@ def test_user_frames_skip_torch_files() -> None:
                                   "train.py(123): run"]
     assert user_frames("torch/a.py(1): f;torch/b.py(2): g") == ["torch/a.py(1): f",
                                                                "torch/b.py(2): g"]
+
+
+def test_a_quantile_statistic_resamples_the_run_quantile() -> None:
+    """Median of 3 draws from [0, 1, 100]: 0 when at least two draws are 0 (7/27), 100 alike
+    (7/27), else 1 (13/27); the mean of the same steps would be pulled by the 100."""
+    (wide,) = bootstrap_deltas([col(0, 0, 0)], [col(0, 1, 100)], statistic="median")
+    assert (wide.exp, wide.low, wide.high) == (1, 0, 100)
+    (narrow,) = bootstrap_deltas([col(0, 0, 0)], [col(0, 1, 100)], statistic="p50",
+                                 confidence=0.40)
+    assert (narrow.low, narrow.high) == (1, 1)  # 7/27 < 0.30 and 20/27 > 0.70
+    (low,) = bootstrap_deltas([col(0, 0, 0)], [col(0, 10, 20, 30, 40)], statistic="p25")
+    assert low.exp == 10  # numpy's linear quantile: position 0.25 * 4 = 1
+
+
+@pytest.mark.parametrize("statistic", ["p0", "p100", "max", "p", "pxx", "median2"])
+def test_unknown_statistics_are_refused(statistic: str) -> None:
+    with pytest.raises(ValueError, match="unknown statistic"):
+        bootstrap_deltas([col(1)], [col(1)], statistic=statistic)

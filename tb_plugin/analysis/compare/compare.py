@@ -7,11 +7,11 @@ one run's files are pooled, runs are repetitions (see `stats` for the resampling
 
 Verdicts. A metric regressed when its whole interval lies above the floor, improved when it
 lies below minus the floor, else it is unchanged (within noise). The floor is `min_change`
-times the baseline's mean step time, for every metric: an operator is flagged only when it
-moved the step by at least that much. The comparison's verdict is the step time's, or
-"not comparable" with the reasons when the sides ran on different devices, are different
-models (different nn.Module names; without modules, fewer than `MIN_SHARED_OPERATORS` of
-the operator names in common) or have a different step structure (the anchors under a step:
+times the baseline's step time (its statistic: `stats`), for every metric: an operator is
+flagged only when it moved the step by at least that much. The comparison's verdict is the step
+time's, or "not comparable" with the reasons when the sides ran on different devices, are
+different models (different nn.Module names; without modules, fewer than `MIN_SHARED_OPERATORS`
+of the operator names in common) or have a different step structure (the anchors under a step:
 modules, DataLoader, optimizer), or when a side has no steps.
 """
 
@@ -22,7 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from .stats import NOT_COMPARABLE, OVER_STEPS, REGRESSED, bootstrap_deltas, verdict
+from .stats import (
+    MEAN,
+    NOT_COMPARABLE,
+    OVER_STEPS,
+    REGRESSED,
+    bootstrap_deltas,
+    quantile_of,
+    verdict,
+)
 from .summary import STEP_TOTAL
 
 COMPARE_VERSION = 1
@@ -90,13 +98,16 @@ def _run_matrix(run: Sequence[dict[str, Any]], metrics: list[str]) -> np.ndarray
 
 
 def compare(base: Side, exp: Side, *, confidence: float = 0.95,
-            min_change: float = DEFAULT_MIN_CHANGE, replicates: int = 2000) -> dict[str, Any]:
+            min_change: float = DEFAULT_MIN_CHANGE, replicates: int = 2000,
+            statistic: str = MEAN) -> dict[str, Any]:
     """The comparison payload (JSON-able): verdict, reasons, per-metric rows, the top
     regressed operators (with their source frames where the traces had stacks)."""
     if min_change < 0:
         raise ValueError(f"min_change must be >= 0, got {min_change}")
+    quantile_of(statistic)
     out: dict[str, Any] = {
         "version": COMPARE_VERSION, "confidence": confidence, "min_change": min_change,
+        "statistic": statistic,
         "base": _side_info(base), "exp": _side_info(exp)}
     reasons = incomparable(base, exp)
     if reasons:
@@ -108,7 +119,7 @@ def compare(base: Side, exp: Side, *, confidence: float = 0.95,
     base_runs = [m for m in (_run_matrix(r, metrics) for r in base) if len(m)]
     exp_runs = [m for m in (_run_matrix(r, metrics) for r in exp) if len(m)]
     intervals = bootstrap_deltas(base_runs, exp_runs, confidence=confidence,
-                                 replicates=replicates)
+                                 replicates=replicates, statistic=statistic)
     step_mean = intervals[metrics.index(STEP_TOTAL)].base
     floor = min_change * step_mean
     rows = [_row(name, iv, verdict(iv, floor)) for name, iv in zip(metrics, intervals)]

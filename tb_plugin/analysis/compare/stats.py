@@ -10,8 +10,12 @@ drawn run's steps with replacement, and averages the run means (each run weighs 
 With one run per side only the steps are resampled: `Interval.over` says which
 ("runs and steps", or "steps": run-to-run variation is then not in the interval).
 
-The interval is the percentile interval of the replicate deltas (experiment minus baseline
-mean) at `confidence` (two-sided). The resampling is seeded, so a comparison is reproducible.
+The statistic of a run is the mean of its steps (`statistic="mean"`, the default: what a
+step costs on average, stalls included), or a quantile of them (`"median"`, `"p20"`, ...):
+on a shared host where a share of the steps is preempted by other jobs, a low quantile
+measures the code rather than the neighbours (bench/regression_validate.py). The interval is
+the percentile interval of the replicate deltas (experiment minus baseline statistic) at
+`confidence` (two-sided). The resampling is seeded, so a comparison is reproducible.
 """
 
 from __future__ import annotations
@@ -27,6 +31,39 @@ REGRESSED, IMPROVED, UNCHANGED, NOT_COMPARABLE = (
 OVER_RUNS, OVER_STEPS = "runs and steps", "steps"
 DEFAULT_REPLICATES = 2000
 DEFAULT_SEED = 0
+MEAN = "mean"
+_CHUNK = 4_000_000  # gathered values per quantile block (bounded memory)
+
+
+def quantile_of(statistic: str) -> Optional[float]:
+    """None for "mean"; the quantile in (0, 1) for "median" or "pNN" (0 < NN < 100);
+    ValueError otherwise."""
+    if statistic == MEAN:
+        return None
+    if statistic == "median":
+        return 0.5
+    try:
+        value = float(statistic[1:]) if statistic.startswith("p") else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 100.0:
+        raise ValueError(f"unknown statistic {statistic!r}: mean, median or pNN (0 < NN < 100)")
+    return value / 100.0
+
+
+def _run_statistic(values: np.ndarray, replicates: int, rng: np.random.Generator,
+                   q: Optional[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(statistic of the run (m,), of `replicates` resamples of its steps (replicates, m))."""
+    n = len(values)
+    if q is None:
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=replicates)
+        return values.mean(axis=0), counts @ values / n
+    picks = rng.integers(n, size=(replicates, n))
+    out = np.empty((replicates, values.shape[1]))
+    width = max(1, _CHUNK // max(1, replicates * n))
+    for lo in range(0, values.shape[1], width):
+        out[:, lo:lo + width] = np.quantile(values[:, lo:lo + width][picks], q, axis=1)
+    return np.quantile(values, q, axis=0), out
 
 
 @dataclass(frozen=True)
@@ -48,19 +85,17 @@ class Interval:
 
 
 def side_replicates(runs: Sequence[np.ndarray], replicates: int, rng: np.random.Generator,
-                    hierarchical: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(point estimates (m,), replicate means (replicates, m)) of one side.
+                    hierarchical: bool, statistic: str = MEAN
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(point estimates (m,), replicates (replicates, m)) of one side: the mean over runs of
+    each run's statistic.
 
     `runs`: per run, a (steps, m) array of m metrics per step. Every metric is resampled with
     the same draws, so metrics of one replicate stay consistent with each other."""
-    run_means = np.stack([r.mean(axis=0) for r in runs])  # (R, m)
-    point = run_means.mean(axis=0)
-    per_run = []  # (replicates, m) bootstrap means of each run, steps resampled
-    for values in runs:
-        n = len(values)
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=replicates)
-        per_run.append(counts @ values / n)
-    stacked = np.stack(per_run)  # (R, replicates, m)
+    q = quantile_of(statistic)
+    parts = [_run_statistic(values, replicates, rng, q) for values in runs]
+    point = np.stack([p for p, _ in parts]).mean(axis=0)
+    stacked = np.stack([r for _, r in parts])  # (R, replicates, m)
     if not hierarchical:
         return point, stacked.mean(axis=0)
     picks = rng.integers(len(runs), size=(replicates, len(runs)))  # runs with replacement
@@ -70,12 +105,13 @@ def side_replicates(runs: Sequence[np.ndarray], replicates: int, rng: np.random.
 
 def bootstrap_deltas(base: Sequence[np.ndarray], exp: Sequence[np.ndarray], *,
                      confidence: float = 0.95, replicates: int = DEFAULT_REPLICATES,
-                     seed: int = DEFAULT_SEED) -> list[Interval]:
+                     seed: int = DEFAULT_SEED, statistic: str = MEAN) -> list[Interval]:
     """One `Interval` per metric (column) of the runs of both sides.
 
     Runs are resampled too when both sides have at least two runs; else steps only.
-    Raises ValueError for a confidence outside (0, 1), a side without runs or a run
-    without steps."""
+    Raises ValueError for a confidence outside (0, 1), an unknown statistic, a side without
+    runs or a run without steps."""
+    quantile_of(statistic)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
     for name, side in (("baseline", base), ("experiment", exp)):
@@ -83,8 +119,8 @@ def bootstrap_deltas(base: Sequence[np.ndarray], exp: Sequence[np.ndarray], *,
             raise ValueError(f"the {name} has no steps to compare")
     rng = np.random.default_rng(seed)
     hierarchical = len(base) >= 2 and len(exp) >= 2
-    b_point, b_reps = side_replicates(base, replicates, rng, hierarchical)
-    e_point, e_reps = side_replicates(exp, replicates, rng, hierarchical)
+    b_point, b_reps = side_replicates(base, replicates, rng, hierarchical, statistic)
+    e_point, e_reps = side_replicates(exp, replicates, rng, hierarchical, statistic)
     deltas = e_reps - b_reps
     tail = (1.0 - confidence) / 2.0
     low = np.quantile(deltas, tail, axis=0)
