@@ -351,3 +351,51 @@ def test_resnet50_counts_the_autograd_threads_kernels():
     per_step = build_diff(base, exp)
     assert per_step["left"]["device_duration_us"] == pytest.approx(
         root["left"]["device_duration_us"] / 6, abs=1e-3)
+
+
+def _verdict_steps(module_us: list[float]) -> list[dict[str, Any]]:
+    """One step per value: a 100 us loader, then the module A_0 of that many us."""
+    events = []
+    for i, dur in enumerate(module_us):
+        base = i * 1000
+        events += [step(i + 1, base, 900), cpu_op(LOADER, base + 10, 100),
+                   module("A_0", base + 200, dur, i + 1)]
+    return events
+
+
+def test_verdict_floor_is_strict_on_the_per_step_time(tmp_path):
+    """Per step the base's top-level time is 100 + 300 = 400 us, so the floor is 1% of it,
+    4 us. Constant steps make every interval a point: +4 us is within noise, +4.5 us is not."""
+    base = make_table(_verdict_steps([300, 300, 300]), tmp_path)
+    at_floor = build_diff(base, make_table(_verdict_steps([304] * 3), tmp_path))
+    assert at_floor["verdict"]["floor_us"] == 4.0
+    mod = at_floor["children"][1]
+    assert mod["interval"] == {"delta_us": 4.0, "low_us": 4.0, "high_us": 4.0,
+                               "verdict": "unchanged"}
+    assert at_floor["children"][0]["interval"]["verdict"] == "unchanged"  # the loader: 0
+    above = build_diff(base, make_table(_verdict_steps([304.5] * 3), tmp_path))
+    assert above["children"][1]["interval"]["verdict"] == "regressed"
+    assert above["verdict"]["verdict"] == "regressed" and above["verdict"]["delta_us"] == 4.5
+    assert above["verdict"]["relative"] == round(4.5 / 400, 5)
+    faster = build_diff(base, make_table(_verdict_steps([295.5] * 3), tmp_path))
+    assert faster["children"][1]["interval"]["verdict"] == "improved"
+    assert faster["verdict"]["over"] == "steps" and "steps only" in faster["verdict"]["note"]
+
+
+def test_verdict_interval_comes_from_the_steps(tmp_path):
+    """The experiment's module takes 300 or 400 us in its two steps: its per-step mean
+    resamples to 300 (1/4), 350 (1/2), 400 (1/4), so the 95% interval of the delta is
+    [0, 100] around 50: within noise, although the mean moved by 50."""
+    base = make_table(_verdict_steps([300, 300]), tmp_path)
+    out = build_diff(base, make_table(_verdict_steps([300, 400]), tmp_path))
+    assert out["children"][1]["interval"] == {"delta_us": 50.0, "low_us": 0.0,
+                                              "high_us": 100.0, "verdict": "unchanged"}
+    inside = build_diff(base, make_table(_verdict_steps([300, 400]), tmp_path), "0-1")
+    assert inside["verdict"]["delta_us"] == 50.0
+
+
+def test_no_verdict_without_steps(tmp_path):
+    events = [cpu_op("aten::mm", 10, 100)]
+    out = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
+    assert out["verdict"] is None
+    assert all(c["interval"] is None for c in out["children"])

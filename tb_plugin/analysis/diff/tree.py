@@ -44,6 +44,7 @@ from ...ingest.schema import TraceTable
 from ...views.diff.payload import DiffPayload
 from ..optree import ROOT_NAME
 from .side import DiffSide, Item, ThreadNode, diff_side, merged_ranges
+from .verdict import diff_verdicts
 
 BLANK, COMPOSITE = "Blank", "CompositeNodes"
 BASES = ("per_step", "total")
@@ -254,10 +255,14 @@ def build_diff(base: TraceTable, exp: TraceTable, path: str = "0", basis: str = 
     per_step = basis == "per_step" and len(left.steps) > 0 and len(right.steps) > 0
     scales = (float(len(left.steps)), float(len(right.steps))) if per_step else (1.0, 1.0)
     out = _node_json(left, right, pair, str(path), scales)
+    children = _children(left, right, pair)
+    node_verdict, intervals = diff_verdicts(left, right, (pair.left, pair.right),
+                                            [(c.left, c.right) for c in children])
     out["children"] = [
         {**_node_json(left, right, child, f"{path}-{i}", scales),
-         "expandable": bool(_children(left, right, child))}
-        for i, child in enumerate(_children(left, right, pair))]
+         "expandable": bool(_children(left, right, child)), "interval": interval}
+        for i, (child, interval) in enumerate(zip(children, intervals))]
+    out["verdict"] = node_verdict
     out["operator_deltas"], out["operator_sort"] = _operator_deltas(left, right, pair, scales)
     out["per_step"] = per_step
     out["basis"] = "per_step" if per_step else "total"
