@@ -26,6 +26,7 @@ from tb_plugin.analysis.compare.stats import (
     Interval,
     bootstrap_deltas,
     gate_fails,
+    quantile_of,
     verdict,
 )
 from tb_plugin.analysis.compare.summary import user_frames
@@ -217,3 +218,10 @@ def test_a_quantile_statistic_resamples_the_run_quantile() -> None:
 def test_unknown_statistics_are_refused(statistic: str) -> None:
     with pytest.raises(ValueError, match="unknown statistic"):
         bootstrap_deltas([col(1)], [col(1)], statistic=statistic)
+
+
+@pytest.mark.parametrize("statistic, expected", [("p1", 0.01), ("p99", 0.99), ("median", 0.5),
+                                                 ("mean", None)])
+def test_statistics_just_inside_the_bounds_are_taken(statistic: str, expected) -> None:
+    from_stats = quantile_of(statistic)
+    assert from_stats == expected
