@@ -234,7 +234,10 @@ def build_diff(base: TraceTable, exp: TraceTable, path: str = "0", basis: str = 
                       "composite"|"blank"|"root", "count": nodes on that side,
                       "host_duration_us", "device_duration_us", "total_duration_us"},
      "delta": {"host_duration_us", "device_duration_us", "total_duration_us"},  # right - left
-     "children": [{"path", "left", "right", "delta", "expandable": bool}],
+     "children": [{"path", "left", "right", "delta", "expandable": bool,
+                   "interval": {"delta_us", "low_us", "high_us", "verdict"} | None}],
+     "verdict": {"verdict", "delta_us", "low_us", "high_us", "confidence", "over", "note",
+                 "min_change", "floor_us", "relative"} | None,  # analysis/diff/verdict.py
      "operator_deltas": [{"name", "base_calls", "exp_calls", "delta_calls",
                           "base_/exp_/delta_" + host_total_us|host_self_us|device_total_us|
                           device_self_us}],
