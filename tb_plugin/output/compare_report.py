@@ -58,7 +58,8 @@ def markdown(result: dict[str, Any], gate: Optional[dict[str, Any]] = None,
         lines += ["", f"**{gate_text(gate)}**"]
     base, exp = result["base"], result["exp"]
     lines += ["", f"Baseline: {base['runs']} run(s), {base['steps']} steps on {base['device']}; "
-              f"experiment: {exp['runs']} run(s), {exp['steps']} steps on {exp['device']}."]
+              f"experiment: {exp['runs']} run(s), {exp['steps']} steps on {exp['device']}; "
+              f"per run, the {result['statistic']} of its steps."]
     if result.get("note"):
         lines.append(f"Note: {result['note']}.")
     if head is None:
