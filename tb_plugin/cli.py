@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Optional, TextIO
 
-from . import cli_capture, cli_data
+from . import cli_capture, cli_compare, cli_data
 from .batch import RankProgress, local_workers, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
 from .discovery import RunInfo, SpanFile, discover_runs
@@ -82,6 +82,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return _summary(args, cache)
     if args.command in cli_data.COMMANDS:
         return cli_data.run(args, cache)
+    if args.command in cli_compare.COMMANDS:
+        return cli_compare.run(args)
     return _report(args, cache)
 
 
@@ -137,6 +139,7 @@ def _parser(prog: str = "torch-prof") -> argparse.ArgumentParser:
                         "CSV export")
     cli_data.add_commands(commands)
     cli_capture.add_parser(commands)
+    cli_compare.add_parser(commands)
     return parser
 
 

@@ -16,6 +16,7 @@ describe('format', () => {
     expect(duration(-2500)).toBe('-2.50 ms')
     expect(duration(1_200_000)).toBe('1.20 s')
     expect(duration(undefined)).toBe('–')
+    expect(duration(-0.175)).toBe('0 us') // rounds to zero: no '-0 us'
   })
 
   it('pct, num2 and count', () => {

@@ -22,7 +22,7 @@ export function duration(value: number | null | undefined): string {
   const abs = Math.abs(value)
   if (abs >= 1e6) return `${fixed2.format(value / 1e6)} s`
   if (abs >= 1e3) return `${fixed2.format(value / 1e3)} ms`
-  return `${intFmt.format(Math.round(value))} us`
+  return `${intFmt.format(Math.round(value) || 0)} us` // never "-0 us"
 }
 
 /** A percentage given in percent: 12.34 %. */

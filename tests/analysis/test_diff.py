@@ -133,6 +133,9 @@ def _steps(count: int, loader_us: float) -> list[dict[str, Any]]:
 
 
 def test_different_step_counts_compare_per_step_averages(tmp_path):
+    """Each step holds one loader (100 us in the base's 2 steps, 40 us in the experiment's 3)
+    and one module A_0 (100 us): the top level folds the steps, so each child is one loader
+    and one module per step, on either basis."""
     base, exp = make_table(_steps(2, 100), tmp_path), make_table(_steps(3, 40), tmp_path)
     root = build_diff(base, exp)
     assert root["per_step"]
@@ -141,19 +144,45 @@ def test_different_step_counts_compare_per_step_averages(tmp_path):
     assert root["right"]["host_duration_us"] == 40 + 100
     mm = next(r for r in root["operator_deltas"] if r["name"] == "aten::mm")
     assert (mm["base_calls"], mm["exp_calls"], mm["delta_host_total_us"]) == (1, 1, 0)
-    tail = root["children"][-1]
-    assert len(root["children"]) == 5
-    assert tail["left"]["type"] == "blank" and tail["right"]["count"] == 2
-    first = root["children"][0]  # step 1's loaders, on the same basis: per step
-    assert (first["left"]["host_duration_us"], first["right"]["host_duration_us"]) == (
-        100 / 2, round(40 / 3, 3))
+    assert names(root) == [(LOADER, LOADER), ("nn.Module: A_0", "nn.Module: A_0")]
+    loader, mod = root["children"]
+    assert (loader["left"]["host_duration_us"], loader["right"]["host_duration_us"]) == (
+        100, 40)
+    assert (mod["left"]["host_duration_us"], mod["right"]["host_duration_us"]) == (100, 100)
+    assert _sums(root, "left", "host_duration_us") == root["left"]["host_duration_us"]
     total = build_diff(base, exp, basis="total")
     assert total["basis"] == "total" and not total["per_step"]
     assert total["left"]["host_duration_us"] == 2 * (100 + 100)
     assert total["right"]["host_duration_us"] == 3 * (40 + 100)
-    assert total["children"][0]["delta"]["host_duration_us"] == 40 - 100
+    assert total["children"][0]["delta"]["host_duration_us"] == 3 * 40 - 2 * 100
     mm = next(r for r in total["operator_deltas"] if r["name"] == "aten::mm")
     assert (mm["base_calls"], mm["exp_calls"], mm["delta_host_total_us"]) == (2, 3, 50)
+
+
+def test_a_child_listed_in_every_step_shows_its_time_per_step(tmp_path):
+    """Per path: A_0 runs once per step (100 us in step 1, 300 us in step 2): per step it is
+    (100 + 300) / 2 = 200 us, not 50 and 150 as two occurrences divided by the step count;
+    its child aten::mm (50 us in each) is 50 per step. A step's second call of the same key
+    is a fold of its own (the k-th call of each step)."""
+    events = []
+    for i, (base, dur) in enumerate(((0, 100), (1000, 300))):
+        events += [step(i + 1, base, 900), module("A_0", base + 100, dur, i + 1),
+                   cpu_op("aten::mm", base + 110, 50),
+                   cpu_op("aten::add", base + 500, 10), cpu_op("aten::add", base + 600, 30)]
+    table = make_table(events, tmp_path)
+    root = build_diff(table, table)
+    assert names(root) == [("nn.Module: A_0", "nn.Module: A_0"),
+                           ("CompositeNodes", "CompositeNodes")]
+    mod, adds = root["children"]
+    assert mod["left"]["host_duration_us"] == 200 and mod["left"]["count"] == 1
+    assert adds["left"]["host_duration_us"] == 40 and adds["left"]["count"] == 2
+    assert [c["left"]["host_duration_us"] for c in build_diff(table, table, "0-1")[
+        "children"]] == [10, 30]
+    inner = build_diff(table, table, "0-0")
+    assert [c["left"]["host_duration_us"] for c in inner["children"]] == [50]
+    total = build_diff(table, table, "0-0", basis="total")
+    assert total["left"]["host_duration_us"] == 400
+    assert [c["left"]["host_duration_us"] for c in total["children"]] == [100]
 
 
 def test_main_thread_is_the_step_thread_not_the_first(tmp_path):
@@ -221,7 +250,8 @@ def test_cnn_batch_sizes_align_and_differ():
     root = build_diff(base, exp)
     children = root["children"]
     assert root["per_step"] and root["base"]["steps"] == root["exp"]["steps"] == 2
-    assert len(children) == 14  # 2 steps x (loader, model, loss, ones_like, 2 backward, step)
+    assert len(children) == 7  # one step, folded: loader, model, loss, ones_like, 2 backward,
+    # step
     assert all(c["left"]["name"] == c["right"]["name"] for c in children)
     assert all(c["left"]["count"] == c["right"]["count"] == 1 for c in children)
     kinds = [c["left"]["type"] for c in children[:7]]
@@ -241,10 +271,11 @@ def test_resnet50_spans_align_on_loader_and_optimizer():
     base, exp = (load_trace(str(f), use_cache=False) for f in files[:2])
     root = build_diff(base, exp)
     assert root["base"]["steps"] == root["exp"]["steps"] == 6
-    assert len(root["children"]) == 25  # 24 on the main thread, the autograd thread's node
+    # 24 on the main thread (4 per step, folded across the 6 steps), the autograd thread's node
+    assert len(root["children"]) == 5
     assert root["children"][-1]["left"]["type"] == "thread"
     anchors = [c for c in root["children"] if c["left"]["type"] in ("dataloader", "optimizer")]
-    assert len(anchors) == 12
+    assert len(anchors) == 2
     assert all(c["left"]["name"] == c["right"]["name"] for c in anchors)
     assert root["operator_sort"] == "delta_device_total_us"
     assert root["left"]["device_duration_us"] > 0
@@ -320,3 +351,51 @@ def test_resnet50_counts_the_autograd_threads_kernels():
     per_step = build_diff(base, exp)
     assert per_step["left"]["device_duration_us"] == pytest.approx(
         root["left"]["device_duration_us"] / 6, abs=1e-3)
+
+
+def _verdict_steps(module_us: list[float]) -> list[dict[str, Any]]:
+    """One step per value: a 100 us loader, then the module A_0 of that many us."""
+    events = []
+    for i, dur in enumerate(module_us):
+        base = i * 1000
+        events += [step(i + 1, base, 900), cpu_op(LOADER, base + 10, 100),
+                   module("A_0", base + 200, dur, i + 1)]
+    return events
+
+
+def test_verdict_floor_is_strict_on_the_per_step_time(tmp_path):
+    """Per step the base's top-level time is 100 + 300 = 400 us, so the floor is 1% of it,
+    4 us. Constant steps make every interval a point: +4 us is within noise, +4.5 us is not."""
+    base = make_table(_verdict_steps([300, 300, 300]), tmp_path)
+    at_floor = build_diff(base, make_table(_verdict_steps([304] * 3), tmp_path))
+    assert at_floor["verdict"]["floor_us"] == 4.0
+    mod = at_floor["children"][1]
+    assert mod["interval"] == {"delta_us": 4.0, "low_us": 4.0, "high_us": 4.0,
+                               "verdict": "unchanged"}
+    assert at_floor["children"][0]["interval"]["verdict"] == "unchanged"  # the loader: 0
+    above = build_diff(base, make_table(_verdict_steps([304.5] * 3), tmp_path))
+    assert above["children"][1]["interval"]["verdict"] == "regressed"
+    assert above["verdict"]["verdict"] == "regressed" and above["verdict"]["delta_us"] == 4.5
+    assert above["verdict"]["relative"] == round(4.5 / 400, 5)
+    faster = build_diff(base, make_table(_verdict_steps([295.5] * 3), tmp_path))
+    assert faster["children"][1]["interval"]["verdict"] == "improved"
+    assert faster["verdict"]["over"] == "steps" and "steps only" in faster["verdict"]["note"]
+
+
+def test_verdict_interval_comes_from_the_steps(tmp_path):
+    """The experiment's module takes 300 or 400 us in its two steps: its per-step mean
+    resamples to 300 (1/4), 350 (1/2), 400 (1/4), so the 95% interval of the delta is
+    [0, 100] around 50: within noise, although the mean moved by 50."""
+    base = make_table(_verdict_steps([300, 300]), tmp_path)
+    out = build_diff(base, make_table(_verdict_steps([300, 400]), tmp_path))
+    assert out["children"][1]["interval"] == {"delta_us": 50.0, "low_us": 0.0,
+                                              "high_us": 100.0, "verdict": "unchanged"}
+    inside = build_diff(base, make_table(_verdict_steps([300, 400]), tmp_path), "0-1")
+    assert inside["verdict"]["delta_us"] == 50.0
+
+
+def test_no_verdict_without_steps(tmp_path):
+    events = [cpu_op("aten::mm", 10, 100)]
+    out = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
+    assert out["verdict"] is None
+    assert all(c["interval"] is None for c in out["children"])

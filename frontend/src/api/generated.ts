@@ -2271,6 +2271,8 @@ export interface components {
             per_step: boolean;
             /** @description Experiment side. */
             right: components["schemas"]["DiffSide"];
+            /** @description This node's per-step change with its interval and verdict (the header); null without steps on both sides. */
+            verdict: components["schemas"]["DiffVerdict"] | null;
         };
         /** DiffTrace */
         DiffTrace: {
@@ -2284,6 +2286,8 @@ export interface components {
             delta: components["schemas"]["DiffDelta"];
             /** @description The child has children of its own. */
             expandable: boolean;
+            /** @description Per-step change with its interval and verdict; null without steps on both sides. */
+            interval: components["schemas"]["DiffInterval"] | null;
             left: components["schemas"]["DiffSide"];
             /** @description The child's path, e.g. "0-1" (for `/diff?path=`). */
             path: string;
@@ -2297,6 +2301,24 @@ export interface components {
             device_duration_us: number;
             host_duration_us: number;
             total_duration_us: number;
+        };
+        /**
+         * DiffInterval
+         * @description The change of a row's per-step time (whatever the basis), with its bootstrap interval
+         *         over the steps of both traces (`analysis.diff.verdict`).
+         */
+        DiffInterval: {
+            /** @description exp - base mean per-step time, us. */
+            delta_us: number;
+            /** @description Upper bound of the interval of delta_us, us. */
+            high_us: number;
+            /** @description Lower bound of the interval of delta_us, us. */
+            low_us: number;
+            /**
+             * @description regressed: the interval lies above floor_us; improved: below -floor_us; else unchanged (within noise).
+             * @enum {unknown}
+             */
+            verdict: "improved" | "regressed" | "unchanged";
         };
         /**
          * DiffSide
@@ -2344,6 +2366,38 @@ export interface components {
             exp_host_total_us: number;
             /** @description Operator name. */
             name: string;
+        };
+        /**
+         * DiffVerdict
+         * @description The node's own interval and verdict, with what they rest on.
+         */
+        DiffVerdict: {
+            /** @description Two-sided confidence of the intervals (0.95). */
+            confidence: number;
+            /** @description exp - base mean per-step time, us. */
+            delta_us: number;
+            /** @description min_change x the baseline's mean step time, us. */
+            floor_us: number;
+            /** @description Upper bound of the interval of delta_us, us. */
+            high_us: number;
+            /** @description Lower bound of the interval of delta_us, us. */
+            low_us: number;
+            /** @description Smallest change that counts, a share of the baseline step time. */
+            min_change: number;
+            /** @description What the interval leaves out, in words. */
+            note: string;
+            /**
+             * @description What is resampled: the steps of each trace.
+             * @enum {unknown}
+             */
+            over: "steps";
+            /** @description delta_us / the baseline node's per-step time (null when that is 0). */
+            relative: number | null;
+            /**
+             * @description regressed: the interval lies above floor_us; improved: below -floor_us; else unchanged (within noise).
+             * @enum {unknown}
+             */
+            verdict: "improved" | "regressed" | "unchanged";
         };
         /**
          * DistributedPayload

@@ -37,7 +37,16 @@ class ThreadNode(NamedTuple):
     label: str  # "autograd thread", "autograd thread 2", "thread 2", ...
 
 
-Item = Union[int, BackwardNode, ThreadNode]  # an op-tree node, or a virtual node
+class StepFold(NamedTuple):
+    """The same child in every step: the k-th child of a (kind, name) in each step (or in each
+    member of a fold), one member per step where it occurs. Its numbers are its members'
+    sums, so on the per-step basis a module that runs once per step shows its time per step,
+    not a share of it per occurrence."""
+
+    members: tuple  # of Item, in step order
+
+
+Item = Union[int, BackwardNode, ThreadNode, StepFold]  # an op-tree node, or a virtual node
 
 
 @dataclass
@@ -71,10 +80,25 @@ class DiffSide:
             return []
         if len(self.steps) == 0:
             return self.children(self.root) + list(self.threads)
-        main = [item for step in self.steps for item in self.children(int(step))]
-        return main + list(self.threads)
+        return self.fold([self.children(int(step)) for step in self.steps]) + list(
+            self.threads)
+
+    def fold(self, lists: list[list[Item]]) -> list[Item]:
+        """One item per (key, k-th occurrence of that key) over the lists (one per step),
+        in first-seen order; an item present in a single list stays itself."""
+        groups: dict[tuple[tuple[str, str], int], list[Item]] = {}
+        for items in lists:
+            seen: dict[tuple[str, str], int] = {}
+            for item in items:
+                key = self.key(item)
+                seen[key] = seen.get(key, -1) + 1
+                groups.setdefault((key, seen[key]), []).append(item)
+        return [members[0] if len(members) == 1 else StepFold(tuple(members))
+                for members in groups.values()]
 
     def children(self, item: Item) -> list[Item]:
+        if isinstance(item, StepFold):
+            return self.fold([self.children(member) for member in item.members])
         if isinstance(item, BackwardNode):
             return self._backward_children(item.module)
         if isinstance(item, ThreadNode):
@@ -85,6 +109,8 @@ class DiffSide:
         return sorted(found, key=self.start)
 
     def start(self, item: Item) -> float:
+        if isinstance(item, StepFold):
+            return self.start(item.members[0])
         if isinstance(item, BackwardNode):
             return float(self.tree.start[self.backward_of(item.module)].min())
         if isinstance(item, ThreadNode):
@@ -92,6 +118,8 @@ class DiffSide:
         return float(self.tree.start[item])
 
     def key(self, item: Item) -> tuple[str, str]:
+        if isinstance(item, StepFold):
+            return self.key(item.members[0])
         if isinstance(item, BackwardNode):
             return BACKWARD, f"{self.names[item.module]}.backward"
         if isinstance(item, ThreadNode):
@@ -99,11 +127,15 @@ class DiffSide:
         return _KIND_NAMES[self.tree.kind[item]], str(self.names[item])
 
     def is_anchor(self, item: Item) -> bool:
+        if isinstance(item, StepFold):
+            return self.is_anchor(item.members[0])
         return not isinstance(item, int) or bool(self.anchor[item])
 
     def ranges(self, item: Item) -> np.ndarray:
         """Pre-order node ranges [lo, hi) making up the item (may overlap), shape (k, 2)."""
         tree = self.tree
+        if isinstance(item, StepFold):
+            return np.concatenate([self.ranges(member) for member in item.members])
         if isinstance(item, BackwardNode):
             roots = self.backward_of(item.module)
             return np.stack((roots, tree.subtree_end[roots]), axis=1)
@@ -117,6 +149,8 @@ class DiffSide:
         return np.concatenate(out)
 
     def host(self, item: Item) -> float:
+        if isinstance(item, StepFold):
+            return sum(self.host(member) for member in item.members)
         if isinstance(item, BackwardNode):
             return float(self.tree.host_total[self.backward_of(item.module)].sum())
         if isinstance(item, ThreadNode):
@@ -144,6 +178,8 @@ class DiffSide:
         return [items[i] for i in order]
 
     def device(self, item: Item) -> float:
+        if isinstance(item, StepFold):
+            return sum(self.device(member) for member in item.members)
         if isinstance(item, int) and not self.cross_thread:
             return float(self.tree.device_total[item])
         lo, hi = merged_ranges(self.ranges(item))

@@ -1,15 +1,15 @@
 """Diff of two traces (spec 3.14): align their operator trees and compare time per node.
 
 Each side is every thread of the trace. The *main* thread (the ProfilerStep thread, else the
-longest one that is not an autograd backward thread; not the first thread as in the
-reference, its bug 7.9) gives the top level: the children of every ProfilerStep, concatenated
-(the root's children without steps). Every other thread with operators left after the move
-below follows as one virtual `thread` node ("autograd thread", "thread 2", ...: labels pair
-threads across the traces), so backward kernels launched from the autograd thread count.
+longest one that is not an autograd backward thread; not the first thread as in the reference,
+its bug 7.9) gives the top level: the children of the ProfilerSteps, folded across steps
+(below; the root's children without steps). Every other thread with operators left after the
+move below follows as one virtual `thread` node ("autograd thread", "thread 2", ...: labels
+pair threads across the traces), so backward kernels launched from the autograd thread count.
 When fwdbwd flows attribute backward ops to modules (see `modules.backward_attribution`), the
-attributed `evaluate_function:` ops move under virtual `<module>.backward` nodes, nested like the
-modules and placed where the backward ran (spec 3.4); unattributed ones stay where they were
-(the reference dropped them).
+attributed `evaluate_function:` ops move under virtual `<module>.backward` nodes, nested like
+the modules and placed where the backward ran (spec 3.4); unattributed ones stay where they
+were (the reference dropped them).
 
 Alignment, per node pair: scan the left children; each anchor (Backward, DataLoader, Module,
 Optimizer, ProfilerStep) pairs with the first right child at or after the cursor with the same
@@ -23,8 +23,11 @@ Basis. One basis holds for every number of a payload (the node, its children, th
 deltas): `per_step` divides each side's numbers by its own step count (the default, so windows
 of different lengths compare), `total` does not; `per_step` falls back to `total` when a side
 has no ProfilerStep (the payload's `basis` says which was used). The root's numbers are then
-exactly the sums of its children's. With unequal step counts the extra steps of the longer side
-end up in a trailing composite.
+exactly the sums of its children's. The per-step basis is defined per path: the top level folds
+the steps (`DiffSide.fold`), so a child is the k-th (kind, name) of every step, and its numbers
+(and those of every node below it, folded the same way) are its occurrences' sums divided by
+the step count: a module that runs once per step shows its time per step, whatever the number
+of steps of either side.
 """
 
 
@@ -41,6 +44,7 @@ from ...ingest.schema import TraceTable
 from ...views.diff.payload import DiffPayload
 from ..optree import ROOT_NAME
 from .side import DiffSide, Item, ThreadNode, diff_side, merged_ranges
+from .verdict import diff_verdicts
 
 BLANK, COMPOSITE = "Blank", "CompositeNodes"
 BASES = ("per_step", "total")
@@ -230,7 +234,10 @@ def build_diff(base: TraceTable, exp: TraceTable, path: str = "0", basis: str = 
                       "composite"|"blank"|"root", "count": nodes on that side,
                       "host_duration_us", "device_duration_us", "total_duration_us"},
      "delta": {"host_duration_us", "device_duration_us", "total_duration_us"},  # right - left
-     "children": [{"path", "left", "right", "delta", "expandable": bool}],
+     "children": [{"path", "left", "right", "delta", "expandable": bool,
+                   "interval": {"delta_us", "low_us", "high_us", "verdict"} | None}],
+     "verdict": {"verdict", "delta_us", "low_us", "high_us", "confidence", "over", "note",
+                 "min_change", "floor_us", "relative"} | None,  # analysis/diff/verdict.py
      "operator_deltas": [{"name", "base_calls", "exp_calls", "delta_calls",
                           "base_/exp_/delta_" + host_total_us|host_self_us|device_total_us|
                           device_self_us}],
@@ -251,10 +258,14 @@ def build_diff(base: TraceTable, exp: TraceTable, path: str = "0", basis: str = 
     per_step = basis == "per_step" and len(left.steps) > 0 and len(right.steps) > 0
     scales = (float(len(left.steps)), float(len(right.steps))) if per_step else (1.0, 1.0)
     out = _node_json(left, right, pair, str(path), scales)
+    children = _children(left, right, pair)
+    node_verdict, intervals = diff_verdicts(left, right, (pair.left, pair.right),
+                                            [(c.left, c.right) for c in children])
     out["children"] = [
         {**_node_json(left, right, child, f"{path}-{i}", scales),
-         "expandable": bool(_children(left, right, child))}
-        for i, child in enumerate(_children(left, right, pair))]
+         "expandable": bool(_children(left, right, child)), "interval": interval}
+        for i, (child, interval) in enumerate(zip(children, intervals))]
+    out["verdict"] = node_verdict
     out["operator_deltas"], out["operator_sort"] = _operator_deltas(left, right, pair, scales)
     out["per_step"] = per_step
     out["basis"] = "per_step" if per_step else "total"

@@ -1,7 +1,7 @@
 """`/diff` (`analysis.diff.tree.build_diff`): one node of the diff of two traces' call trees
 (baseline "left"/"base", experiment "right"/"exp"), with its children and operator deltas."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Optional
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -35,12 +35,41 @@ class DiffDelta(TypedDict):
     total_duration_us: float
 
 
+Verdict = Literal["regressed", "improved", "unchanged"]
+
+
+class DiffInterval(TypedDict):
+    """The change of a row's per-step time (whatever the basis), with its bootstrap interval
+    over the steps of both traces (`analysis.diff.verdict`)."""
+
+    delta_us: Annotated[float, doc("exp - base mean per-step time, us.")]
+    low_us: Annotated[float, doc("Lower bound of the interval of delta_us, us.")]
+    high_us: Annotated[float, doc("Upper bound of the interval of delta_us, us.")]
+    verdict: Annotated[Verdict, doc("regressed: the interval lies above floor_us; improved: "
+                                    "below -floor_us; else unchanged (within noise).")]
+
+
+class DiffVerdict(DiffInterval):
+    """The node's own interval and verdict, with what they rest on."""
+
+    confidence: Annotated[float, doc("Two-sided confidence of the intervals (0.95).")]
+    over: Annotated[Literal["steps"], doc("What is resampled: the steps of each trace.")]
+    note: Annotated[str, doc("What the interval leaves out, in words.")]
+    min_change: Annotated[float, doc("Smallest change that counts, a share of the baseline "
+                                     "step time.")]
+    floor_us: Annotated[float, doc("min_change x the baseline's mean step time, us.")]
+    relative: Annotated[Optional[float], doc("delta_us / the baseline node's per-step time "
+                                             "(null when that is 0).")]
+
+
 class DiffChild(TypedDict):
     path: Annotated[str, doc('The child\'s path, e.g. "0-1" (for `/diff?path=`).')]
     left: DiffSide
     right: DiffSide
     delta: DiffDelta
     expandable: Annotated[bool, doc("The child has children of its own.")]
+    interval: Annotated[Optional[DiffInterval], doc(
+        "Per-step change with its interval and verdict; null without steps on both sides.")]
 
 
 _PER = "{} (per-step means on the per_step basis, else counts)."
@@ -91,6 +120,9 @@ class DiffPayload(TypedDict):
         "back to total when a side has no ProfilerStep. The root is the sum of its children.")]
     base: Annotated[DiffTrace, doc("The baseline trace.")]
     exp: Annotated[DiffTrace, doc("The experiment trace.")]
+    verdict: Annotated[Optional[DiffVerdict], doc(
+        "This node's per-step change with its interval and verdict (the header); null "
+        "without steps on both sides.")]
 
 
 class KernelDelta(TypedDict):

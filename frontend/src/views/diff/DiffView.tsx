@@ -18,6 +18,7 @@ import { StatCard } from '../../components/StatCard'
 import { useViewStyle } from '../../components/style'
 import { diffCsvUrl, fetchDiff, type Basis, type DiffChild, type DiffPayload, type DiffSide, type Experiment, type OperatorDelta } from './api'
 import { KernelDeltas } from './KernelDeltas'
+import { IntervalCell, VerdictHeader, withinNoise } from './Verdict'
 import css from './diff.css?inline'
 
 interface Props {
@@ -236,6 +237,7 @@ function DiffContent({
           </span>
         }
       >
+        <VerdictHeader verdict={data.verdict} />
         <div className="diff-stats">
           <StatCard className="diff-stat" label={<SideLabel color={BASE_COLOR} text="Baseline" />} value={duration(data.left[key])} sub={`${timeWord} time, ${sideLabel(data.left)}`} testId="diff-base-total" />
           <StatCard className="diff-stat" label={<SideLabel color={EXP_COLOR} text="Experiment" />} value={duration(data.right[key])} sub={`${timeWord} time, ${sideLabel(data.right)}`} testId="diff-exp-total" />
@@ -360,11 +362,14 @@ function ChildrenTable({ children, go, timeKey: key }: { children: DiffChild[]; 
             <th className="right" title={`Experiment ${what}`}>Experiment</th>
             <th className="right" title={`Experiment − baseline ${what}`}>Delta</th>
             <th className="right" title="Delta relative to the baseline">Delta %</th>
+            <th className="right" title="Change of the child's time per step (device time where it has any, else host time) with its 95 % bootstrap interval over the steps; greyed rows are within noise">
+              95 % interval
+            </th>
           </tr>
         </thead>
         <tbody>
           {children.map((ch) => (
-            <tr key={ch.path} data-path={ch.path} data-testid="diff-child">
+            <tr key={ch.path} data-path={ch.path} data-testid="diff-child" className={withinNoise(ch) ? 'diff-noise' : undefined} data-noise={withinNoise(ch) ? 'yes' : 'no'}>
               <td className="diff-child-name">
                 {ch.expandable ? (
                   <button type="button" className="link-button" onClick={() => go(ch)} title="Drill down" data-testid="diff-drill">
@@ -387,6 +392,7 @@ function ChildrenTable({ children, go, timeKey: key }: { children: DiffChild[]; 
               <td className={`right ${deltaClass(ch.delta[key])}`} data-col="delta_pct">
                 {deltaPct(ch.left[key], ch.right[key])}
               </td>
+              <IntervalCell child={ch} />
             </tr>
           ))}
         </tbody>

@@ -1,0 +1,102 @@
+"""The per-step summaries `torch-prof compare` works from (analysis/compare/summary.py) on
+hand-built traces, and the baseline store (baseline_store.py) on local folders and fsspec
+URLs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tb_plugin.analysis.compare.summary import SUMMARY_VERSION, step_summary
+from tb_plugin.baseline_store import (
+    BaselineError,
+    list_baselines,
+    load_baseline,
+    save_baseline,
+)
+from tests.analysis.test_compare_stats import summary as fake_summary
+
+from .helpers import cpu_op, make_table, step
+
+
+def _trace(tmp_path: Path):
+    """Two steps [0, 900) and [1000, 1900): aten::mm 50 us in step 1, twice (50 + 30) in
+    step 2, aten::add 20 us in step 2 only; an aten::mm at 950 us lies between the steps."""
+    return make_table([
+        step(1, 0, 900), cpu_op("aten::mm", 100, 50),
+        cpu_op("aten::mm", 950, 40),
+        step(2, 1000, 900), cpu_op("aten::mm", 1100, 50), cpu_op("aten::mm", 1300, 30),
+        cpu_op("aten::add", 1500, 20),
+    ], tmp_path)
+
+
+def test_operator_self_time_per_step_by_start(tmp_path: Path) -> None:
+    out = step_summary(_trace(tmp_path))
+    assert out["version"] == SUMMARY_VERSION and out["steps"] == ["1", "2"]
+    assert out["metrics"]["operator:aten::mm"] == [50.0, 80.0]  # the one at 950 is in none
+    assert out["metrics"]["operator:aten::add"] == [0.0, 20.0]
+    assert out["metrics"]["step:Total"] == [900.0, 900.0]
+    assert out["device"] == "CPU" and out["modules"] == []
+    assert out["operators"] == ["aten::add", "aten::mm"]
+    assert out["state"] == "ok" and out["messages"] == []
+
+
+def test_op_categories_sum_their_operators(tmp_path: Path) -> None:
+    metrics = step_summary(_trace(tmp_path))["metrics"]
+    categories = {k: v for k, v in metrics.items() if k.startswith("op_category:")}
+    totals = [sum(v[i] for v in categories.values()) for i in range(2)]
+    assert totals == [50.0, 100.0]
+    assert metrics["op_category:GEMM"] == [50.0, 80.0]
+    assert metrics["op_category:elementwise"] == [0.0, 20.0]
+
+
+def test_step_categories_fill_the_step(tmp_path: Path) -> None:
+    metrics = step_summary(_trace(tmp_path))["metrics"]
+    parts = [v for k, v in metrics.items() if k.startswith("step:") and k != "step:Total"]
+    assert [sum(p[i] for p in parts) for i in range(2)] == metrics["step:Total"]
+    assert metrics["step:CPU Exec"] == [50.0, 100.0]
+
+
+def test_baseline_round_trip_on_a_folder_and_a_memory_url(tmp_path: Path) -> None:
+    runs = [[fake_summary(100.0, {"aten::mm": 10.0})]]
+    for store in (str(tmp_path / "store"), "memory://torch-prof-test/baselines"):
+        save_baseline(store, "main", runs, "logs")
+        data = load_baseline(store, "main")
+        assert data["runs"] == runs and data["source"] == "logs" and data["version"] == 1
+        assert list_baselines(store) == ["main"]
+    assert not list((tmp_path / "store").glob("*.partial"))
+
+
+@pytest.mark.parametrize("name", ["", ".hidden", "-x", "a/b", "../up", "x" * 129])
+def test_bad_baseline_names_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(BaselineError, match="bad baseline name"):
+        save_baseline(str(tmp_path), name, [], "logs")
+
+
+def test_longest_and_dotted_names_are_taken(tmp_path: Path) -> None:
+    for name in ("x" * 128, "v1.2_main-branch"):
+        save_baseline(str(tmp_path), name, [], "logs")
+        assert load_baseline(str(tmp_path), name)["name"] == name
+
+
+def test_foreign_or_old_baselines_say_why(tmp_path: Path) -> None:
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something"}))
+    with pytest.raises(BaselineError, match="is not a torch-prof baseline"):
+        load_baseline(str(tmp_path), "other")
+    (tmp_path / "old.json").write_text(json.dumps(
+        {"format": "torch-prof-baseline", "version": 0, "runs": []}))
+    with pytest.raises(BaselineError, match="has version 0.*save it again"):
+        load_baseline(str(tmp_path), "old")
+    stale = fake_summary(1.0, {})
+    stale["version"] = SUMMARY_VERSION + 1
+    (tmp_path / "stale.json").write_text(json.dumps(
+        {"format": "torch-prof-baseline", "version": 1, "runs": [[stale]]}))
+    with pytest.raises(BaselineError, match="summaries of another version"):
+        load_baseline(str(tmp_path), "stale")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(BaselineError, match="not valid JSON"):
+        load_baseline(str(tmp_path), "broken")
+    with pytest.raises(BaselineError, match="no baseline 'nope'.*baselines: broken, old"):
+        load_baseline(str(tmp_path), "nope")
