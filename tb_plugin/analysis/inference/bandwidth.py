@@ -1,0 +1,130 @@
+"""Bytes a serving step moves through HBM, estimated from the shapes of its own operators
+(`record_shapes`), and the utilization of the device's peak bandwidth that implies.
+
+Estimate (documented in the README, "Inference view"):
+- weights: every `aten::mm` / `aten::addmm` called inside the step's host range on its thread
+  reads its weight operand once: the last 2-D input (`[K, N]`), numel × element size;
+- KV cache: a KV-cache write (`store_cache`, `reshape_and_cache*`) per attention layer names
+  the per-token K and V rows it writes (its first two inputs: numel / tokens × element size);
+  the step's requests read every KV token they attend in every layer, so
+  KV bytes = (Σ N_KV of the step's requests, the annotation's `sk`) × Σ over those writes of
+  (K + V bytes per token);
+- activations, logits and the KV rows written are left out (a few % in decode).
+A step is **not estimable** when it has no GEMM shapes, no KV-cache write shapes or no `sk`
+count (a CUDA/HIP graph replay: its operators are in the capture trace, not here); it then
+says which is missing. Utilization = bytes / `gpu_us` / the device's peak HBM bandwidth
+(`efficiency.hardware.PEAKS`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from ...ingest.schema import Kind, TraceTable
+from ..distributed.comm_bytes import TYPE_SIZES
+
+GEMM_OPS = ("aten::mm", "aten::addmm")
+KV_WRITE_RE = re.compile(r"store_cache|reshape_and_cache", re.IGNORECASE)
+
+
+def _list(text: Any, loads: Any) -> list:
+    if not isinstance(text, str) or not text:
+        return []
+    try:
+        value = loads(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _numel(shape: Any) -> Optional[int]:
+    if not isinstance(shape, list) or not shape or not all(isinstance(v, int) for v in shape):
+        return None
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def weight_bytes(dims: Any, types: Any) -> Optional[float]:
+    """The weight operand of one `aten::mm` / `aten::addmm` call: its last 2-D input."""
+    shapes, names = _list(dims, json.loads), _list(types, ast.literal_eval)
+    for i in range(len(shapes) - 1, -1, -1):
+        shape = shapes[i]
+        if isinstance(shape, list) and len(shape) == 2 and _numel(shape) is not None:
+            size = TYPE_SIZES.get(names[i]) if i < len(names) else None
+            return float(_numel(shape) * size) if size else None
+    return None
+
+
+def kv_bytes_per_token(dims: Any, types: Any) -> Optional[float]:
+    """K + V bytes per token of one KV-cache write: its first two inputs, numel / rows."""
+    shapes, names = _list(dims, json.loads), _list(types, ast.literal_eval)
+    if len(shapes) < 2 or len(names) < 2:
+        return None
+    total = 0.0
+    for shape, name in zip(shapes[:2], names[:2]):
+        numel, size = _numel(shape), TYPE_SIZES.get(name)
+        if numel is None or not size or shape[0] <= 0:
+            return None
+        total += numel / shape[0] * size
+    return total
+
+
+def step_bytes(table: TraceTable, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per step (index of `steps`): `weight_bytes`, `kv_bytes_per_token` (Σ over its layers),
+    `bytes` (NaN when not estimable) and `reason` (None when estimable)."""
+    events = table.events
+    args = table.op_args.drop_duplicates("event").set_index("event")
+    kind = events["kind"].to_numpy()
+    names = np.asarray(events["name"].cat.categories.astype(str), dtype=object)
+    codes = events["name"].cat.codes.to_numpy()
+    ops = np.flatnonzero(kind == Kind.CPU_OP)
+    op_names = names[codes[ops]]
+    gemm = ops[np.isin(op_names, GEMM_OPS)]
+    kv = ops[np.fromiter((bool(KV_WRITE_RE.search(n)) for n in op_names), bool, len(ops))]
+    ts, tid = events["ts"].to_numpy(), events["tid"].cat.codes.to_numpy()
+    out = []
+    for s in steps.itertuples():
+        w = [weight_bytes(*_shapes(args, r)) for r in _inside(gemm, tid, ts, s)]
+        k = [kv_bytes_per_token(*_shapes(args, r)) for r in _inside(kv, tid, ts, s)]
+        attended = np.nansum([s.context_kv_tokens, s.generation_kv_tokens]) \
+            if np.isfinite(s.context_kv_tokens) or np.isfinite(s.generation_kv_tokens) \
+            else np.nan
+        weights = float(sum(v for v in w if v is not None))
+        per_token = float(sum(v for v in k if v is not None))
+        reason = None
+        if not any(v is not None for v in w):
+            reason = "no GEMM (aten::mm/addmm) input shapes inside the step"
+        elif not any(v is not None for v in k):
+            reason = "no KV-cache write (store_cache, reshape_and_cache) input shapes inside " \
+                     "the step"
+        elif not np.isfinite(attended):
+            reason = "the step annotation does not say how many KV tokens are attended (sk)"
+        total = weights + per_token * attended if reason is None else np.nan
+        out.append({"weight_bytes": weights, "kv_bytes_per_token": per_token,
+                    "bytes": total, "reason": reason})
+    return pd.DataFrame(out, index=steps.index,
+                        columns=["weight_bytes", "kv_bytes_per_token", "bytes", "reason"])
+
+
+def _inside(rows: np.ndarray, tid: np.ndarray, ts: np.ndarray, step: Any) -> np.ndarray:
+    """The rows starting inside the step's host range on its thread."""
+    return rows[(tid[rows] == step.thread) & (ts[rows] >= step.start) & (ts[rows] < step.end)]
+
+
+def _shapes(args: pd.DataFrame, row: int) -> tuple[Any, Any]:
+    if row not in args.index or "input_dims" not in args.columns:
+        return None, None
+    return args.at[row, "input_dims"], args.at[row, "input_types"]
+
+
+def graph_note(reason: Optional[str], replay: bool) -> Optional[str]:
+    """The reason, with the graph replay's explanation when the step replays a graph."""
+    if reason is None or not replay:
+        return reason
+    return reason + " (a CUDA/HIP graph replay: its operators and shapes are in the capture " \
+                    "trace)"
