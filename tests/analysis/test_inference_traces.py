@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tb_plugin.analysis.features import features
+from tb_plugin.analysis.gpu_idle.idle import temporal_breakdown
 from tb_plugin.analysis.inference.view import build_inference
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
@@ -130,3 +131,18 @@ def test_capture_traces_are_not_serving_traces(name):
     table = load_trace(str(SHARED_TRACES / name), use_cache=False)
     assert features(table)["serving_steps"] == 0
     assert build_inference(table)["total_steps"] == 0
+
+
+@needs_shared
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_gpu_timeline_matches_tracelens(name):
+    """The GPU Idle view's temporal breakdown against TraceLens's gpu_timeline.csv of the same
+    trace (bench/tracelens_categories.py prints both): computation, exposed memcpy, idle and
+    total time agree to rounding (its CSV keeps ~1e-10 ms)."""
+    with open(SHARED_TRACES / name.split("/")[0] / "tracelens_outputs" / "gpu_timeline.csv") as f:
+        peer = {r["type"]: float(r["time ms"]) * 1e3 for r in csv.DictReader(f)}
+    [gpu] = temporal_breakdown(load_trace(str(SHARED_TRACES / name), use_cache=False))
+    for ours, theirs in (("compute_us", "computation_time"), ("memory_us", "exposed_memcpy_time"),
+                         ("communication_us", "exposed_comm_time"), ("idle_us", "idle_time"),
+                         ("window_us", "total_time")):
+        assert gpu[ours] == pytest.approx(peer[theirs], abs=1e-3), ours
