@@ -3,6 +3,7 @@ generated traces: every expected number is derived in the docstrings from what i
 
 import pytest
 
+from tb_plugin.analysis.features import features
 from tb_plugin.analysis.inference.annotations import parse_step_name, phase_of
 from tb_plugin.analysis.inference.steps import WARMUP_FACTOR, serving_steps
 from tb_plugin.analysis.inference.view import build_inference
@@ -254,3 +255,14 @@ def test_view_answers_404_without_serving_steps(tmp_path):
     table = make_table([cpu_op("aten::mm", 0, 10)], tmp_path)
     with pytest.raises(NotInTrace, match="no serving step annotation"):
         build_view(table, "inference")
+
+
+def test_only_host_annotations_are_steps(tmp_path):
+    """The same name as a cpu_op, or as the GPU-side mirror (gpu_user_annotation), is no step;
+    the host user_annotation is one (features count only it: the tab's predicate)."""
+    events = [cpu_op("step[DECODE bs=4]", 0, 100, cat="cpu_op"),
+              cpu_op("step[DECODE bs=4]", 200, 100, cat="gpu_user_annotation"),
+              cpu_op("step[DECODE bs=4]", 400, 100, cat="user_annotation")]
+    table = make_table(events, tmp_path)
+    assert list(serving_steps(table)["start"]) == [400.0]
+    assert features(table)["serving_steps"] == 1

@@ -131,7 +131,11 @@ def serving_annotation_mask(table: TraceTable) -> np.ndarray:
     """Per event row: a complete host annotation whose name is a serving step's (the
     parser children count them for the Inference tab: `features.py`)."""
     events = table.events
-    named = category_flags(events["name"], lambda n: parse_step_name(n) is not None)
+    kind = events["kind"].to_numpy() == Kind.USER_ANNOTATION
+    named = category_flags(events["name"], _is_step_name, np.flatnonzero(kind))
     dur = events["dur"].to_numpy()
-    return named & (events["kind"].to_numpy() == Kind.USER_ANNOTATION) & np.isfinite(dur) \
-        & (dur >= 0)
+    return named & kind & np.isfinite(dur) & (dur >= 0)
+
+
+def _is_step_name(name: str) -> bool:
+    return name.startswith(("execute_", "step[")) and parse_step_name(name) is not None
