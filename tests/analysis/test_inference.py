@@ -266,3 +266,28 @@ def test_only_host_annotations_are_steps(tmp_path):
     table = make_table(events, tmp_path)
     assert list(serving_steps(table)["start"]) == [400.0]
     assert features(table)["serving_steps"] == 1
+
+
+@pytest.mark.parametrize("operator, expected", [
+    ("aten::addmm", (3712.0, None)),
+    ("vllm::moe_forward", (None, "GEMM kernels launched outside aten::mm/addmm "
+                                 "(vllm::moe_forward): their weights cannot be sized")),
+])
+def test_gemm_kernels_outside_mm_make_the_weights_unknown(tmp_path, operator, expected):
+    """One decode step (sk = 100) with an aten::mm of weight [8, 16] fp32 (512 B), a
+    store_cache of K and V rows of 4 fp32 per token (32 B per token: 3,200 B) and a second
+    GEMM kernel launched inside `operator`: aten::addmm leaves the estimate at 512 + 3,200 =
+    3,712 B (its own weight has no shapes here); a fused MoE's weights cannot be sized."""
+    name = "execute_2_context_0(sq0sk0sqsq0sqsk0)_generation_2(sq2sk100sqsq2sqsk100)"
+    events = [
+        cpu_op(name, 0, 100, cat="user_annotation"),
+        cpu_op("aten::mm", 10, 10, ext=1, **{"Input Dims": [[2, 8], [8, 16]],
+                                             "Input type": ["float", "float"]}),
+        runtime(12, 2, corr=1, ext=1), kernel(200, 5, corr=1, ext=1),
+        cpu_op("sglang::store_cache", 30, 5, ext=2, **{"Input Dims": [[2, 4], [2, 4]],
+                                                       "Input type": ["float", "float"]}),
+        cpu_op(operator, 40, 10, ext=3), runtime(42, 2, corr=3, ext=3),
+        kernel(210, 5, corr=3, ext=3, name="Cijk_gemm_other"),
+    ]
+    row = build_inference(make_table(events, tmp_path))["steps"][0]
+    assert (row["bytes"], row["bytes_reason"]) == expected

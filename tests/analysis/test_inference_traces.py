@@ -12,6 +12,7 @@ import pytest
 from tb_plugin.analysis.features import features
 from tb_plugin.analysis.gpu_idle.idle import temporal_breakdown
 from tb_plugin.analysis.inference.view import build_inference
+from tb_plugin.api import open_logdir
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
 
@@ -146,3 +147,41 @@ def test_gpu_timeline_matches_tracelens(name):
                          ("communication_us", "exposed_comm_time"), ("idle_us", "idle_time"),
                          ("window_us", "total_time")):
         assert gpu[ours] == pytest.approx(peer[theirs], abs=1e-3), ours
+
+
+@needs_shared
+def test_sglang_decode_bandwidth_with_its_capture():
+    """Through `Logdir.inference`, the SGLang decode replay reads its capture run: the
+    captured Qwen3-8B operators at batch 32 (the same four GEMM weights per layer x 36 and the
+    4096x151936 logits GEMM, bf16) and 36 store_cache writes of 1024 + 1024 bf16 per token,
+    x 32,785 KV tokens (the annotation's sk): 15,136,194,560 + 4,834,344,960 bytes; on the
+    MI300X's 5.3 TB/s over the step's GPU time."""
+    weights = (36 * (4096 * 6144 + 4096 * 4096 + 4096 * 24576 + 12288 * 4096)
+               + 4096 * 151936) * 2
+    kv = 36 * (1024 + 1024) * 2 * 32785
+    payload = open_logdir(str(SHARED_TRACES), use_cache=False).inference("tl_sglang_decode")
+    [step] = payload["steps"]
+    assert step["bytes"] == weights + kv == 19_970_539_520
+    assert step["bandwidth_pct"] == pytest.approx(
+        100 * (weights + kv) / (step["gpu_us"] * 1e-6) / 5.3e12, rel=1e-12)
+    [decode] = payload["phases"]
+    assert decode["bandwidth_steps"] == 1 and decode["bandwidth_pct"] == step["bandwidth_pct"]
+    assert payload["notes"] == []
+
+
+@needs_shared
+def test_vllm_decode_moe_weights_are_not_sized():
+    """The vLLM GPT-OSS decode: with its capture read, 7.2 ms of its GEMM kernels were
+    captured by vllm::moe_forward (Triton matmul_ogs on MXFP4 experts), whose weights no
+    aten::mm shape tells: not estimable, and said why. Its categories now follow the captured
+    operators, as bench/tracelens_categories.py: attention 860.8 us, reduction 119.8 us."""
+    payload = open_logdir(str(SHARED_TRACES), use_cache=False).inference(
+        "tl_vllm_decode_fullgraph")
+    [step] = payload["steps"]
+    assert step["bytes"] is None
+    assert step["bytes_reason"] == (
+        "GEMM kernels launched outside aten::mm/addmm (vllm::moe_forward): their weights "
+        "cannot be sized (a CUDA/HIP graph replay, its capture trace read too)")
+    cats = {c["category"]: c["time_us"] for c in payload["phases"][0]["categories"]}
+    assert cats["attention"] == pytest.approx(860.8, abs=0.05)
+    assert cats["reduction"] == pytest.approx(119.8, abs=0.05)

@@ -16,6 +16,7 @@ from ...views.inference.payload import InferencePayload
 from ..device_work import device_work
 from ..efficiency.roofline import device_info
 from ..graph_launches import replayed_mask
+from ..graphs import merge_capture
 from ..op_categories import CATEGORIES, device_categories
 from .annotations import DECODE, PHASES
 from .bandwidth import graph_note, step_bytes
@@ -43,16 +44,21 @@ def serving_step_count(table: TraceTable) -> int:
     return int(len(serving_steps(table)))
 
 
-def build_inference(table: TraceTable) -> InferencePayload:
+def build_inference(table: TraceTable, capture: Optional[TraceTable] = None
+                    ) -> InferencePayload:
     """See `views.inference.payload.InferencePayload` (no steps, no phases on a trace
-    without serving step annotations)."""
+    without serving step annotations). `capture`: the graph capture trace of a replay (the
+    run `<run>/capture`), whose operators' shapes size the replayed steps' bytes."""
     steps = serving_steps(table)
     device = _device(table, steps)
-    moved = step_bytes(table, steps)
+    merged = merge_capture(table, capture) if capture is not None else None
+    operators = None if merged is None else pd.Series(merged["captured_by"].to_numpy(),
+                                                      index=merged["event"].to_numpy())
+    frame = device_categories(table, operators).set_index("event")
+    moved = step_bytes(table, steps, frame, merged, capture)
     replay = _replayed_steps(table, steps)
-    rows = [_row(s, moved.loc[s.Index], replay[i], device["memory_tbps"])
+    rows = [_row(s, moved.loc[s.Index], replay[i], device["memory_tbps"], capture is not None)
             for i, s in enumerate(steps.itertuples())]
-    frame = device_categories(table).set_index("event")
     phases = [_phase(p, steps, rows, frame, device["memory_tbps"]) for p in PHASES]
     state = steps["state"].to_numpy()
     steady = np.flatnonzero(state == STEADY)
@@ -80,7 +86,8 @@ def _kv(s: Any) -> Optional[int]:
     return int(sum(known)) if known else None
 
 
-def _row(s: Any, moved: pd.Series, replay: bool, peak: Optional[float]) -> dict[str, Any]:
+def _row(s: Any, moved: pd.Series, replay: bool, peak: Optional[float], with_capture: bool
+         ) -> dict[str, Any]:
     tokens = _int(s.tokens)
     nbytes = float(moved["bytes"]) if np.isfinite(moved["bytes"]) and s.gpu_us > 0 else None
     tbps = nbytes / s.gpu_us * 1e-6 if nbytes is not None else None
@@ -97,7 +104,7 @@ def _row(s: Any, moved: pd.Series, replay: bool, peak: Optional[float]) -> dict[
         "bytes": nbytes, "bandwidth_tbps": tbps,
         "bandwidth_pct": 100.0 * tbps / peak if tbps is not None and peak else None,
         "bytes_reason": None if nbytes is not None else graph_note(
-            moved["reason"] or "no device work", replay),
+            moved["reason"] or "no device work", replay, with_capture),
     }
 
 
