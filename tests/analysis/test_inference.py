@@ -291,3 +291,24 @@ def test_gemm_kernels_outside_mm_make_the_weights_unknown(tmp_path, operator, ex
     ]
     row = build_inference(make_table(events, tmp_path))["steps"][0]
     assert (row["bytes"], row["bytes_reason"]) == expected
+
+
+def test_counts_are_bounded():
+    """A count of 15 digits is read (exact in float64); one of 16 digits makes the name no
+    step name, so a hostile annotation cannot overflow the step table."""
+    ok, too_long = "9" * 15, "9" * 16
+    assert parse_step_name(f"step[DECODE bs={ok}]")["requests"] == int(ok)
+    assert parse_step_name(f"step[DECODE bs={too_long}]") is None
+    name = "execute_{n}_context_1(sq1sk1sqsq1sqsk1)_generation_0(sq0sk0sqsq0sqsk0)"
+    assert parse_step_name(name.format(n=ok))["tokens"] == int(ok)
+    assert parse_step_name(name.format(n=too_long)) is None
+    assert parse_step_name(f"execute_context_1({too_long})_generation_0(0)") is None
+
+
+def test_hostile_counts_answer(tmp_path):
+    """Huge counts in a trace: the 15-digit one is a step, the 400-digit one is not; the view
+    answers with the one step."""
+    events = [cpu_op("step[DECODE bs=" + "9" * 400 + "]", 0, 10, cat="user_annotation"),
+              cpu_op("step[DECODE bs=" + "9" * 15 + "]", 20, 10, cat="user_annotation")]
+    payload = build_view(make_table(events, tmp_path), "inference")
+    assert [s["requests"] for s in payload["steps"]] == [999_999_999_999_999]

@@ -34,11 +34,14 @@ from ..events import category_flags
 PREFILL, DECODE, MIXED, IDLE, OTHER = "prefill", "decode", "mixed", "idle", "other"
 PHASES = (PREFILL, DECODE, MIXED, IDLE, OTHER)
 
-_AGG = r"sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)"
-VLLM_RE = re.compile(rf"^execute_(\d+)_context_(\d+)\({_AGG}\)_generation_(\d+)\({_AGG}\)$")
-VLLM_PLAIN_RE = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
-SGLANG_RE = re.compile(r"^step\[([A-Za-z_]+)((?:\s+[A-Za-z_]+=\d+)*)\s*\]$")
-_FIELD_RE = re.compile(r"([A-Za-z_]+)=(\d+)")
+#: A count: at most `MAX_DIGITS` digits (exact in float64; a longer one is no step name).
+MAX_DIGITS = 15
+_N = rf"(\d{{1,{MAX_DIGITS}}})"
+_AGG = rf"sq{_N}sk{_N}sqsq{_N}sqsk{_N}"
+VLLM_RE = re.compile(rf"^execute_{_N}_context_{_N}\({_AGG}\)_generation_{_N}\({_AGG}\)$")
+VLLM_PLAIN_RE = re.compile(rf"^execute_context_{_N}\({_N}\)_generation_{_N}\({_N}\)$")
+SGLANG_RE = re.compile(rf"^step\[([A-Za-z_]+)((?:\s+[A-Za-z_]+={_N})*)\s*\]$")
+_FIELD_RE = re.compile(rf"([A-Za-z_]+)={_N}")
 _MODES = {"EXTEND": PREFILL, "PREFILL": PREFILL, "DECODE": DECODE, "MIXED": MIXED,
           "IDLE": IDLE}
 
