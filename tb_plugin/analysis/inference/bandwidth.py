@@ -55,7 +55,7 @@ def _numel(shape: Any) -> Optional[int]:
     return int(np.prod(shape, dtype=np.int64))
 
 
-def weight_bytes(dims: Any, types: Any) -> Optional[float]:
+def weight_bytes(dims: Optional[str], types: Optional[str]) -> Optional[float]:
     """The weight operand of one `aten::mm` / `aten::addmm` call: its last 2-D input."""
     shapes, names = _list(dims, json.loads), _list(types, ast.literal_eval)
     for i in range(len(shapes) - 1, -1, -1):
@@ -66,7 +66,7 @@ def weight_bytes(dims: Any, types: Any) -> Optional[float]:
     return None
 
 
-def kv_bytes_per_token(dims: Any, types: Any) -> Optional[float]:
+def kv_bytes_per_token(dims: Optional[str], types: Optional[str]) -> Optional[float]:
     """K + V bytes per token of one KV-cache write: its first two inputs, numel / rows."""
     shapes, names = _list(dims, json.loads), _list(types, ast.literal_eval)
     if len(shapes) < 2 or len(names) < 2:
@@ -89,34 +89,50 @@ def step_bytes(table: TraceTable, steps: pd.DataFrame, categories: pd.DataFrame,
     `graphs.merge_capture` with `table`), the operators of the capture windows the step's
     replayed kernels came from count too."""
     own = _ShapeOps(table)
-    windows = _step_windows(steps, merged, capture) if capture is not None else None
-    theirs = _ShapeOps(capture) if capture is not None else None
-    gemm = categories[categories["category"] == GEMM]
-    out = []
-    for i, s in enumerate(steps.itertuples()):
-        w = [weight_bytes(*own.shapes(r)) for r in own.inside(own.gemm, s.thread, s.start, s.end)]
-        k = [kv_bytes_per_token(*own.shapes(r))
-             for r in own.inside(own.kv, s.thread, s.start, s.end)]
-        for window in (windows[i] if windows is not None else []):
-            w += [weight_bytes(*theirs.shapes(r)) for r in theirs.inside(theirs.gemm, *window)]
-            k += [kv_bytes_per_token(*theirs.shapes(r)) for r in theirs.inside(theirs.kv, *window)]
-        launched_by = gemm["operator"].reindex(s.events).dropna()
-        foreign = sorted(set(launched_by[~launched_by.isin(GEMM_OPS)]))
-        out.append(_estimate(s, w, k, foreign))
+    threads = steps["thread"].to_numpy()
+    starts, ends = steps["start"].to_numpy(), steps["end"].to_numpy()
+    w_sum, w_known = own.gemm.sums(threads, starts, ends)
+    k_sum, k_known = own.kv.sums(threads, starts, ends)
+    if capture is not None and merged is not None:
+        theirs = _ShapeOps(capture)
+        for i, windows in enumerate(_step_windows(steps, merged, capture)):
+            for thread, lo, hi in windows:
+                a, b = theirs.gemm.sums(np.array([thread]), np.array([lo]), np.array([hi]))
+                c, d = theirs.kv.sums(np.array([thread]), np.array([lo]), np.array([hi]))
+                w_sum[i] += a[0]
+                w_known[i] += b[0]
+                k_sum[i] += c[0]
+                k_known[i] += d[0]
+    foreign = _foreign_gemm(steps, categories)
+    out = [_estimate(s, w_sum[i], w_known[i], k_sum[i], k_known[i], foreign.get(i, []))
+           for i, s in enumerate(steps.itertuples())]
     return pd.DataFrame(out, index=steps.index,
                         columns=["weight_bytes", "kv_bytes_per_token", "bytes", "reason"])
 
 
-def _estimate(s: Any, w: list[Optional[float]], k: list[Optional[float]], foreign: list[str]
-              ) -> dict[str, Any]:
+def _foreign_gemm(steps: pd.DataFrame, categories: pd.DataFrame) -> dict[int, list[str]]:
+    """Per step position: the operators other than aten::mm/addmm that launched (or
+    captured) GEMM kernels of the step, sorted."""
+    owner = steps["events"].explode().dropna()
+    if len(owner) == 0:
+        return {}
+    frame = pd.DataFrame({"step": np.asarray(owner.index), "event": owner.to_numpy(
+        dtype=np.int64)})
+    gemm = categories[categories["category"] == GEMM]["operator"]
+    frame["operator"] = gemm.reindex(frame["event"].to_numpy()).to_numpy()
+    frame = frame[frame["operator"].notna() & ~frame["operator"].isin(GEMM_OPS)]
+    position = pd.Series(np.arange(len(steps)), index=steps.index)
+    return {int(position[k]): sorted(set(g["operator"])) for k, g in frame.groupby("step")}
+
+
+def _estimate(s: Any, weights: float, weights_known: float, per_token: float,
+              kv_known: float, foreign: list[str]) -> dict[str, Any]:
     attended = np.nansum([s.context_kv_tokens, s.generation_kv_tokens]) \
         if np.isfinite(s.context_kv_tokens) or np.isfinite(s.generation_kv_tokens) else np.nan
-    weights = float(sum(v for v in w if v is not None))
-    per_token = float(sum(v for v in k if v is not None))
     reason = None
-    if not any(v is not None for v in w):
+    if weights_known == 0:
         reason = "no GEMM (aten::mm/addmm) input shapes inside the step"
-    elif not any(v is not None for v in k):
+    elif kv_known == 0:
         reason = "no KV-cache write (store_cache, reshape_and_cache) input shapes inside " \
                  "the step"
     elif not np.isfinite(attended):
@@ -125,34 +141,69 @@ def _estimate(s: Any, w: list[Optional[float]], k: list[Optional[float]], foreig
         reason = ("GEMM kernels launched outside aten::mm/addmm (" + ", ".join(
             n or "no operator" for n in foreign[:3]) + "): their weights cannot be sized")
     total = weights + per_token * attended if reason is None else np.nan
-    return {"weight_bytes": weights, "kv_bytes_per_token": per_token, "bytes": total,
-            "reason": reason}
+    return {"weight_bytes": float(weights), "kv_bytes_per_token": float(per_token),
+            "bytes": total, "reason": reason}
+
+
+class _Sized:
+    """Operators of one kind with a size each (NaN: unknown), by thread in start order:
+    `sums` adds the known sizes and counts them over [start, end) ranges by binary search."""
+
+    def __init__(self, rows: np.ndarray, sizes: np.ndarray, ts: np.ndarray, tid: np.ndarray
+                 ) -> None:
+        self.by_thread: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for t in np.unique(tid[rows]):
+            mine = np.flatnonzero(tid[rows] == t)
+            mine = mine[np.argsort(ts[rows[mine]], kind="stable")]
+            known = np.isfinite(sizes[mine])
+            self.by_thread[int(t)] = (
+                ts[rows[mine]],
+                np.concatenate(([0.0], np.cumsum(np.where(known, sizes[mine], 0.0)))),
+                np.concatenate(([0], np.cumsum(known))))
+
+    def sums(self, threads: np.ndarray, starts: np.ndarray, ends: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+        total = np.zeros(len(threads))
+        count = np.zeros(len(threads))
+        for t, (ts, size, known) in self.by_thread.items():
+            mine = np.flatnonzero(threads == t)
+            lo = np.searchsorted(ts, starts[mine], "left")
+            hi = np.searchsorted(ts, ends[mine], "left")
+            total[mine] = size[hi] - size[lo]
+            count[mine] = known[hi] - known[lo]
+        return total, count
 
 
 class _ShapeOps:
-    """The GEMM and KV-cache write operators of one trace, with their threads and starts."""
+    """The GEMM (weight bytes) and KV-cache write (K + V bytes per token) operators of one
+    trace, each shape string parsed once."""
 
     def __init__(self, table: TraceTable) -> None:
         events = table.events
-        self.args = table.op_args.drop_duplicates("event").set_index("event")
         kind = events["kind"].to_numpy()
         names = np.asarray(events["name"].cat.categories.astype(str), dtype=object)
         ops = np.flatnonzero(kind == Kind.CPU_OP)
         op_names = names[events["name"].cat.codes.to_numpy()[ops]]
-        self.gemm = ops[np.isin(op_names, GEMM_OPS)]
-        self.kv = ops[np.fromiter((bool(KV_WRITE_RE.search(n)) for n in op_names), bool,
-                                  len(ops))]
-        self.ts, self.tid = events["ts"].to_numpy(), events["tid"].cat.codes.to_numpy()
+        kv = np.fromiter((bool(KV_WRITE_RE.search(n)) for n in op_names), bool, len(ops))
+        ts, tid = events["ts"].to_numpy(), events["tid"].cat.codes.to_numpy()
+        args = table.op_args.drop_duplicates("event").set_index("event")
+        gemm_rows, kv_rows = ops[np.isin(op_names, GEMM_OPS)], ops[kv]
+        self.gemm = _Sized(gemm_rows, _sizes(args, gemm_rows, weight_bytes), ts, tid)
+        self.kv = _Sized(kv_rows, _sizes(args, kv_rows, kv_bytes_per_token), ts, tid)
 
-    def inside(self, rows: np.ndarray, thread: int, start: float, end: float) -> np.ndarray:
-        """The rows starting in [start, end) on `thread`."""
-        ts = self.ts[rows]
-        return rows[(self.tid[rows] == thread) & (ts >= start) & (ts < end)]
 
-    def shapes(self, row: int) -> tuple[Any, Any]:
-        if row not in self.args.index or "input_dims" not in self.args.columns:
-            return None, None
-        return self.args.at[row, "input_dims"], self.args.at[row, "input_types"]
+def _sizes(args: pd.DataFrame, rows: np.ndarray, size_of: Any) -> np.ndarray:
+    """`size_of(dims, types)` per row (NaN when unknown), once per distinct pair."""
+    if len(rows) == 0 or "input_dims" not in args.columns:
+        return np.full(len(rows), np.nan)
+    picked = args.reindex(rows)
+    dims = picked["input_dims"].astype(object).where(picked["input_dims"].notna(), None)
+    types = picked["input_types"].astype(object).where(picked["input_types"].notna(), None)
+    pairs = list(zip(dims.tolist(), types.tolist()))
+    found = {pair: size_of(*(v if isinstance(v, str) else None for v in pair))
+             for pair in set(pairs)}
+    return np.asarray([np.nan if found[p] is None else found[p] for p in pairs],
+                      dtype=np.float64)
 
 
 def _step_windows(steps: pd.DataFrame, merged: pd.DataFrame, capture: TraceTable

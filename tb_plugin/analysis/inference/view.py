@@ -57,7 +57,8 @@ def build_inference(table: TraceTable, capture: Optional[TraceTable] = None
     frame = device_categories(table, operators).set_index("event")
     moved = step_bytes(table, steps, frame, merged, capture)
     replay = _replayed_steps(table, steps)
-    rows = [_row(s, moved.loc[s.Index], replay[i], device["memory_tbps"], capture is not None)
+    sized = moved.to_dict("records")
+    rows = [_row(s, sized[i], replay[i], device["memory_tbps"], capture is not None)
             for i, s in enumerate(steps.itertuples())]
     phases = [_phase(p, steps, rows, frame, device["memory_tbps"]) for p in PHASES]
     state = steps["state"].to_numpy()
@@ -86,7 +87,7 @@ def _kv(s: Any) -> Optional[int]:
     return int(sum(known)) if known else None
 
 
-def _row(s: Any, moved: pd.Series, replay: bool, peak: Optional[float], with_capture: bool
+def _row(s: Any, moved: dict[str, Any], replay: bool, peak: Optional[float], with_capture: bool
          ) -> dict[str, Any]:
     tokens = _int(s.tokens)
     nbytes = float(moved["bytes"]) if np.isfinite(moved["bytes"]) and s.gpu_us > 0 else None
@@ -110,8 +111,7 @@ def _row(s: Any, moved: pd.Series, replay: bool, peak: Optional[float], with_cap
 
 def _phase(phase: str, steps: pd.DataFrame, rows: list[dict[str, Any]], frame: pd.DataFrame,
            peak: Optional[float]) -> Optional[dict[str, Any]]:
-    mine = [r for r, s in zip(rows, steps.itertuples())
-            if s.state == STEADY and s.phase == phase]
+    mine = [r for r in rows if r["state"] == STEADY and r["phase"] == phase]
     if not mine:
         return None
     picked = steps[(steps["state"] == STEADY) & (steps["phase"] == phase)]
