@@ -108,19 +108,20 @@ under either; window = first device start to last device end). The Inference vie
 
 Op categories (ours is kept where it is the kernel's real work; nothing here was found wrong
 enough to change `op_categories.RULES`):
-- **vLLM decode, GEMM +583% / other -95.5%**: TraceLens has no MoE category and files
+- **vLLM decode, GEMM +572% / other -95.5%**: TraceLens has no MoE category and files
   `vllm::moe_forward` (7,171.5 us, 67% of the step) under "other"; its kernels are the Triton
-  `_matmul_ogs_*` expert GEMMs (7,034.6 us) and `_finalize_matmul_scatter_bf16` (136.9 us),
-  so ours is GEMM. The finalize kernel is really the top-k combine (a scatter-add): counted as
-  GEMM here because its name says matmul (1.3% of the step; a known imprecision of the name
-  rule). `SortTokens` (375.1 us: routing kernels) is "other" on both sides.
+  `_matmul_ogs_*` expert GEMMs (7,034.6 us: GEMM here) and `_finalize_matmul_scatter_bf16`
+  (136.9 us), the top-k combine of the experts' outputs: a reduction here. That one was ours
+  to fix: its name says matmul, so the GEMM pattern took it (GEMM 8,402.1 us before); the
+  GEMM kernel pattern now skips `finalize_matmul` and the reduction pattern has it.
+  `SortTokens` (375.1 us: routing kernels) is "other" on both sides.
 - **vLLM decode, elementwise +1079%**: TraceLens puts Inductor's `triton_poi_*` pointwise
   kernels (425.6 us) in a "triton" bucket (mapped to other) and `_C::rotary_embedding`
   (149.7 us) in other; ours calls them elementwise (pointwise by Inductor's own prefix, RoPE is
   elementwise). `aten::copy_`'s DtoD copies (43.2 us) are elementwise there and memcpy/memset
   here (they are copy engine events, left out of this table).
-- **vLLM decode, reduction (TraceLens 0)**: `TopK`'s `_topk_forward` (119.8 us) is a reduction
-  here, "other" there.
+- **vLLM decode, reduction (TraceLens 0)**: `TopK`'s `_topk_forward` (119.8 us) and the MoE
+  finalize (136.9 us) are reductions here, "other" there.
 - **SGLang decode and prefill, other -65.5% / -88.2%**: `aten::gather` (13.5 / 66.3 us),
   `aten::arange` (4.2 / 3.5 us) and `aten::index` (6.1 us, prefill) run gather/index/fill
   kernels: elementwise here, "other" there; `aten::_local_scalar_dense` (15.1 us) is a copy
@@ -128,11 +129,12 @@ enough to change `op_categories.RULES`):
 - attention (+0.2% / +0.0%: 5.4 / 4.7 us) and elementwise (+0.5% / +0.2%: 4.5 / 53.0 us) on
   the SGLang traces are under 2% and were not traced further.
 
-The Inference view reads one trace, so on a graph replay it categorizes replayed kernels by
-their names, not by the captured operators this script merges in: on the vLLM decode replay
-its attention is 792.1 us and reduction 188.5 us (here 860.8 and 119.8): the split-KV
-`reduce_segments` kernel (68.7 us) of `vllm::unified_attention_with_output` is a reduction by
-name.
+The Inference tab (and `report`) reads one trace, so on a graph replay it categorizes
+replayed kernels by their names, not by the captured operators this script merges in: on the
+vLLM decode replay its attention is 792.1 us and reduction 325.4 us (here 860.8 and 256.7):
+the split-KV `reduce_segments` kernel (68.7 us) of `vllm::unified_attention_with_output` is a
+reduction by name. `Logdir.inference(run)` reads the capture run too and agrees with this
+table.
 """
 
 
