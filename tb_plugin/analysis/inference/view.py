@@ -34,8 +34,9 @@ FORMULAS = {
     "latency": "us per token = step time / tokens; decode inter-token latency = mean decode "
                "step time (each running request gets one token per decode step)",
     "bandwidth": "bytes = GEMM weights (aten::mm/addmm weight operand) + KV read (Σ N_KV x "
-                 "K+V bytes per token of the step's KV-cache writes); utilization = bytes / "
-                 "GPU busy time / peak HBM bandwidth",
+                 "K+V bytes per token of the step's KV-cache writes); not estimable without "
+                 "those shapes or when GEMM kernels come from another operator (a fused MoE); "
+                 "utilization = bytes / GPU busy time / peak HBM bandwidth",
 }
 
 
