@@ -33,6 +33,7 @@ from .analysis.frames import (
     step_frame,
 )
 from .analysis.graphs import CAPTURE_SUFFIX, graph_summary, merge_capture, paired_capture_run
+from .analysis.inference.view import build_inference
 from .analysis.kernels import GROUP_BY_KERNEL, kernel_table
 from .analysis.operators import GROUP_BY_OPERATOR, call_stack_table, operator_table
 from .analysis.overview import build_overview
@@ -222,6 +223,15 @@ class Logdir:
         if capture is None:
             raise NotFoundError(f"run {run!r} has no capture run {run + CAPTURE_SUFFIX!r}")
         return merge_capture(self.trace(run, worker, span).table, self.trace(capture).table)
+
+    def inference(self, run: str, worker: Optional[str] = None,
+                  span: Optional[str] = None) -> dict[str, Any]:
+        """The Inference view's payload of one worker span; a replay with a capture run
+        `<run>/capture` also reads it, so the replayed steps' bytes are sized from the
+        captured operators' shapes and their kernels categorized by the captured operators."""
+        capture = paired_capture_run(run, self.runs())
+        return dict(build_inference(self.trace(run, worker, span).table,
+                                    self.trace(capture).table if capture else None))
 
     def _run(self, run: str) -> RunInfo:
         if run not in self._runs:

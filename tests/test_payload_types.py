@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 from tb_plugin.analysis.distributed.view import build_distributed_view
-from tb_plugin.analysis.features import summarize
+from tb_plugin.analysis.features import features, summarize
 from tb_plugin.analysis.kernels import build_kernel_pies
 from tb_plugin.analysis.modules import build_modules
 from tb_plugin.analysis.operators import build_call_stacks, build_operator_pies
@@ -94,6 +94,8 @@ def trace_payloads(table: TraceTable, export: Any) -> Iterator[tuple[str, Any]]:
         yield "/memory/timeline", build_view(table, "memory_timeline", export)
     if build_modules(table)["available"]:  # else the route answers 404 (NotInTrace)
         yield "/modules", build_view(table, "modules")
+    if features(table)["serving_steps"]:  # else the route answers 404 (NotInTrace)
+        yield "/inference", build_view(table, "inference")
     yield "/whatif", build_view(table, "whatif", edit="launch=0; sync=0; op~^aten::=0.5")
 
 

@@ -54,7 +54,8 @@ def test_viewspecs_answer() -> None:
         {"name": "Distributed", "order": 6, "run_level": True},
         {"name": "Module", "order": 7, "run_level": False},
         {"name": "Diff", "order": 8, "run_level": True},
-        {"name": "GPU Idle", "order": 9, "run_level": False}]}
+        {"name": "GPU Idle", "order": 9, "run_level": False},
+        {"name": "Inference", "order": 10, "run_level": False}]}
 
 
 def test_committed_openapi_is_the_generated_one() -> None:

@@ -13,9 +13,10 @@ import numpy as np
 
 from ..ingest.schema import Kind, TraceTable
 from .breakdown import comm_op_mask
+from .inference.annotations import serving_annotation_mask
 
 #: Bumped when `features()` changes, so summaries cached on disk are recomputed.
-FEATURES_VERSION = 3
+FEATURES_VERSION = 4
 #: At most this many distinct operator names are kept per file (the Diff view's default
 #: experiment compares runs by them; sorted, so a cut is the same for every file).
 MAX_OPERATOR_NAMES = 2000
@@ -36,6 +37,7 @@ class FeatureCounts(TypedDict):
     python_functions: int
     memory_events: int
     flows: int
+    serving_steps: int  # vLLM/SGLang serving step annotations (the Inference tab)
     distributed: bool  # the trace has distributedInfo
     framework: Optional[str]  # the trace's "Framework" field
 
@@ -63,6 +65,7 @@ def features(table: TraceTable) -> Features:
         "python_functions": int((kinds == Kind.PYTHON_FUNCTION).sum()),
         "memory_events": int(len(table.memory)),
         "flows": int(len(table.flows)),
+        "serving_steps": int(serving_annotation_mask(table).sum()),
         "distributed": table.metadata.distributed_info is not None,
         "framework": table.metadata.framework,
         "operator_names": _operator_names(table, kinds),

@@ -47,12 +47,14 @@ RULES: tuple[tuple[str, str, str], ...] = (
      r"^aten::(?:mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_scaled_mm|mv|addmv|dot|vdot"
      r"|convolution|_convolution|conv\w*|cudnn_convolution\w*|miopen_convolution\w*)$"
      r"|gemm|matmul|_mm$|scaled_mm",
-     r"gemm|^cijk_|cutlass|cublas|hipblas|rocblas|wvsplitk|^triton_tem_|matmul|conv"),
+     r"gemm|^cijk_|cutlass|cublas|hipblas|rocblas|wvsplitk|^triton_tem_|(?<!finalize_)matmul"
+     r"|conv"),
     (REDUCTION,
      r"^aten::(?:sum|mean|max|min|amax|amin|argmax|argmin|cumsum|cumprod|prod|softmax"
      r"|_softmax|log_softmax|_log_softmax|topk|sort|var|std|var_mean|std_mean|logsumexp|all"
      r"|any|norm_except_dim)$|softmax|topk|argmax|sampl",
-     r"reduce|reduction|softmax|argmax|topk|cumsum|scan|^triton_(?:red|per)_"),
+     r"reduce|reduction|softmax|argmax|topk|cumsum|scan|^triton_(?:red|per)_"
+     r"|finalize_matmul"),  # a MoE matmul's top-k combine (triton_kernels matmul_ogs)
     (ELEMENTWISE,
      r"^aten::(?:add|sub|mul|div|rsub|neg|pow|exp|log|sqrt|rsqrt|abs|relu|gelu|silu|sigmoid"
      r"|tanh|clamp|where|masked_fill|fill|zero|copy|clone|to|_to_copy|contiguous|cat|index"

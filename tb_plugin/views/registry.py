@@ -18,6 +18,7 @@ from .distributed.spec import SPECS as DISTRIBUTED
 from .efficiency.spec import SPECS as EFFICIENCY
 from .errors import OptionError
 from .gpu_idle.spec import SPECS as GPU_IDLE
+from .inference.spec import SPECS as INFERENCE
 from .kernels.spec import SPECS as KERNELS
 from .memory.spec import SPECS as MEMORY
 from .modules.spec import SPECS as MODULES
@@ -30,7 +31,7 @@ from .trace.spec import SPECS as TRACE
 
 SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
     *OVERVIEW, *OPERATORS, *KERNELS, *EFFICIENCY, *TRACE, *MEMORY, *MODULES, *DISTRIBUTED,
-    *RANKS, *GPU_IDLE, *DIFF,
+    *RANKS, *GPU_IDLE, *DIFF, *INFERENCE,
 )}
 
 ROUTES: dict[str, ViewSpec] = {spec.route: spec for spec in SPECS.values()}

@@ -18,6 +18,8 @@ Predicates:
   explains how to record them (`/modules` answers 404 with that explanation): a tab that
   vanishes tells the user nothing. `has_modules` is still what the file's features say.
 - GPU Idle: every parsed file (a trace without device work says what does not apply).
+- Inference: the file has vLLM/SGLang serving step annotations (`serving_steps`,
+  `analysis.inference.annotations`): a serving trace.
 - Diff: run-level; the run has two usable traces (spans or workers) to compare, or another run
   of the logdir has one. The run list is global, so a single-trace run still offers Diff when
   there is another run to compare it with.
@@ -88,6 +90,10 @@ def has_modules(features: Features) -> bool:
     return _count(features, "module_events") > 0
 
 
+def _is_serving(features: Features) -> bool:
+    return _count(features, "serving_steps") > 0
+
+
 def _run_can_diff(files: Sequence[Features], facts: RunFacts) -> bool:
     return bool(files) and (len(files) >= 2 or facts.usable_runs >= 2)
 
@@ -103,6 +109,7 @@ VIEWS: dict[str, View] = {view.name: view for view in sorted((
     View("Module", 7, _always),
     View("Diff", 8, _always, _run_can_diff, run_level=True),
     View("GPU Idle", 9, _always),
+    View("Inference", 10, _is_serving),
 ), key=lambda view: view.order)}
 
 

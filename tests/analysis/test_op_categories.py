@@ -51,6 +51,9 @@ def test_operator_rules(name, category):
     ("void at::native::vectorized_elementwise_kernel<4>", "elementwise"),
     ("MIOpenBatchNormFwdTrainSpatialMeanVariance", "normalization"),
     ("some_custom_kernel", "other"),
+    # triton_kernels' MoE matmul_ogs: the expert GEMM, and its top-k combine (a reduction)
+    ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", "GEMM"),
+    ("_finalize_matmul_scatter_bf16", "reduction"), ("_finalize_matmul", "reduction"),
 ])
 def test_kernel_rules(name, category):
     assert categorize(name, operator=False) == category

@@ -391,6 +391,10 @@ def test_view_predicates() -> None:
     assert views_of_run([], RunFacts(memory_exports=2, trace_files=2)) == []  # still loading
     assert views_of_run([cpu], RunFacts(memory_exports=1)) == [
         "Overview", "Operator", "Trace", "Module", "GPU Idle"]  # an export paired with no file
+    # Inference: a serving trace only (one serving step annotation is enough; none is not)
+    assert views_of_file({"kernels": 3, "serving_steps": 1}) == [
+        "Overview", "Operator", "Kernel", "Trace", "Module", "GPU Idle", "Inference"]
+    assert "Inference" not in views_of_file({"kernels": 3, "serving_steps": 0})
 
 
 def test_features_count_comm_ops_and_module_events() -> None:

@@ -397,7 +397,7 @@ def test_every_spec_route_is_served(tb: TensorBoard, loaded: dict[str, Any]) -> 
         assert reply.header("x-content-type-options") == "nosniff", reply.url
     names = [v["name"] for v in ok(tb.get("viewspecs", {}))["views"]]
     assert names == ["Overview", "Operator", "Kernel", "Trace", "Memory", "Distributed",
-                     "Module", "Diff", "GPU Idle"]
+                     "Module", "Diff", "GPU Idle", "Inference"]
 
 
 @pytest.mark.parametrize("route, params, flags, status", [

@@ -44,7 +44,8 @@ CHROMIUM_ARGS = [
 
 ARTIFACTS = REPO / "tests" / "_artifacts"
 SAMPLE_RUNS = ("cnn_bs32", "cnn_bs64", "ddp_gloo")
-SHARED_RUNS = ("resnet50_gpu_pt19", "cpu_only", "triton_kernels", "tl_vllm_decode_fullgraph")
+SHARED_RUNS = ("resnet50_gpu_pt19", "cpu_only", "triton_kernels", "tl_vllm_decode_fullgraph",
+               "tl_sglang_prefilldecode")
 #: torch.compile runs (test_compiled_view.py): a CPU sample and a real MI300X Triton trace.
 COMPILED_RUNS = ((SAMPLES, "compiled_cpu"), (SHARED_TRACES, "tl_mi300_torch_compile_triton"))
 PLUGIN = "torch_prof"

@@ -2061,6 +2061,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inference": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inference view: serving steps (vLLM, SGLang) with phase, batch and token counts, the steady-state window, per-phase time by op category, per-token latency and memory-bandwidth utilization; 404 when the worker span has no serving step annotation.
+         * @description Shape: see `tb_plugin.analysis.inference.view.build_inference`. With `format=csv`, one row per step.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InferencePayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3172,6 +3228,169 @@ export interface components {
             window_us: number;
         };
         /**
+         * InferencePayload
+         * @description The Inference view of one worker span.
+         */
+        InferencePayload: {
+            /** @description The GPU of the steps' device work. */
+            device: components["schemas"]["InferenceDevice"];
+            /** @description The rule behind each number, as the UI shows it. */
+            formulas: {
+                [key: string]: string;
+            };
+            /** @description The cap on `steps`. */
+            max_steps: number;
+            /** @description Sentences for the UI (capture, graphs, estimates). */
+            notes: string[];
+            /** @description Per phase with steady steps, in phase order. */
+            phases: components["schemas"]["PhaseRow"][];
+            /** @description The steady-state window. */
+            steady: components["schemas"]["SteadyWindow"];
+            /** @description Every step (at most `max_steps`), in start order. */
+            steps: components["schemas"]["StepRow"][];
+            /** @description Steps in the trace. */
+            total_steps: number;
+        };
+        /**
+         * InferenceDevice
+         * @description The GPU the steps ran on and its peak HBM bandwidth.
+         */
+        InferenceDevice: {
+            /** @description GPU index; null without device work. */
+            device: number | null;
+            /** @description Peak HBM bandwidth, TB/s; null. */
+            memory_tbps: number | null;
+            /** @description Device name from deviceProperties; null. */
+            name: string | null;
+            /** @description Matched row of the peak table; null. */
+            peaks_model: string | null;
+        };
+        /**
+         * PhaseRow
+         * @description One phase over the steady-state steps.
+         */
+        PhaseRow: {
+            /** @description bandwidth_tbps / peak HBM bandwidth, %; null when unknown. */
+            bandwidth_pct: number | null;
+            /** @description Steps whose bytes are estimable. */
+            bandwidth_steps: number;
+            /** @description Σ bytes / Σ gpu_us of those steps, TB/s; null. */
+            bandwidth_tbps: number | null;
+            /** @description Every op category, in the fixed order. */
+            categories: components["schemas"]["tb_plugin.views.inference.payload.CategoryTime"][];
+            /** @description Decode only: mean step time (every running request gets one token per decode step), us; null for other phases. */
+            inter_token_latency_us: number | null;
+            /** @description Mean estimated bytes per such step; null. */
+            mean_bytes: number | null;
+            /** @description Mean requests per step; null. */
+            mean_requests: number | null;
+            /** @description time_us / steps, us. */
+            mean_step_us: number;
+            /**
+             * @description prefill, decode, mixed, idle or other.
+             * @enum {unknown}
+             */
+            phase: "decode" | "idle" | "mixed" | "other" | "prefill";
+            /** @description Steady-state steps of this phase. */
+            steps: number;
+            /** @description Σ time_us of the steps, us. */
+            time_us: number;
+            /** @description Tokens processed (steps with a token count). */
+            tokens: number;
+            /** @description Σ tokens / Σ time_us x 1e6; null. */
+            tokens_per_s: number | null;
+            /** @description Σ time_us / Σ tokens over the steps with a token count, us; null. */
+            us_per_token: number | null;
+        };
+        /**
+         * CategoryTime
+         * @description Device time of one op category (`analysis.op_categories`) in a phase.
+         */
+        "tb_plugin.views.inference.payload.CategoryTime": {
+            /** @description GEMM, attention, normalization, elementwise, reduction, communication, memcpy/memset or other. */
+            category: string;
+            /** @description Share of the phase's device event time, %. */
+            pct: number;
+            /** @description Device event time (sum of durations), us. */
+            time_us: number;
+        };
+        /**
+         * SteadyWindow
+         * @description The steady-state window: which steps count and why the others do not.
+         */
+        SteadyWindow: {
+            /** @description Steps left out as graph capture. */
+            capture: number;
+            /** @description First steady step; null when none. */
+            first_step: number | null;
+            /** @description Idle (or unknown-phase) steps left out. */
+            idle: number;
+            /** @description Last steady step; null when none. */
+            last_step: number | null;
+            /** @description Steady steps. */
+            steps: number;
+            /** @description Leading steps left out as warm-up. */
+            warmup: number;
+            /** @description The warm-up rule's factor over the phase median. */
+            warmup_factor: number;
+        };
+        /**
+         * StepRow
+         * @description One serving step (an engine's step annotation; nested ones merged).
+         */
+        StepRow: {
+            /** @description bandwidth_tbps / the device's peak HBM bandwidth, %; null. */
+            bandwidth_pct: number | null;
+            /** @description bytes / gpu_us, TB/s; null. */
+            bandwidth_tbps: number | null;
+            /** @description Estimated HBM bytes moved (weights + KV read), null when not estimable. */
+            bytes: number | null;
+            /** @description Why bytes is null; null when estimated. */
+            bytes_reason: string | null;
+            /** @description Prefill (context) requests; null. */
+            context_requests: number | null;
+            /** @description Kernels, copies and sets launched inside the step. */
+            device_events: number;
+            /** @description Decode (generation) requests; null. */
+            generation_requests: number | null;
+            /** @description Union of those device events' intervals, us. */
+            gpu_us: number;
+            /** @description Host annotation duration, us. */
+            host_us: number;
+            /** @description KV tokens the step's requests attend (Σ N_KV, `sk`); null when not stated. */
+            kv_tokens: number | null;
+            /** @description SGLang's forward mode (DECODE, EXTEND...); null. */
+            mode: string | null;
+            /** @description The outermost annotation's name. */
+            name: string;
+            /**
+             * @description prefill, decode, mixed, idle or other.
+             * @enum {unknown}
+             */
+            phase: "decode" | "idle" | "mixed" | "other" | "prefill";
+            /** @description Requests in the batch; null when not stated. */
+            requests: number | null;
+            /** @description Annotation format(s): "vllm", "sglang" or "vllm+sglang". */
+            source: string;
+            /** @description First device start to last device end, us; null without device work. */
+            span_us: number | null;
+            /** @description Host annotation start, trace us. */
+            start_us: number;
+            /**
+             * @description steady (in the steady-state window), warm-up, capture or idle (left out).
+             * @enum {unknown}
+             */
+            state: "capture" | "idle" | "steady" | "warm-up";
+            /** @description Step number in start order, from 0. */
+            step: number;
+            /** @description gpu_us, or host_us for a step that launched nothing. */
+            time_us: number;
+            /** @description Tokens processed in the step; null. */
+            tokens: number | null;
+            /** @description time_us / tokens; null without tokens. */
+            us_per_token: number | null;
+        };
+        /**
          * KernelPiesPayload
          * @description `/kernels/pies`: top-N kernels by total time and the Tensor Core share.
          */
@@ -3212,7 +3431,7 @@ export interface components {
          */
         KernelsPayload: {
             /** @description Device time per op category (every category, memcpy/memset included), in the category order. */
-            categories: components["schemas"]["CategoryTime"][];
+            categories: components["schemas"]["tb_plugin.views.kernels.payload.CategoryTime"][];
             /** @description Some kernel had (or got derived) blocks per SM; when false every row's value is null. */
             has_blocks_per_sm: boolean;
             /** @description Some kernel had an occupancy; when false every row's value is null. */
@@ -3221,7 +3440,7 @@ export interface components {
             rows: components["schemas"]["KernelRow"][];
         };
         /** CategoryTime */
-        CategoryTime: {
+        "tb_plugin.views.kernels.payload.CategoryTime": {
             /** @description GEMM, attention, normalization, elementwise, reduction, communication, memcpy/memset or other. */
             category: string;
             /** @description Device events in it. */

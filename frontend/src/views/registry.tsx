@@ -8,6 +8,7 @@ import type { Navigate, UiState } from '../urlState'
 import { DiffView } from './diff/DiffView'
 import { DistributedView } from './distributed/DistributedView'
 import { GpuIdleView } from './gpu_idle/GpuIdleView'
+import { InferenceView } from './inference/InferenceView'
 import { KernelView } from './kernels/KernelView'
 import { MemoryView } from './memory/MemoryView'
 import { ModuleView } from './modules/ModuleView'
@@ -50,4 +51,5 @@ export const VIEWS: Record<string, ViewEntry> = {
   Module: { component: ModuleView },
   Diff: { component: DiffView, perWorker: true },
   'GPU Idle': { component: GpuIdleView },
+  Inference: { component: InferenceView },
 }
