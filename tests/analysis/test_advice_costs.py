@@ -48,7 +48,7 @@ def _costs_trace() -> list[dict]:
 
 def test_device_costs_by_cause(tmp_path):
     costs = device_costs(make_table(_costs_trace(), tmp_path), 0.0, 1000.0)
-    assert costs == (0, 360.0, 310.0, 40.0, 200.0)
+    assert costs == (0, 360.0, 310.0, 40.0, 200.0, 0.0, None)
 
 
 def test_device_level_host_wait_differs_from_the_per_stream_sum(tmp_path):
@@ -64,7 +64,7 @@ def test_device_costs_are_clipped_to_the_window(tmp_path):
     # [350, 1000): the first gap keeps [350, 400) = 50 (still host wait: its cause is read from
     # the whole gap), its launch part [350, 380) = 30.
     costs = device_costs(make_table(_costs_trace(), tmp_path), 350.0, 1000.0)
-    assert costs == (0, 50.0 + 50.0 + 210.0, 50.0 + 210.0, 40.0, 200.0)
+    assert costs == (0, 50.0 + 50.0 + 210.0, 50.0 + 210.0, 40.0, 200.0, 0.0, None)
 
 
 @pytest.mark.parametrize("launch_at,host_wait", [(100.0, 0.0), (100.5, 100.0)])
@@ -76,9 +76,42 @@ def test_host_wait_is_strict_at_the_gap_start(tmp_path, launch_at, host_wait):
     assert device_costs(make_table(events, tmp_path), 0.0, 1000.0).host_wait_us == host_wait
 
 
+def _stall_trace(delay: float) -> list[dict]:
+    """K1 [100, 200); K2 launched [300, 310) (after the device went idle: a host-wait gap)
+    starts `delay` after its launch returned; a sync [320, 330 + delay) waits for it."""
+    return [step(1, 0, 5000), runtime(50, 10, corr=1), kernel(100, 100, corr=1),
+            runtime(300, 10, corr=2), kernel(310 + delay, 10, corr=2),
+            runtime(320, 10 + delay, corr=99, name="cudaDeviceSynchronize")]
+
+
+def test_a_launch_that_starts_a_millisecond_after_it_returned_is_host_wait(tmp_path):
+    """delay 1000 (not over STALL_MIN_US = 1000, strict): the gap [200, 1310) is host wait
+    1110, launch part [300, 310) = 10, the sync's refill [320, 1310) idle 990, no stall."""
+    costs = device_costs(make_table(_stall_trace(1000.0), tmp_path), 0.0, 5000.0)
+    assert costs == (0, 1110.0, 1110.0, 10.0, 990.0, 0.0, None)
+
+
+def test_a_launch_that_starts_over_a_millisecond_after_it_returned_stalled(tmp_path):
+    """delay 1000.5 (over): the gap [200, 1310.5) is 1110.5; its part after the launch
+    returned, [310, 1310.5) = 1000.5, stalled; host wait is the rest, [200, 310) = 110; the
+    sync's idle [320, 1310.5) lies inside the stall: 0."""
+    costs = device_costs(make_table(_stall_trace(1000.5), tmp_path), 0.0, 5000.0)
+    assert costs == (0, 1110.5, 110.0, 10.0, 0.0, 1000.5, (310.0, 1310.5))
+
+
+def test_a_queued_kernel_is_no_stall_when_the_gap_was_not_the_hosts(tmp_path):
+    """K2 launched [60, 70), before the device went idle at 200, starts at 5000: the gap is
+    not host wait (the work was queued when it began), so it is not priced as a stall either
+    (a dependency on another device or stream, not this rule's)."""
+    events = [step(1, 0, 6000), runtime(50, 5, corr=1), kernel(100, 100, corr=1),
+              runtime(60, 10, corr=2), kernel(5000, 10, corr=2)]
+    costs = device_costs(make_table(events, tmp_path), 0.0, 6000.0)
+    assert (costs.idle_us, costs.host_wait_us, costs.stalled_us) == (4800.0, 0.0, 0.0)
+
+
 def test_no_device_work_costs_nothing(tmp_path):
     table = make_table([step(1, 0, 100), cpu_op("aten::add", 10, 5)], tmp_path)
-    assert device_costs(table, 0.0, 100.0) == (None, 0.0, 0.0, 0.0, 0.0)
+    assert device_costs(table, 0.0, 100.0) == (None, 0.0, 0.0, 0.0, 0.0, 0.0, None)
 
 
 def _brute_idle(starts, ends, devices):

@@ -6,7 +6,9 @@ AMD, no utilisation advice on a graph capture, every priced item carries its sav
 Labels were set by reading each trace, not by running the rules: e.g. alexnet's profile holds
 CUDA start-up (the profile itself is the first problem); the vLLM/SGLang `capture/` traces hold
 kernels that never ran; ResNet-50 on a V100 keeps its queue full (launch overhead costs nothing)
-and spends a third of the step in the DataLoader.
+and spends a third of the step in the DataLoader; on both SGLang traces the first kernels after
+the window opens are launched at once but start ~0.46-0.49 s later while the host blocks in a
+copy (the GPU held queued work: not the host's doing, not the batch size's).
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ SHARED_LABELS = {
     "tl_vllm_decode_fullgraph/capture/rank0.pt.trace.json.gz": (None, set(), IDLE_ADVICE),
     "tl_sglang_decode/capture/bs_32_rank0.pt.trace.json.gz": (None, set(), IDLE_ADVICE),
     "tl_vllm_decode_fullgraph/replay.pt.trace.json.gz": (None, set(), {"launch_bound"}),
-    "tl_sglang_decode/worker0.pt.trace.json.gz": (None, set(), {"launch_bound"}),
+    "tl_sglang_decode/worker0.pt.trace.json.gz":
+        ("device_stalled", set(), {"launch_bound", "host_bound", "low_gpu_utilization"}),
+    "tl_sglang_prefilldecode/worker0.pt.trace.json.gz":
+        ("device_stalled", set(), {"launch_bound", "host_bound", "low_gpu_utilization"}),
 }
 SAMPLE_LABELS = {  # CPU-only runs: nothing about a GPU
     run: (None, set(), IDLE_ADVICE | {"matrix_units_unused", "memory_limit", "nccl_backend"})

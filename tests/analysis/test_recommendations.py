@@ -21,6 +21,7 @@ from tb_plugin.analysis.advice.recommendations import (
     rule_startup,
     rule_sync,
 )
+from tb_plugin.analysis.advice.stalls import rule_device_stall
 from tb_plugin.analysis.overview import build_overview
 from tests.support import REPO
 
@@ -346,3 +347,22 @@ def test_memory_rule_skips_the_cpu(tmp_path):
                           tmp_path, deviceProperties=[V100])
     [item] = [r for r in build_overview(gpu_full)["recommendations"] if r["id"] == "memory_limit"]
     assert "GPU 0 is 93.8% of its 32.0 GB" in item["text"]
+
+
+def test_device_stall_fires_from_ten_percent_of_the_steps():
+    """PRICED: 2 steps, 10,000 us in all: 1000 us stalled = 500 us per step = 10.0% (inclusive)."""
+    item = rule_device_stall(facts(stalled_us=1000.0, stall_range=(5.0, 1005.0), **PRICED))
+    assert (item["saving_us"], item["saving_pct"]) == (500.0, 10.0)
+    assert (item["start_us"], item["end_us"]) == (5.0, 1005.0)
+    assert item["severity"] == "low"  # grade(10, 25, 50)
+    assert rule_device_stall(facts(stalled_us=999.9, **PRICED)) is None
+
+
+def test_device_stall_comes_first_and_silences_low_utilization():
+    """A stall explains the idle GPU: no "increase the batch size"; it is a profile problem,
+    before a larger priced saving (host compute 3000 of 10,000)."""
+    stall = dict(stalled_us=6000.0, gpu_utilization={0: 0.05}, host_compute_us=3000.0,
+                 **PRICED)
+    ids = [item["id"] for item in recommend(facts(**stall))]
+    assert ids[0] == "device_stalled" and "low_gpu_utilization" not in ids
+    assert rule_device_stall(facts(graph_mode="capture", **stall)) is None

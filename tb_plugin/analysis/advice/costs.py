@@ -6,6 +6,13 @@ the device event that starts it again; the gap's cause is read from that event's
 - host wait: the launch call started after the device went idle (`launch_start > gap start`,
   strict, as HTA): the CPU had nothing queued. Only host-wait time can be saved by making the
   host faster, and only where the device waited.
+  A host-wait gap whose event then starts more than `STALL_MIN_US` (strict) after its launch
+  call ended is split: up to the later of the gap start and the call's end it is host wait,
+  the rest is a stall (below).
+- stall: the device had the work queued (its launch call had returned) and still did not
+  start it for more than `STALL_MIN_US`: something the trace does not show held the device
+  (another process, a lazy kernel/module load, a blocking call of another library) or the host
+  and device clocks disagree. A faster host saves none of it.
 - launch: the part of a host-wait gap spent inside the launch call that ends it
   (|[launch_start, launch_end] ∩ gap|): what replaying the work as a CUDA/HIP graph removes
   at least. A queue that never empties (no host-wait gap) costs no launch time at all, however
@@ -44,6 +51,9 @@ _GENERATIONS = ((re.compile(r"(?:^|_)sm_?1[02]\d(?:_|a|$)"), (10, 0)),
                 (re.compile(r"(?:^|_)sm_?8\d(?:_|$)|ampere"), (8, 0)),
                 (re.compile(r"^turing_|(?:^|_)sm_?75(?:_|$)"), (7, 5)),
                 (re.compile(r"^volta_|(?:^|_)sm_?70(?:_|$)"), (7, 0)))
+#: A launched event that starts more than this long (us) after its launch call returned stalled:
+#: far beyond any launch latency (5-50 us).
+STALL_MIN_US = 1000.0
 
 
 class DeviceCosts(NamedTuple):
@@ -54,6 +64,8 @@ class DeviceCosts(NamedTuple):
     host_wait_us: float  # gaps whose next launch started after the device went idle
     launch_us: float  # the launch-call part of the host-wait gaps
     sync_us: float  # idle from a synchronising call's start to the device's next event
+    stalled_us: float = 0.0  # work queued (launch returned) but not started (`STALL_MIN_US`)
+    stall_range: Optional[tuple[float, float]] = None  # the longest stall
 
 
 NO_COSTS = DeviceCosts(None, 0.0, 0.0, 0.0, 0.0)
@@ -108,13 +120,20 @@ def _costs(device: int, gaps: pd.DataFrame, work: pd.DataFrame, sync: rg.Ranges,
     l_end = gaps["launch_end"].to_numpy()[keep]
     host = np.isfinite(l_start) & (l_start > gaps["start"].to_numpy()[keep])
     in_call = np.clip(np.minimum(l_end, g_end) - np.maximum(l_start, g_start), 0.0, None)
+    stall_from = np.maximum(np.where(np.isfinite(l_end), l_end, g_end), g_start)
+    stalled = host & (g_end - stall_from > STALL_MIN_US)
+    stall = np.where(stalled, g_end - stall_from, 0.0)
     idle = rg.merge(g_start, g_end)
+    longest = int(np.argmax(stall)) if stalled.any() else -1
     return DeviceCosts(
         device=device,
         idle_us=float(np.sum(g_end - g_start)),
-        host_wait_us=float(np.sum((g_end - g_start)[host])),
+        host_wait_us=float(np.sum((g_end - g_start - stall)[host])),
         launch_us=float(np.sum(np.where(host, in_call, 0.0))),
-        sync_us=rg.total_length(rg.intersect(idle, _refill_windows(sync, work))),
+        sync_us=rg.total_length(rg.subtract(rg.intersect(idle, _refill_windows(sync, work)),
+                                            rg.merge(stall_from[stalled], g_end[stalled]))),
+        stalled_us=float(np.sum(stall)),
+        stall_range=(float(stall_from[longest]), float(g_end[longest])) if longest >= 0 else None,
     )
 
 

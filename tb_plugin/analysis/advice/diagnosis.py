@@ -145,6 +145,7 @@ def _costs(facts: Facts, table: TraceTable, lo: float, hi: float) -> None:
     costs = device_costs(table, lo, hi)
     facts.idle_us, facts.host_wait_us = costs.idle_us, costs.host_wait_us
     facts.launch_idle_us, facts.sync_idle_us = costs.launch_us, costs.sync_us
+    facts.stalled_us, facts.stall_range = costs.stalled_us, costs.stall_range
     if costs.idle_us > 0:
         facts.host_wait_pct = 100.0 * costs.host_wait_us / costs.idle_us
     facts.host_compute_us = host_compute_us(table, lo, hi)

@@ -55,6 +55,8 @@ class Facts:
     host_wait_us: float = 0.0  # gaps the CPU left (nothing queued)
     launch_idle_us: float = 0.0  # the launch-call part of those gaps
     sync_idle_us: float = 0.0  # device idle from a sync's start to the next device event
+    stalled_us: float = 0.0  # device idle with its work queued (costs.STALL_MIN_US)
+    stall_range: Range = None  # the longest stall
     host_compute_us: float = 0.0  # host-only work (launches nothing) while no device runs
     graph_mode: str = "none"  # "none" | "replay" | "capture" (CUDA/HIP graphs)
     kernel_capability: Optional[tuple[int, int]] = None  # architecture named by kernel names

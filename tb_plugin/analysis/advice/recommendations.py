@@ -51,6 +51,7 @@ from .facts import (
     steps_saving,
 )
 from .slow_steps import rule_slow_steps
+from .stalls import rule_device_stall
 
 __all__ = ["Facts", "RULE_IDS", "recommend"]
 
@@ -355,8 +356,9 @@ def rule_memory(facts: Facts) -> Optional[dict[str, Any]]:
 
 
 #: Rules whose finding explains an idle GPU better than "low utilisation" does.
-_IDLE_CAUSES = ("startup_captured", "foreign_step_marker", "host_bound", "launch_bound",
-                "device_sync", "dataloader", "communication_not_overlapped", "host_compute")
+_IDLE_CAUSES = ("startup_captured", "foreign_step_marker", "device_stalled", "host_bound",
+                "launch_bound", "device_sync", "dataloader", "communication_not_overlapped",
+                "host_compute")
 
 
 def rule_low_utilization(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[dict[str, Any]]:
@@ -382,21 +384,21 @@ def rule_low_utilization(facts: Facts, fired: tuple[str, ...] = ()) -> Optional[
 
 
 RULES: tuple[Callable[[Facts], Optional[dict[str, Any]]], ...] = (
-    rule_startup, rule_foreign_marker, rule_launch_bound, rule_sync, rule_host_compute,
-    rule_dataloader, rule_exposed_communication, rule_data_parallel, rule_nccl,
+    rule_startup, rule_foreign_marker, rule_device_stall, rule_launch_bound, rule_sync,
+    rule_host_compute, rule_dataloader, rule_exposed_communication, rule_data_parallel, rule_nccl,
     rule_matrix_units, rule_memory, rule_slow_steps,
 )
 #: Every id a rule can emit, in priority order (README: "Recommendation ids").
-RULE_IDS = ("startup_captured", "foreign_step_marker", "host_bound", "launch_bound",
-            "device_sync", "host_compute", "dataloader", "communication_not_overlapped",
-            "data_parallel", "nccl_backend", "matrix_units_unused", "memory_limit",
-            "low_gpu_utilization", "slow_step")
+RULE_IDS = ("startup_captured", "foreign_step_marker", "device_stalled", "host_bound",
+            "launch_bound", "device_sync", "host_compute", "dataloader",
+            "communication_not_overlapped", "data_parallel", "nccl_backend",
+            "matrix_units_unused", "memory_limit", "low_gpu_utilization", "slow_step")
 #: The fix of a rule as a what-if edit (`analysis.whatif`): the engine replays the steps with
 #: it for a prediction that follows every dependency (`/whatif?edit=...`).
 WHATIF_EDITS = {"launch_bound": "launch=0", "device_sync": "sync=0",
                 "dataloader": "dataloader=0", "communication_not_overlapped": "communication=0"}
 #: Advice about the profile itself: before any saving.
-_PROFILE_RULES = ("startup_captured", "foreign_step_marker")
+_PROFILE_RULES = ("startup_captured", "foreign_step_marker", "device_stalled")
 
 
 def recommend(facts: Facts) -> list[dict[str, Any]]:

@@ -86,7 +86,8 @@ class RecommendationLink(TypedDict):
 
 
 RecommendationId = Literal[
-    "startup_captured", "foreign_step_marker", "host_bound", "launch_bound", "device_sync",
+    "startup_captured", "foreign_step_marker", "device_stalled", "host_bound", "launch_bound",
+    "device_sync",
     "host_compute", "dataloader", "communication_not_overlapped", "data_parallel",
     "nccl_backend", "matrix_units_unused", "memory_limit", "low_gpu_utilization", "slow_step",
     "straggler"]
