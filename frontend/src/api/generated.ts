@@ -3150,7 +3150,7 @@ export interface components {
              * @description The rule that fired.
              * @enum {unknown}
              */
-            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler";
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_stalled" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler";
             /** @description URL of the first link, null when there is none. */
             link: string | null;
             /** @description Further reading. */
@@ -4593,7 +4593,7 @@ export interface components {
             /** @description Run-level recommendations (the straggler), to show first after the profile's own problems; priced per rank and step. */
             recommendations: components["schemas"]["Recommendation"][];
             /** @description Ids of a worker's own recommendations these explain, to leave out. */
-            silences: ("communication_not_overlapped" | "data_parallel" | "dataloader" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler")[];
+            silences: ("communication_not_overlapped" | "data_parallel" | "dataloader" | "device_stalled" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler")[];
             /** @description Workers left out, with the reason. */
             skipped: {
                 [key: string]: string;
