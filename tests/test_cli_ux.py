@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tb_plugin import cli
+from tb_plugin.reports import view_aliases
 from tests.support import SHARED_TRACES, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +71,7 @@ def test_worker_with_distributed_is_rejected(capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(("tab", "view"), [("operator", "operators"), ("Kernel", "kernels"),
                                            ("trace", "timeline"), ("module", "modules")])
 def test_tab_names_are_aliases(capsys: pytest.CaptureFixture[str], tab: str, view: str) -> None:
-    assert cli.view_aliases()[tab.lower()] == view
+    assert view_aliases()[tab.lower()] == view
     args = ("report", str(SAMPLES), "--run", "cnn_bs32", "--format", "json")
     code, by_tab, err = run_cli(capsys, *args, "--view", tab)
     assert code == 0, err
