@@ -3,9 +3,11 @@ of `torch-prof report`, the MCP server's tools and the Python API's `Logdir.view
 
 Only the runs asked for are listed (`discovery.discover_run`: one folder each), and only the
 files the view reads are loaded, so a report on a logdir of many runs reads (and warns about)
-those files alone. Errors: `UsageError` for what the caller can fix (unknown names, options a
-view does not take, a missing logdir: the server's 400/404, the CLI's exit 2), `LoadError` for a
-trace the view needs that cannot be read (exit 1).
+those files alone. A one-trace view whose spec caches on disk is read from (or written to) the
+cache's payload entry under the server's key, so a cached report, like the server, neither
+loads the table nor recomputes the view. Errors: `UsageError` for what the caller can fix
+(unknown names, options a view does not take, a missing logdir: the server's 400/404, the CLI's
+exit 2), `LoadError` for a trace the view needs that cannot be read (exit 1).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 from .storage import filesystem
 from .views.options import option_fields, read_options
 from .views.registry import SPECS
-from .views.spec import EXPORT, PAIR, SNAPSHOT, SPAN, ViewSpec
+from .views.spec import DISK, EXPORT, PAIR, SNAPSHOT, SPAN, TABLE, ViewSpec
 
 
 class UsageError(Exception):
@@ -106,6 +108,9 @@ def build_report(logdir: str, spec: ViewSpec, options: Any, cache: TraceCache, t
     if spec.kind == EXPORT and not run.workers:
         return spec.build(None, _only_export(run), options)
     span = select_span(run, target.worker, target.span)
+    if spec.kind == TABLE and spec.cache(options) == DISK:  # as the server: cached per file
+        return cache.payload(span.ref, spec.payload_key(options), lambda: spec.build(
+            load_span(span, cache), options), spec.payload)
     table = load_span(span, cache)
     if spec.kind == PAIR:
         if exp is None:
