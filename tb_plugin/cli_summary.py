@@ -1,7 +1,8 @@
 """`torch-prof summary LOGDIR`: every run, worker and span with its state and event count.
 
 It parses every file through the executor seam (`executors.py`: local processes, or a Ray
-cluster with `--cluster` / $TORCH_PROF_CLUSTER) with one progress bar over the ranks.
+cluster with `--cluster` / $TORCH_PROF_CLUSTER) with one progress bar over the ranks; a file
+whose counts the cache holds (`batch.SUMMARY_KEY`, stored by the task) is not loaded again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, TextIO
 
-from .batch import RankProgress, local_workers, summarise_files
+from .batch import RankProgress, local_workers, stored_summaries, summarise_files
 from .cache import TraceCache
 from .cli_common import cache_of
 from .discovery import RunInfo, SpanFile, discover_runs
@@ -39,7 +40,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {missing}\n")
         return 2
     runs = discover_runs(args.logdir)
-    refs = [span.ref for run in runs for spans in run.workers.values() for span in spans]
+    every = [span.ref for run in runs for spans in run.workers.values() for span in spans]
+    if cache.enabled and not cache.writable():  # reported once (by the cache); load without it
+        cache = TraceCache(None)
+    stored = stored_summaries(every, cache)  # files summarised before: no table is loaded
+    refs = [ref for ref, counts in zip(every, stored) if counts is None]
     config = settings()
     config = replace(config, cluster=args.cluster or config.cluster)
     workers = local_workers(refs, usable_cpus(), available_memory())
@@ -47,8 +52,6 @@ def run(args: argparse.Namespace) -> int:
     if getattr(executor, "error", None) is not None:  # the cluster is unreachable
         sys.stderr.write(f"error: {executor.error}\n")  # type: ignore[attr-defined]
         return 1
-    if cache.enabled and not cache.writable():  # reported once (by the cache); load without it
-        cache = TraceCache(None)
     progress = RankProgress(len(refs), sum(ref.size for ref in refs),
                             enabled=bool(refs) and (args.progress or (
                                 not args.json and sys.stderr.isatty())))
@@ -58,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         executor.shutdown(wait=True)
         progress.close()
-    rows = [_run_row(run, results) for run in runs]
+    merged = iter([counts if counts is not None else next(results) for counts in stored])
+    rows = [_run_row(run, merged) for run in runs]
     if args.json:
         json.dump({"logdir": args.logdir, "runs": rows}, sys.stdout, indent=2)
         sys.stdout.write("\n")

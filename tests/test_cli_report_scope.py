@@ -129,3 +129,28 @@ def test_gpu_idle_table_is_one_table_per_part(capsys: pytest.CaptureFixture[str]
     launch = payload["launch"]
     assert (f"Launches: {launch['kernels']} kernels, {launch['short_kernels']} shorter than "
             "their launch") in text
+
+
+def test_a_cached_summary_loads_no_table(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`summary` stores each file's counts (`batch.SUMMARY_KEY`) and reads them back: with the
+    traces corrupted in place (same size and mtime), the second summary is the first."""
+    for name in ("cnn_bs32", "ddp_gloo", "compiled_cpu"):  # 7 files: the process pool
+        shutil.copytree(SAMPLES / name, tmp_path / "logs" / name)
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    args = ["summary", str(tmp_path / "logs"), "--json"]
+    assert cli.main([*cache, *args]) == 0
+    first = json.loads(capsys.readouterr().out)
+    files = [span for run in first["runs"] for worker in run["workers"]
+             for span in worker["spans"]]
+    assert len(files) == 7 and {f["state"] for f in files} == {"ok"}
+    for trace in (tmp_path / "logs").rglob("*.pt.trace.json.gz"):
+        stat = trace.stat()
+        trace.write_bytes(b"\0" * stat.st_size)
+        os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert cli.main([*cache, *args]) == 0
+    assert json.loads(capsys.readouterr().out) == first
+    assert cli.main(["--no-cache", *args]) == 0
+    fresh = json.loads(capsys.readouterr().out)
+    assert {span["state"] for run in fresh["runs"] for worker in run["workers"]
+            for span in worker["spans"]} == {"error"}
