@@ -154,3 +154,9 @@ def test_a_cached_summary_loads_no_table(tmp_path: Path,
     fresh = json.loads(capsys.readouterr().out)
     assert {span["state"] for run in fresh["runs"] for worker in run["workers"]
             for span in worker["spans"]} == {"error"}
+
+
+def test_mcp_on_a_missing_logdir_exits_2_in_words(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["mcp", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'nope'} does not exist\n"
