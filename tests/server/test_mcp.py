@@ -58,7 +58,7 @@ def _json(result: Any) -> Any:
 
 
 def test_mcp_tools_answer_the_http_payloads(tb: TensorBoard, logdir: Path,
-                                            server_env: dict[str, str]) -> None:
+                                            server_env: dict[str, str], tmp_path: Path) -> None:
     worker = tb.get("workers", {"run": "cnn_bs32", "view": "Overview"}).json()[0]
     spans = [s["value"] if isinstance(s, dict) else s for s in tb.get(
         "spans", {"run": "cnn_bs32", "worker": worker}).json()]
@@ -75,7 +75,8 @@ def test_mcp_tools_answer_the_http_payloads(tb: TensorBoard, logdir: Path,
         ("findings", {"run": "ddp_broken", "worker": "vm_9999_rank2"}),
         ("findings", {"run": "cnn_bs32", "span": spans[0]}),
     ]
-    listed, results = _session_calls(logdir, server_env, calls)
+    env = {**server_env, "TORCH_PROF_CACHE_DIR": str(tmp_path / "mcp-cache")}  # its own parse
+    listed, results = _session_calls(logdir, env, calls)
 
     tools = {tool.name: tool for tool in listed}
     assert list(tools) == [*SPECS, "list_runs", "sql"]
