@@ -107,7 +107,9 @@ class LogdirViews:
             raise NotFoundError(f"no view {name!r}; views: {', '.join(SPECS)}")
         exp = None
         if spec.kind == PAIR:
-            exp = Target(options.pop("exp_run", run), options.pop("exp_worker", None),
+            if options.get("exp_run") is None:
+                raise OptionError(f"the {name} view compares two runs: give exp_run=")
+            exp = Target(options.pop("exp_run"), options.pop("exp_worker", None),
                          options.pop("exp_span", None))
         return plain(self._build(spec, run, worker, span, options, exp))
 

@@ -138,3 +138,7 @@ def test_bad_options_and_names() -> None:
         trace.view("diff")
     assert trace.view("findings", top=2) == trace.findings(top=2)
     assert logdir.view("findings", "cnn_bs32", top=2) == trace.findings(top=2)
+    with pytest.raises(OptionError, match="exp_run="):
+        logdir.view("diff", "cnn_bs32")
+    diff = logdir.view("diff", "cnn_bs32", exp_run="cnn_bs64")
+    assert diff == trace.view("diff", other=logdir.trace("cnn_bs64"))
