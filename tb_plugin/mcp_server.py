@@ -123,12 +123,13 @@ class Tools:
         if spec is None:
             raise UsageError(f"unknown tool {name!r}")
         values = dict(arguments)
-        target = Target(values.pop("run", None) or "", values.pop("worker", None),
-                        _text_or_none(values.pop("span", None)))
+        target = Target(*(_text_or_none(values.pop(k, None)) or "" if k == "run" else
+                          _text_or_none(values.pop(k, None)) for k in ("run", "worker", "span")))
         exp = None
         if spec.kind == PAIR:
-            exp = Target(values.pop("exp_run", None) or "", values.pop("exp_worker", None),
-                         _text_or_none(values.pop("exp_span", None)))
+            exp = Target(*(_text_or_none(values.pop(f"exp_{k}", None)) or "" if k == "run" else
+                           _text_or_none(values.pop(f"exp_{k}", None))
+                           for k in ("run", "worker", "span")))
         if not target.run:
             raise UsageError("run is required (list_runs names them)")
         options = options_from(spec, values)
