@@ -33,7 +33,8 @@ setup(
         # ray and duckdb so that CI runs the cluster and SQL tests; not pyarrow (pandas 3 would
         # import it at every start, which changes the benchmarks' memory baseline).
         "test": ["pytest>=7", "playwright>=1.40", "ruff>=0.5", "jsonschema>=4.18", "pyyaml>=6",
-                 "ray>=2.9", "duckdb>=1.0", "hypothesis>=6.100"],
+                 "ray>=2.9", "duckdb>=1.0", "hypothesis>=6.100", "mcp>=2.3"],
+        "mcp": ["mcp>=2.3"],  # torch-prof mcp: the MCP server (stdio)
         "ray": ["ray>=2.9"],  # TORCH_PROF_CLUSTER / --cluster: parse on a Ray cluster
         "sql": ["duckdb>=1.0", "pyarrow>=14"],  # export --format parquet, sql; pyarrow for pandas
         "s3": ["s3fs"],

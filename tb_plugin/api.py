@@ -38,25 +38,21 @@ from .analysis.kernels import GROUP_BY_KERNEL, kernel_table
 from .analysis.operators import GROUP_BY_OPERATOR, call_stack_table, operator_table
 from .analysis.overview import build_overview
 from .analysis.whatif import build_whatif, parse_edits
+from .api_views import (
+    HAND_WRITTEN,
+    LogdirViews,
+    NotFoundError,
+    TraceViews,
+    UnreadableTraceError,
+)
 from .cache import TraceCache, cache_location, default_cache
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import LoadState, ParseStatus, TraceTable
 from .load import load_trace
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 
-__all__ = ["Logdir", "NotFoundError", "Trace", "UnreadableTraceError", "open_logdir",
-           "open_trace"]
-
-
-class NotFoundError(KeyError):
-    """No run, worker or span of that name; the message names the known ones."""
-
-    def __str__(self) -> str:  # KeyError would show the message in quotes
-        return str(self.args[0]) if self.args else ""
-
-
-class UnreadableTraceError(ValueError):
-    """The trace file could not be parsed at all (partial or truncated files still open)."""
+__all__ = ["HAND_WRITTEN", "Logdir", "NotFoundError", "Trace", "UnreadableTraceError",
+           "open_logdir", "open_trace"]
 
 
 def open_logdir(logdir: str, *, cache_dir: Union[str, Path, None] = None,
@@ -86,7 +82,7 @@ def _readable(table: TraceTable, path: str) -> TraceTable:
     return table
 
 
-class Trace:
+class Trace(TraceViews):
     """The analyses of one trace (one worker, one span) as DataFrames. Durations are us on the
     trace clock, sizes bytes; each column name says its unit."""
 
@@ -157,7 +153,7 @@ class Trace:
         return copy.deepcopy(graph_summary(self.table))
 
 
-class Logdir:
+class Logdir(LogdirViews):
     """The runs of one logdir as found when opened (`refresh()` scans again). Loaded traces
     are kept in memory while this object lives, so repeated questions are answered at once."""
 

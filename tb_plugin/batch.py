@@ -18,9 +18,13 @@ from typing import Any, Callable, Optional, TextIO, Union
 
 from .cache import TraceCache, cache_location
 from .executors import InlineExecutor
+from .ingest.schema import PARSER_VERSION
 from .load import load_trace
 from .storage import FileRef
 
+#: The cache payload key of a file's counts (`summarise_file`), per parser version: a cached
+#: `summary` reads them back without loading any table.
+SUMMARY_KEY = f"torch-prof-cli/summary#{PARSER_VERSION}"
 #: Seconds between two redraws of the progress bar.
 REDRAW_S = 0.2
 #: From this many files on, per-file work runs in a local process pool (fewer: in-process).
@@ -50,9 +54,9 @@ def summarise_file(ref: FileRef, cache_root: Union[str, Path, None],
     if cache_root is None:
         table = load_trace(ref, use_cache=False, processes=processes, progress=on_bytes)
     else:
-        table = load_trace(ref, cache=TraceCache(cache_location(cache_root)),
-                           processes=processes, progress=on_bytes)
-    return {
+        cache = TraceCache(cache_location(cache_root))
+        table = load_trace(ref, cache=cache, processes=processes, progress=on_bytes)
+    counts = {
         "state": table.status.state,
         "messages": list(table.status.messages),
         "events": int(table.event_count),
@@ -60,6 +64,15 @@ def summarise_file(ref: FileRef, cache_root: Union[str, Path, None],
         "memory_events": len(table.memory),
         "flow_events": len(table.flows),
     }
+    if cache_root is not None and not table.status.cut_off:  # a file still being written: no
+        cache.payload(ref, SUMMARY_KEY, lambda: counts, pinned=True)
+    return counts
+
+
+def stored_summaries(refs: Sequence[FileRef], cache: TraceCache
+                     ) -> list[Optional[dict[str, Any]]]:
+    """The counts `summarise_file` stored for each file (None: not stored, or cache off)."""
+    return [cache.stored_payload(ref, SUMMARY_KEY, pinned=True) for ref in refs]
 
 
 class RankProgress:

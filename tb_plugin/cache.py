@@ -242,6 +242,17 @@ class TraceCache:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
 
+    def stored_payload(self, ref: FileRef, key: str, schema: Any = None,
+                       pinned: bool = False) -> Optional[Any]:
+        """What `payload` would read back for this file and key, without computing it: None
+        when nothing valid is stored (or the cache is off)."""
+        if not self.enabled:
+            return None
+        if self.shared is not None:
+            return _valid_value(self.shared.get_json(self._shared_payload_path(ref, key, pinned)),
+                                key, schema)
+        return self._read_payload(self._payload_path(ref, key, pinned), key, schema)
+
     def _shared_payload_path(self, ref: FileRef, key: str, pinned: bool = False) -> str:
         assert self.shared is not None
         name = hashlib.sha1(key.encode()).hexdigest() + ".json"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cache import TraceCache
+from .cli_common import cache_of
 from .discovery import RunInfo, discover_runs
 from .sql import (
     VIEWS,
@@ -24,10 +24,8 @@ from .sql import (
     query_runs,
 )
 
-COMMANDS = ("export", "sql")
 
-
-def add_commands(commands: Any) -> None:
+def add_parser(commands: Any) -> None:
     export = commands.add_parser("export", help="write a run's parsed tables as Parquet")
     export.add_argument("logdir")
     export.add_argument("--run", action="append", required=True,
@@ -47,7 +45,8 @@ def add_commands(commands: Any) -> None:
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
 
-def run(args: argparse.Namespace, cache: TraceCache) -> int:
+def run(args: argparse.Namespace) -> int:
+    cache = cache_of(args)
     try:
         if args.command == "export":
             runs = _runs(args.logdir, args.run)

@@ -91,6 +91,41 @@ def discover_runs(logdir: str) -> list[RunInfo]:
     return sorted(runs, key=lambda r: r.name)
 
 
+def discover_run(logdir: str, name: str) -> RunInfo | None:
+    """The run `name` of `logdir`, named as `discover_runs` names it, listing only its own
+    folder (the CLI's `report` reads one run of a logdir of thousands). None when no such run
+    is there; a name with an empty, `.` or `..` part is never a path below the logdir, so it is
+    looked up as the logdir's own run only."""
+    fs, root = filesystem(logdir)
+    real_root = os.path.realpath(root) if is_local(fs) else ""
+    folders = [root] if name == _run_name(root, root) else []
+    if name and all(part not in ("", ".", "..") for part in name.split("/")):
+        folders.append(posixpath.join(root, name))
+    for folder in folders:
+        files = _list_folder(fs, folder)
+        run = None if files is None else _run_from_folder(fs, root, folder, files, real_root)
+        if run is not None and run.name == name:
+            return run
+    return None
+
+
+def _list_folder(fs: Any, folder: str) -> dict[str, dict[str, Any]] | None:
+    """{file name: info} of one folder's files (as `_walk` lists them), None if unlistable."""
+    if isinstance(fs, LocalFileSystem):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return None
+        infos = {name: _file_info(os.path.join(folder, name), name) for name in names}
+        return {name: info for name, info in infos.items() if info is not None}
+    try:
+        entries = fs.ls(folder, detail=True)
+    except (OSError, ValueError):
+        return None
+    return {posixpath.basename(e["name"].rstrip("/")): e for e in entries
+            if e.get("type") == "file"}
+
+
 @dataclass
 class _Folder:
     """What the last listing of one local folder found (`RunScanner`)."""

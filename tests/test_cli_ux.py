@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tb_plugin import cli
+from tb_plugin.reports import view_aliases, view_spec
 from tests.support import SHARED_TRACES, needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,12 +71,19 @@ def test_worker_with_distributed_is_rejected(capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(("tab", "view"), [("operator", "operators"), ("Kernel", "kernels"),
                                            ("trace", "timeline"), ("module", "modules")])
 def test_tab_names_are_aliases(capsys: pytest.CaptureFixture[str], tab: str, view: str) -> None:
-    assert cli.view_aliases()[tab.lower()] == view
+    assert view_aliases()[tab.lower()] == view
     args = ("report", str(SAMPLES), "--run", "cnn_bs32", "--format", "json")
     code, by_tab, err = run_cli(capsys, *args, "--view", tab)
     assert code == 0, err
     code, by_name, err = run_cli(capsys, *args, "--view", view)
     assert code == 0 and by_tab == by_name
+
+
+@pytest.mark.parametrize("name", ["Overview", "OVERVIEW", "Inference", "GPU_IDLE"])
+def test_view_names_are_read_in_any_case(name: str) -> None:
+    """A tab whose name is also a view's (Overview, Inference) resolves to that view in any case,
+    as the README says of tab names."""
+    assert view_spec(name).name == name.lower()
 
 
 def test_table_format_shows_the_csv_rows(capsys: pytest.CaptureFixture[str]) -> None:

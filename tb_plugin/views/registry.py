@@ -17,6 +17,7 @@ from .diff.spec import SPECS as DIFF
 from .distributed.spec import SPECS as DISTRIBUTED
 from .efficiency.spec import SPECS as EFFICIENCY
 from .errors import OptionError
+from .findings.spec import SPECS as FINDINGS
 from .gpu_idle.spec import SPECS as GPU_IDLE
 from .inference.spec import SPECS as INFERENCE
 from .kernels.spec import SPECS as KERNELS
@@ -31,7 +32,7 @@ from .trace.spec import SPECS as TRACE
 
 SPECS: dict[str, ViewSpec] = {spec.name: spec for spec in (
     *OVERVIEW, *OPERATORS, *KERNELS, *EFFICIENCY, *TRACE, *MEMORY, *MODULES, *DISTRIBUTED,
-    *RANKS, *GPU_IDLE, *DIFF, *INFERENCE,
+    *RANKS, *GPU_IDLE, *DIFF, *INFERENCE, *FINDINGS,
 )}
 
 ROUTES: dict[str, ViewSpec] = {spec.route: spec for spec in SPECS.values()}

@@ -2117,6 +2117,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/findings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What matters in a worker span, as compact versioned JSON: profile health, step time and breakdown, top recommendations with predicted savings and evidence, and pointers (view + options) to the detail.
+         * @description Shape: see `tb_plugin.analysis.findings`. At most about 8 KB; `schema_version` changes when a field changes meaning.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    worker: components["parameters"]["worker"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Number of recommendations kept, the Overview's first (1 to 13). */
+                    top?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FindingsPayload"];
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2814,6 +2865,141 @@ export interface components {
             transfer: number;
             /** @description Communication of collectives seen on this rank only while their group has more ranks (ranks missing from the run): neither transfer nor wait. Transfer + synchronizing + unmatched of a step is the overlap chart's communication time of that step. */
             unmatched: number;
+        };
+        /**
+         * FindingsPayload
+         * @description What matters in one worker span, as compact JSON (at most about 8 KB).
+         */
+        FindingsPayload: {
+            /** @description Per GPU that ran work: utilization_pct, sm_efficiency_pct, achieved_occupancy_pct, tensor_core_pct, mfu_pct (the Overview's GPU summary; null where unknown). */
+            gpus: {
+                [key: string]: number | null;
+            }[];
+            /** @description What the trace can and cannot support. */
+            health: components["schemas"]["HealthCheck"][];
+            /** @description The Overview's caveats. */
+            notes: string[];
+            /** @description Views that hold the detail. */
+            pointers: components["schemas"]["Pointer"][];
+            /** @description The first `top` of the Overview's recommendations. */
+            recommendations: components["schemas"]["FindingsRecommendation"][];
+            /** @description How many the Overview has in all. */
+            recommendations_total: number;
+            /** @description Bumped when a field changes meaning or is removed. */
+            schema_version: number;
+            /** @description Step time and its breakdown. */
+            steps: components["schemas"]["FindingsSteps"];
+            /** @description The five operators with the most self time (device self time when the trace has device work, else host): name, self_us, self_pct of all operators' self time. */
+            top_operators: Record<string, never>[];
+            /** @description The file and what it holds. */
+            trace: components["schemas"]["FindingsTrace"];
+        };
+        /**
+         * HealthCheck
+         * @description One thing the trace can or cannot support.
+         */
+        HealthCheck: {
+            /** @description When not `ok`: the data views (`report --view` names) that then show less or nothing (`*`: all); empty when `ok`. */
+            affects: string[];
+            /** @description What was found, in words. */
+            detail: string;
+            /**
+             * @description What is checked.
+             * @enum {unknown}
+             */
+            id: "call_stacks" | "flows" | "gpu" | "graphs" | "memory" | "modules" | "parse" | "shapes" | "steps";
+            /** @description False when the trace lacks it (the views named in `affects` then show less or nothing). */
+            ok: boolean;
+        };
+        /**
+         * Pointer
+         * @description Where the detail is: a `report --view` name and its options (flag attribute names).
+         */
+        Pointer: {
+            /** @description Its options, by attribute name. */
+            options: Record<string, never>;
+            /** @description A data view name (`report --view`, an MCP tool). */
+            view: string;
+            /** @description What it shows. */
+            why: string;
+        };
+        /**
+         * FindingsRecommendation
+         * @description One of the Overview's recommendations, in its order, without the links.
+         */
+        FindingsRecommendation: {
+            /** @description The view and options that show the evidence (a time range on the Trace view when the rule has one, else the view that proves it). */
+            evidence: components["schemas"]["Pointer"] | null;
+            /**
+             * @description The rule that fired (README: Recommendation ids).
+             * @enum {unknown}
+             */
+            id: "communication_not_overlapped" | "data_parallel" | "dataloader" | "device_stalled" | "device_sync" | "foreign_step_marker" | "host_bound" | "host_compute" | "launch_bound" | "low_gpu_utilization" | "matrix_units_unused" | "memory_limit" | "nccl_backend" | "slow_step" | "startup_captured" | "straggler";
+            /** @description The measured value, in `unit`. */
+            metric: number;
+            /** @description `saving_us` as % of the step time. */
+            saving_pct: number | null;
+            /** @description Predicted saving per step, us; null: unpriced. */
+            saving_us: number | null;
+            /**
+             * @description The Overview's grade.
+             * @enum {unknown}
+             */
+            severity: "high" | "low" | "medium";
+            /** @description Explanation with the measured value and threshold. */
+            text: string;
+            /** @description Headline. */
+            title: string;
+            /** @description Unit of `metric`. */
+            unit: string;
+            /** @description The fix as a `whatif` edit; null when not one edit. */
+            whatif: string | null;
+        };
+        /**
+         * FindingsSteps
+         * @description Step times (the Overview's steps).
+         */
+        FindingsSteps: {
+            /** @description Mean share of the step time per category (%, 1 decimal), categories over 0 only, in the Overview's priority order. */
+            breakdown_pct: {
+                [key: string]: number;
+            };
+            /** @description Steps analysed. */
+            count: number;
+            /** @description False when the trace has no ProfilerStep#N markers (the whole trace is one step "0"). */
+            from_markers: boolean;
+            /** @description Longest step, us (1 decimal); null without steps. */
+            max_us: number | null;
+            /** @description Mean step time, us (1 decimal). */
+            mean_us: number;
+            /** @description Shortest step, us (1 decimal); null without steps. */
+            min_us: number | null;
+            /** @description Name of the longest step; null without steps. */
+            slowest: string | null;
+        };
+        /**
+         * FindingsTrace
+         * @description The file and what it holds.
+         */
+        FindingsTrace: {
+            /**
+             * @description GPU when the trace has device work.
+             * @enum {unknown}
+             */
+            device: "CPU" | "GPU";
+            /** @description Events kept by the parser. */
+            events: number;
+            /** @description Names of the GPUs that ran work (device index when the trace has no name). */
+            gpus: string[];
+            /** @description This worker's rank; null outside distributed runs. */
+            rank: number | null;
+            /**
+             * @description Parse state: ok, partial (malformed events skipped), truncated (cut short), error.
+             * @enum {unknown}
+             */
+            state: "error" | "ok" | "partial" | "truncated";
+            /** @description Number of ranks; null outside distributed runs. */
+            world_size: number | null;
         };
         /**
          * GpuIdlePayload
