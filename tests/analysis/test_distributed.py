@@ -327,7 +327,8 @@ def test_device_table(tmp_path: Path, nccl_tables) -> None:
               "worker1": nccl_tables["worker1"]}
     devices = build_distributed(tables)["devices"]
     # the pid is the trace's (its training process), not the one in the worker name (issue 14)
-    assert devices[0] == {"worker": "node1_1234", "node": "node1", "pid": "23803",
+    assert devices[0] == {"worker": "node1_1234", "node": "node1", "node_source": "worker",
+                          "pid": "23803",
                           "backend": "nccl", "rank": 0, "world_size": 2,
                           "gpus": [{"id": 0, "name": "A100", "memory_bytes": 42297524224,
                                     "compute_capability": "8.0"}]}

@@ -53,7 +53,8 @@ class CommOps:
     """One worker's communication ops (one row per call) and their ranges."""
 
     #: op, name, start, end, bytes, thread, collective (record_param_comms "Collective name"),
-    #: group ("Process Group Name"), group_size, dtype, out_nelems, dev_start/dev_end (first
+    #: group ("Process Group Name"), group_size, dtype, out_nelems, seq ("Seq": the call's
+    #: sequence number in its process group, NaN when absent), dev_start/dev_end (first
     #: kernel start, last kernel end; NaN without kernels); in start order.
     ops: pd.DataFrame
     ranges: pd.DataFrame  # op, start, end; host range and kernels, by (op, start, -end)
@@ -92,9 +93,9 @@ def _comm_ops(table: TraceTable) -> CommOps:
 
 
 OP_COLUMNS = ["op", "name", "start", "end", "bytes", "thread", "collective", "group",
-              "group_size", "dtype", "out_nelems", "dev_start", "dev_end"]
+              "group_size", "dtype", "out_nelems", "seq", "dev_start", "dev_end"]
 _TEXT_ARGS = {"group": "process_group", "dtype": "dtype"}
-_NUMBER_ARGS = {"group_size": "group_size", "out_nelems": "out_msg_nelems"}
+_NUMBER_ARGS = {"group_size": "group_size", "out_nelems": "out_msg_nelems", "seq": "seq"}
 
 
 def _empty_ops() -> pd.DataFrame:
