@@ -395,7 +395,12 @@ def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,
 
 
 def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str, list[str], Any]:
-    """(state, messages, the spec's per-file summary or the table) of one span file."""
+    """(state, messages, the spec's per-file summary or the table) of one span file; a cached
+    summary is read alone (it carries the file's load state), never the table."""
+    if spec.summarize is not None:
+        stored = cache.get_payload(span.ref, spec.summary_key(), spec.summary_type)
+        if isinstance(stored, dict) and "load_state" in stored:
+            return stored["load_state"], list(stored.get("load_messages") or []), stored
     table = load_trace(span.ref, cache=cache)
     status = table.status
     if status.state == "error" or spec.summarize is None:

@@ -117,7 +117,24 @@ def _seq(job: Job, kind: str, step: int, c: int) -> int:
     return step * per_step + sum(1 for k, _ in sched[:c] if k == kind)
 
 
-def rank_document(job: Job, rank: int) -> dict[str, Any]:
+def true_ends(job: Job) -> dict[tuple[int, int, str], float]:
+    """(step, c, group) -> the collective's true end (its latest member's arrival + transfer)."""
+    out = {}
+    sched = schedule(job)
+    steps = sorted({k for r in range(job.world) for k in recorded_steps(job, r)})
+    for name, ranks in groups(job).items():
+        for c, (kind, _) in enumerate(sched):
+            if group_of(job, ranks[0], kind) != name:
+                continue
+            for step in steps:
+                out[(step, c, name)] = max(arrival(job, r, step, c) for r in ranks) + \
+                    TRANSFER_US[kind]
+    return out
+
+
+def rank_document(job: Job, rank: int, ends: dict[tuple[int, int, str], float] | None = None
+                  ) -> dict[str, Any]:
+    ends = true_ends(job) if ends is None else ends
     offset = job.offsets.get(rank, 0.0)
     pid, device = 1000 + rank, rank % job.gpus_per_node
     events: list[dict[str, Any]] = [
@@ -128,6 +145,7 @@ def rank_document(job: Job, rank: int) -> dict[str, Any]:
          "args": {"labels": f"GPU {device}"}}]
     ext = 1
     sched = schedule(job)
+    members = groups(job)
     for step in recorded_steps(job, rank):
         start = step * step_us(job) + offset
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}",
@@ -136,13 +154,12 @@ def rank_document(job: Job, rank: int) -> dict[str, Any]:
         ext += 1
         for c, (kind, collective) in enumerate(sched):
             group = group_of(job, rank, kind)
-            size = len(groups(job)[group])
+            size = len(members[group])
             arrive = arrival(job, rank, step, c) + offset
             slot = start + (c + 1) * SLOT_US - SLOT_US / 2
             events += _gemm(pid, device, slot, arrive - slot - 50, ext)
             ext += 1
-            end = max(arrival(job, r, step, c) for r in groups(job)[group]) + offset + \
-                TRANSFER_US[kind]
+            end = ends[(step, c, group)] + offset
             args = {"External id": ext, "Collective name": COLLECTIVE_ARG[collective],
                     "Process Group Name": group, "Process Group Description": kind,
                     "Group size": size, "dtype": "Float", "In msg nelems": NELEMS[kind],
@@ -170,10 +187,10 @@ def rank_document(job: Job, rank: int) -> dict[str, Any]:
                              for i in range(job.gpus_per_node)],
         "distributedInfo": {
             "backend": "nccl", "rank": rank, "world_size": job.world,
-            "pg_count": len(groups(job)),
+            "pg_count": len(members),
             "pg_config": [{"pg_name": name, "pg_desc": "default_pg" if name == "0" else "",
-                           "pg_size": len(members), "ranks": members}
-                          for name, members in groups(job).items()]},
+                           "pg_size": len(ranks), "ranks": ranks}
+                          for name, ranks in members.items()]},
         "traceEvents": events,
     }
     if job.hostnames:
@@ -192,14 +209,24 @@ def _gemm(pid: int, device: int, at: float, dur: float, ext: int) -> list[dict[s
              "args": {"External id": ext, "correlation": ext, "device": device, "stream": 7}}]
 
 
+def realistic(world: int) -> Job:
+    """A job shaped like a large MoE run: TP groups of 8 (one node each), DP groups across the
+    nodes, 4 steps of 40 TP all-reduces, 16 EP all-to-alls over the world and 8 DP
+    all-reduces (256 collectives and 256 GEMMs per rank), ranks jittered, rank 3 late at its
+    TP collectives."""
+    return Job(world=world, tp=min(8, world), steps=4, tp_calls=40, ep_calls=16, dp_calls=8,
+               late={(3, "tp"): 150.0})
+
+
 def write_job(job: Job, folder: Path, skip: frozenset[int] = frozenset()) -> list[Path]:
     """One `rank<r>.pt.trace.json` per rank (but the ranks in `skip`, missing files)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
+    ends = true_ends(job)
     for rank in range(job.world):
         if rank in skip:
             continue
         path = folder / f"rank{rank:04d}.pt.trace.json"
-        path.write_text(json.dumps(rank_document(job, rank)))
+        path.write_text(json.dumps(rank_document(job, rank, ends)))
         paths.append(path)
     return paths

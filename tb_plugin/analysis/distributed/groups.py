@@ -15,7 +15,6 @@ wait on the others at the group's collectives it arrived last at, named when tha
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
@@ -75,32 +74,39 @@ def group_rows(workers: list[str], node_of: list[str], known_nodes: bool, keyed:
     caused = pd.DataFrame({"group": cross["group"].to_numpy(),
                            "last": cross["last"].to_numpy(np.int64),
                            "wait": waits.reindex(cross["id"]).to_numpy()})
+    totals = caused.groupby("group")["wait"].sum()
     imposed = caused.groupby(["group", "last"])["wait"].sum()
+    tops = imposed.groupby(level=0).idxmax() if len(imposed) else pd.Series(dtype=object)
+    usable = np.isfinite(table["busbw"].to_numpy(np.float64))
+    weighted = pd.DataFrame({"group": table["group"].to_numpy()[usable],
+                             "t": table["transfer"].to_numpy(np.float64)[usable],
+                             "bt": (table["busbw"] * table["transfer"]).to_numpy()[usable]})
+    weighted = weighted.groupby("group")[["t", "bt"]].sum()
+    per = table.groupby("group", sort=False).agg(size=("n", "max"), collectives=("id", "size"),
+                                                 bytes=("size", "sum"),
+                                                 transfer=("transfer", "sum"))
     peak = link_peak(gpu_names)
     rows = []
-    for group, calls in table.groupby("group", sort=False):
+    for group, agg in zip(per.index, per.itertuples(index=False)):
         ranks = sorted(int(w) for w in members.get(group, []))
-        hosts = sorted({node_of[w] for w in ranks})
+        hosts = {node_of[w] for w in ranks}
         intra = len(hosts) == 1
-        usable = calls[np.isfinite(calls["busbw"].to_numpy(np.float64))]
-        transfer = float(usable["transfer"].sum())
-        busbw = (float((usable["busbw"] * usable["transfer"]).sum()) / transfer
-                 if transfer > 0 else math.nan)  # time-weighted
-        total = float(caused.loc[caused["group"] == group, "wait"].sum())
-        mine = imposed.loc[group] if group in imposed.index.get_level_values(0) else None
-        top = None if mine is None or total <= 0 else int(mine.idxmax())
-        share = 0.0 if top is None else float(mine.max()) / total
+        t, bt = (weighted.loc[group, "t"], weighted.loc[group, "bt"]) if (
+            group in weighted.index) else (0.0, 0.0)
+        total = float(totals.get(group, 0.0))
+        top = int(tops[group][1]) if total > 0 and group in tops.index else None
+        share = 0.0 if top is None else float(imposed[(group, top)]) / total
         rows.append({
-            "group": str(group), "size": int(calls["n"].max()), "ranks_present": len(ranks),
+            "group": str(group), "size": int(agg.size), "ranks_present": len(ranks),
             "workers": [workers[w] for w in ranks[:16]],
             "nodes": len(hosts) if known_nodes else None,
             "locality": (None if not known_nodes else "intra-node" if intra else "inter-node"),
             "link": None if not known_nodes else NETWORK_LINK if not intra else
             _link_name(gpu_names) if peak else None,
             "peak_gbps": (None if not known_nodes else NETWORK_PEAK_GBPS if not intra else peak),
-            "collectives": int(len(calls)), "bytes": int(calls["size"].sum()),
-            "transfer_us": _round(float(calls["transfer"].sum())),
-            "busbw_gbps": None if not math.isfinite(busbw) else _round(busbw),
+            "collectives": int(agg.collectives), "bytes": int(agg.bytes),
+            "transfer_us": _round(float(agg.transfer)),
+            "busbw_gbps": _round(bt / t) if t > 0 else None,  # transfer-weighted
             "total_wait_us": _round(total),
             "straggler": workers[top] if top is not None and share >= STRAGGLER_SHARE else None,
             "straggler_share": _round(share),

@@ -20,12 +20,15 @@ estimated from collective ends, relative to a reference rank (`clock_offsets`).
 
 from __future__ import annotations
 
-from typing import Optional
+from itertools import chain
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
-from .summary import DEFAULT_GROUP, RankSummary
+from .summary import DEFAULT_GROUP, Calls, RankSummary
+
+_TEXT_CALLS = frozenset(("name", "collective", "group", "dtype", "module"))
 
 KEY = ["group", "name", "seq"]
 
@@ -33,22 +36,29 @@ KEY = ["group", "name", "seq"]
 def call_frame(summaries: dict[str, RankSummary]) -> pd.DataFrame:
     """Every rank's calls, one row each: worker index `w`, call index `call`, the summary's
     call columns, `seq` (n-th call of that name in its group on that rank) and `d` (us)."""
-    frames = []
-    for w, summary in enumerate(summaries.values()):
-        calls = summary.calls
-        if not calls.name:
-            continue
-        frame = pd.DataFrame({f: getattr(calls, f) for f in calls.__struct_fields__
-                              if len(getattr(calls, f)) == len(calls.name)})
-        frame["w"] = w
-        frame["call"] = np.arange(len(frame))
-        names = np.asarray([*summary.steps.names, ""], dtype=object)
-        frame["step_name"] = names[np.where(frame["step"] >= 0, frame["step"], len(names) - 1)]
-        frames.append(frame)
-    if not frames:
+    used = [(w, s) for w, s in enumerate(summaries.values()) if s.calls.name]
+    if not used:
         return pd.DataFrame(columns=["w", "call", "group", "name", "collective", "seq", "d",
                                      "by_seq"])
-    calls = pd.concat(frames, ignore_index=True)
+    counts = np.array([len(s.calls.name) for _, s in used])
+    columns: dict[str, Any] = {}
+    for f in Calls.__struct_fields__:  # one concatenation per column, not a frame per rank
+        text = f in _TEXT_CALLS
+        parts = [getattr(s.calls, f) if len(getattr(s.calls, f)) == n else
+                 [""] * n if text else [np.nan] * n for (_, s), n in zip(used, counts)]
+        columns[f] = (np.array(list(chain.from_iterable(parts)), dtype=object) if text else
+                      np.fromiter(chain.from_iterable(parts), np.float64, int(counts.sum())))
+    calls = pd.DataFrame(columns)
+    calls["step"] = calls["step"].astype(np.int64)
+    calls["w"] = np.repeat([w for w, _ in used], counts)
+    calls["call"] = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    names = list(chain.from_iterable([*s.steps.names, ""] for _, s in used))
+    base = np.repeat(np.cumsum([len(s.steps.names) + 1 for _, s in used]), counts)
+    step = calls["step"].to_numpy()
+    empty = base - 1  # each rank's "" slot
+    first = base - np.repeat([len(s.steps.names) + 1 for _, s in used], counts)
+    calls["step_name"] = np.asarray(names, dtype=object)[np.where(step >= 0, first + step,
+                                                                  empty)]
     order = calls.groupby(["w", "group", "name"], sort=False).cumcount().to_numpy()
     given = calls["seq"].to_numpy(np.float64) if "seq" in calls else np.full(len(calls), np.nan)
     numbered = pd.Series(np.isfinite(given)).groupby(calls["group"].to_numpy()).transform("all")
