@@ -133,10 +133,12 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
     run, span = query.text("run"), query.text("span")
     options = _options(query, spec)
     fmt = output_format(query, spec)
+    # the files first: a run whose every file failed (an unreachable cluster) answers 422 with
+    # why, not 404 "no communication ops" (issue 28)
+    files, skipped = store.span_files(run, span)
     if spec.view not in store.views(run):
         raise NotFound(f"run {run[:120]!r} has no {spec.view} view (no worker has "
                        "communication ops)")
-    files, skipped = store.span_files(run, span)
 
     def from_summaries() -> Any:  # one small summary per worker, never all the tables
         key, summarize = spec.summary_key(), spec.summarize
