@@ -6,7 +6,7 @@ tables: it reads one small summary per rank. Matching is in `dist_match`; the co
 straggler, bandwidth and heat-map tables in `dist_tables`.
 
 Per-step transfer / synchronizing / unmatched times are on each rank's own trace clock: the
-union of its communication ranges (host ranges and kernels) clipped to its device-adjusted step
+union of its communication ranges (kernels, else host ranges) clipped to its device-adjusted step
 windows, the same windows and ranges as the overlap chart, so transfer + synchronizing +
 unmatched of a step equals the chart's communication time of that step. Transfer uses the
 reference's model per range (the shortest duration of that range over the ranks).
@@ -49,7 +49,7 @@ SummaryInput = Union[TraceTable, RankSummary, dict]
 OVERLAP_KEYS = ("computation", "overlap", "communication", "other")
 WAIT_KEYS = ("transfer", "synchronizing", "unmatched")
 CLOCKS = {
-    "per_step": "Each rank's own trace clock: communication ranges (host ranges and kernels) "
+    "per_step": "Each rank's own trace clock: communication ranges (kernels, else host ranges) "
                 "clipped to the rank's device-adjusted steps, the windows of the overlap chart.",
     "skew": "Clock-independent: a rank's wait is its duration in the collective (kernel span, "
             "else host range) minus the shortest duration over the ranks.",
