@@ -5,6 +5,7 @@ trace and the intra-/inter-node split."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,15 @@ from tb_plugin.analysis.distributed.groups import link_peak
 from tb_plugin.analysis.distributed.run import build_distributed
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
-from tests.support.dist_ranks import TRANSFER_US, Job, groups, step_us, truth, write_job
+from tests.support.dist_ranks import (
+    TRANSFER_US,
+    Job,
+    groups,
+    rank_document,
+    step_us,
+    truth,
+    write_job,
+)
 
 
 def _payload(job: Job, folder: Path, skip: frozenset[int] = frozenset()) -> dict[str, Any]:
@@ -195,3 +204,19 @@ def test_dlrm_eight_ranks_one_node() -> None:
     assert {d["node_source"] for d in payload["devices"]} == {"placement"}
     assert {r["locality"] for r in payload["groups"]["rows"]} == {"intra-node"}
     assert payload["matching"]["by"] == "order"  # these traces carry no Seq
+
+
+def test_seq_only_where_every_call_of_the_group_has_it(tmp_path: Path) -> None:
+    """The rule's boundary: rank 6 wrote no Seq (an older PyTorch on that host). Its TP group
+    ("2": ranks 4-7) and its DP group ("5": ranks 2, 6) fall back to call order, every other
+    group keeps sequence numbers: "mixed"."""
+    job = Job()
+    write_job(job, tmp_path)
+    old = Job(seq=False)
+    path = tmp_path / "rank0006.pt.trace.json"
+    path.write_text(json.dumps(rank_document(old, 6)))
+    payload = build_distributed({p.name.split(".")[0]: load_trace(str(p), use_cache=False)
+                                 for p in sorted(tmp_path.glob("*.pt.trace.json"))})
+    assert payload["matching"]["by"] == "mixed"
+    assert payload["matching"]["groups"] == {
+        g: "order" if g in ("2", "5") else "sequence" for g in groups(job) if g != "0"}
