@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Optional, TextIO
 
+import msgspec
+
 from . import cli_data
 from .batch import RankProgress, local_workers, summarise_files
 from .cache import TraceCache, cache_location, default_cache, default_cache_dir
@@ -398,9 +400,9 @@ def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str,
     """(state, messages, the spec's per-file summary or the table) of one span file; a cached
     summary is read alone (it carries the file's load state), never the table."""
     if spec.summarize is not None:
-        stored = cache.get_payload(span.ref, spec.summary_key(), spec.summary_type)
-        if isinstance(stored, dict) and "load_state" in stored:
-            return stored["load_state"], list(stored.get("load_messages") or []), stored
+        cached = _cached_summary(span, cache, spec)
+        if cached is not None:
+            return cached
     table = load_trace(span.ref, cache=cache)
     status = table.status
     if status.state == "error" or spec.summarize is None:
@@ -408,6 +410,22 @@ def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str,
     summary = cache.payload(span.ref, spec.summary_key(), lambda: spec.summarize(table),
                             spec.summary_type)
     return status.state, status.messages, summary
+
+
+def _cached_summary(span: SpanFile, cache: TraceCache, spec: ViewSpec
+                    ) -> Optional[tuple[str, list[str], Any]]:
+    """A cached summary that says its file's load state, converted once to the spec's summary
+    type (a Struct the builder takes as is); None when there is none or it is not of that type
+    (then `cache.payload` deletes and recomputes it)."""
+    stored = cache.get_payload(span.ref, spec.summary_key())
+    if not isinstance(stored, dict) or "load_state" not in stored:
+        return None
+    try:
+        value = stored if spec.summary_type is None else msgspec.convert(stored,
+                                                                         spec.summary_type)
+    except msgspec.ValidationError:
+        return None
+    return str(stored["load_state"]), [str(m) for m in stored.get("load_messages") or []], value
 
 
 def _load(span: SpanFile, cache: TraceCache) -> TraceTable:
