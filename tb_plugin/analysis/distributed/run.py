@@ -109,9 +109,9 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
     fsdp = any(s.fsdp for s in summaries.values())
     stragglers = straggler_rows(workers, keyed, matched)
     layers = fsdp_layers(summaries, calls)
+    table = collective_table(matched)  # once, for three tables
     by_group = group_rows(workers, [d["node"] for d in devices], node_source != "worker", keyed,
-                          collective_table(matched), gpu_names(devices)) if len(calls) else {
-        "total": 0, "rows": []}
+                          table, gpu_names(devices)) if len(calls) else {"total": 0, "rows": []}
     return {
         "workers": workers,
         "devices": devices,
@@ -123,9 +123,9 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
         "coverage": cover,
         "matching": matching(modes(calls)),
         "clocks": {**CLOCKS, "offsets_us": {w: _round(o) for w, o in zip(workers, offsets)}},
-        "collectives": collective_rows(workers, matched),
+        "collectives": collective_rows(workers, matched, table),
         "stragglers": stragglers,
-        "bandwidth": bandwidth_rows(matched, devices),
+        "bandwidth": bandwidth_rows(matched, devices, table),
         "heatmap": heat_maps(workers, keyed, matched),
         "groups": by_group,
         "recommendations": [*recommendations(stragglers, matched, devices, fsdp, cover=cover,

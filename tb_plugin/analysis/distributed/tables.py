@@ -87,9 +87,11 @@ def collective_table(matched: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def collective_rows(workers: list[str], matched: pd.DataFrame) -> dict[str, Any]:
-    """One row per logical collective; the `MAX_COLLECTIVE_ROWS` with the largest skew."""
-    table = collective_table(matched)
+def collective_rows(workers: list[str], matched: pd.DataFrame,
+                    table: Optional[pd.DataFrame] = None) -> dict[str, Any]:
+    """One row per logical collective; the `MAX_COLLECTIVE_ROWS` with the largest skew.
+    `table`: `collective_table(matched)` when the caller has it."""
+    table = collective_table(matched) if table is None else table
     total = len(table)
     if total > MAX_COLLECTIVE_ROWS:
         table = table.nlargest(MAX_COLLECTIVE_ROWS, "skew").sort_values("id")
@@ -145,10 +147,11 @@ def straggler_rows(workers: list[str], keyed: pd.DataFrame,
             _round(total_wait), "rows": rows}
 
 
-def bandwidth_rows(matched: pd.DataFrame, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def bandwidth_rows(matched: pd.DataFrame, devices: list[dict[str, Any]],
+                   table: Optional[pd.DataFrame] = None) -> list[dict[str, Any]]:
     """Per collective kind and group size: calls with a bandwidth, bytes, transfer time,
     algbw and busbw (GB/s), and the link's expected peak where the GPU is known."""
-    table = collective_table(matched)
+    table = collective_table(matched) if table is None else table
     table = table[np.isfinite(table["algbw"].to_numpy(np.float64))] if len(table) else table
     peak = _link_peak(devices)
     rows = []
@@ -193,14 +196,17 @@ def heat_maps(workers: list[str], keyed: pd.DataFrame, matched: pd.DataFrame) ->
         row = shared["w"].to_numpy(np.int64) // rank_bucket
         cells = pd.Series(shared["wait"].to_numpy()).groupby([row, col]).max()
         by_col["values"] = _matrix(cells, len(rows), math.ceil(len(columns) / col_bucket))
-        labels = [f"{r.name} #{r.seq}" for r in columns.itertuples(index=False)]
-        steps = [str(s) for s in columns["step"]]
-        by_col["columns"] = [labels[i] if col_bucket == 1 else
-                             f"{labels[i]} .. {labels[min(len(labels), i + col_bucket) - 1]}"
-                             for i in range(0, len(labels), col_bucket)]
-        by_col["column_steps"] = steps[::col_bucket]
-        step_names = sorted({s for s in shared["step_name"] if s},
-                            key=lambda s: (0, int(s), s) if s.isdigit() else (1, 0, s))
+        names, seqs = columns["name"].to_numpy(object), columns["seq"].to_numpy(np.int64)
+
+        def label(i: int) -> str:  # only the labels shown (a bucket's first and last)
+            return f"{names[i]} #{seqs[i]}"
+
+        by_col["columns"] = [label(i) if col_bucket == 1 else
+                             f"{label(i)} .. {label(min(len(columns), i + col_bucket) - 1)}"
+                             for i in range(0, len(columns), col_bucket)]
+        by_col["column_steps"] = [str(s) for s in columns["step"].to_numpy(object)[::col_bucket]]
+        step_names = sorted((str(s) for s in pd.unique(shared["step_name"].to_numpy(object))
+                             if s), key=lambda s: (0, int(s), s) if s.isdigit() else (1, 0, s))
         at = pd.Series(np.arange(len(step_names)), index=step_names)
         placed = shared[shared["step_name"].isin(step_names)]
         cells = pd.Series(placed["wait"].to_numpy()).groupby(
