@@ -128,6 +128,7 @@ class RayExecutor(Executor):
         if ray.is_initialized():  # the caller (a notebook, a test, a Ray job) connected already
             return
         result: dict[str, Any] = {}
+        RAY_WORKER_LOG.addFilter(OFF_MAIN_THREAD_NOTE)  # once: a filter is added only once
 
         def connect() -> None:
             try:
@@ -209,6 +210,21 @@ class RayExecutor(Executor):
         if self._owns_connection:
             self._owns_connection = False
             self._ray.shutdown()
+
+
+class _OffMainThreadNote(logging.Filter):
+    """Drops Ray's "SIGTERM handler is not set because current thread is not the main thread"
+    warning, printed on every `--cluster` run: `ray.init` runs in a helper thread on purpose (a
+    bounded wait for the handshake), and the executor shuts its connection down itself, so
+    Ray's SIGTERM handler (sys.exit in the driver) is not wanted. Every other Ray message
+    passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+RAY_WORKER_LOG = logging.getLogger("ray._private.worker")
+OFF_MAIN_THREAD_NOTE = _OffMainThreadNote()
 
 
 def _import_ray() -> Any:

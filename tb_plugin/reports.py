@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+import msgspec
+
 from .cache import TraceCache
 from .discovery import RunInfo, SpanFile, discover_run, discover_runs
 from .ingest import TraceTable
@@ -205,7 +207,12 @@ def _distributed(run: RunInfo, span_name: Optional[str], cache: TraceCache,
 
 
 def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str, list[str], Any]:
-    """(state, messages, the spec's per-file summary or the table) of one span file."""
+    """(state, messages, the spec's per-file summary or the table) of one span file; a cached
+    summary is read alone (it carries the file's load state), never the table."""
+    if spec.summarize is not None:
+        cached = _cached_summary(span, cache, spec)
+        if cached is not None:
+            return cached
     table = load_trace(span.ref, cache=cache)
     status = table.status
     summarize: Optional[Callable[[Any], Any]] = spec.summarize
@@ -214,6 +221,22 @@ def _summarised(span: SpanFile, cache: TraceCache, spec: ViewSpec) -> tuple[str,
     summary = cache.payload(span.ref, spec.summary_key(), lambda: summarize(table),
                             spec.summary_type)
     return status.state, status.messages, summary
+
+
+def _cached_summary(span: SpanFile, cache: TraceCache, spec: ViewSpec
+                    ) -> Optional[tuple[str, list[str], Any]]:
+    """A cached summary that says its file's load state, converted once to the spec's summary
+    type (a Struct the builder takes as is); None when there is none or it is not of that type
+    (then `cache.payload` deletes and recomputes it)."""
+    stored = cache.get_payload(span.ref, spec.summary_key())
+    if not isinstance(stored, dict) or "load_state" not in stored:
+        return None
+    try:
+        value = stored if spec.summary_type is None else msgspec.convert(stored,
+                                                                         spec.summary_type)
+    except msgspec.ValidationError:
+        return None
+    return str(stored["load_state"]), [str(m) for m in stored.get("load_messages") or []], value
 
 
 def _export_of(span: SpanFile) -> Any:

@@ -284,6 +284,7 @@ class ColumnBuilder:
             "group_size": self._floats(sub, "group_size"),
             "dtype": self._codes(sub, "dtype", "dtype"),
             "process_group": self._codes(sub, "process_group", "process_group"),
+            "seq": self._floats(sub, "seq"),
             "flops": self._floats(sub, "flops"),
             "kernel_file": kernel_file,
             **self._kernel_args(sub, kernel_file >= 0),

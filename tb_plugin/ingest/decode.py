@@ -55,6 +55,7 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     group_size: Any = msgspec.field(default=_NAN, name="Group size")
     dtype: Any = None
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
+    seq: Any = msgspec.field(default=_NAN, name="Seq")  # per-process-group collective number
     flops: Any = _NAN  # recorded with `with_flops=True`
     kernel_file: Any = None  # Inductor-generated kernels (Triton, C++): the source file
     kernel_hash: Any = None

@@ -15,10 +15,11 @@ from typing import Any, Callable
 import pandas as pd
 
 #: Bumped whenever the parser's output changes; part of every cache key.
-PARSER_VERSION = 4  # 2: categories in order of first appearance, batch-independent
+PARSER_VERSION = 5  # 2: categories in order of first appearance, batch-independent
 # 3: op_args gained concrete_inputs, flops and the Inductor kernel columns
 #    (kernel_file, kernel_hash, kernel_backend, kernel_flop, kernel_num_gb)
 # 4: strings over 1 Mi characters are cut (interning.MAX_STRING_CHARS)
+# 5: op_args gained seq (record_param_comms "Seq")
 
 
 #: Largest |ts| (and duration) read, in microseconds (about 3,170 years): the clock of any real
@@ -164,6 +165,7 @@ OP_ARG_COLUMNS: dict[str, str] = {  # cpu_op / user annotations
     "group_size": "float64",
     "dtype": "category",
     "process_group": "category",
+    "seq": "float64",  # record_param_comms "Seq": the collective's number in its group
     "flops": "float64",  # `flops` arg (with_flops=True), FLOPs of one call
     "kernel_file": "category",  # Inductor kernel ops: generated source file
     "kernel_hash": "category",

@@ -38,6 +38,7 @@ from .filestate import (
     files_progress,
     retry_hint,
 )
+from .jobs import RUN_PRIORITY, WANTED_PRIORITY
 from .listing import RunListing
 from .parse_child import peek_summary
 from .pool import LoadJob, LoadOutcome, estimate_memory
@@ -48,7 +49,6 @@ RESCAN_S = 10.0
 MIN_RESCAN_GAP_S = 3.0  # `/runs` polling triggers a rescan at most this often
 REMOTE_RESCAN_GAP_S = 15.0  # ... and less often on object stores (listings cost requests)
 FIRST_SCAN_WAIT_S = 10.0  # lookups wait this long for the first scan before saying 404
-WANTED_PRIORITY = 10
 MAX_WANTED = 10_000
 #: The parsers of a bulk load store the run-level view summaries (the Distributed view's rank
 #: summary) of the files of runs with at least this many trace files; a smaller run's view
@@ -98,7 +98,8 @@ class Catalog:
         self._runs: dict[str, RunEntry] = {}
         self._files: dict[str, FileState] = {}  # url -> state
         self._by_identity: dict[str, FileState] = {}
-        self._wanted: set[str] = set()  # identities a request waited for (loaded first)
+        #: identities a request waited for (loaded first) -> priority
+        self._wanted: dict[str, int] = {}
         self._first_scan = threading.Event()
         self._rescan = threading.Event()
         self._last_scan = 0.0
@@ -232,7 +233,7 @@ class Catalog:
         if summary is not None:
             self._on_done(LoadOutcome(state.identity, summary=summary))
         elif self._pool is not None:
-            priority = WANTED_PRIORITY if state.identity in self._wanted else 0
+            priority = self._wanted.get(state.identity, 0)
             self._pool.submit(LoadJob(state.identity, state.ref, estimate_memory(state.ref),
                                       priority=priority, view_summaries=view_summaries))
 
@@ -277,7 +278,7 @@ class Catalog:
                 state.messages = [outcome.error or "the file could not be loaded"]
                 state.cut_off = False
             state.progress = 1.0
-            self._wanted.discard(outcome.key)
+            self._wanted.pop(outcome.key, None)
             self._listing.changed(self._run_of.get(outcome.key))
 
     # -- state reports -------------------------------------------------------------------------
@@ -309,7 +310,7 @@ class Catalog:
             reports = [(f, f.report(now)[0]) for f in run.files()]
             usable_runs = self._usable_runs(now)
         usable = [f.predicate_features() for f, state in reports if state in USABLE]
-        self.want(*(f for f, state in reports if state in PENDING))  # the selected run first
+        self._want_many([f for f, state in reports if state in PENDING])  # this run first
         if not usable and any(state in PENDING for _, state in reports):
             raise StillLoading(files_progress(run.files(), now), LOADING,
                                retry_hint(run.files(), now, any_one=True))
@@ -375,14 +376,19 @@ class Catalog:
                                 f"read: {messages[0] if messages else 'unknown error'}", messages)
         return state
 
-    def want(self, *states: FileState) -> None:
+    def want(self, *states: FileState, priority: int = WANTED_PRIORITY) -> None:
         """Parse these files first if they are pending (several sides of one request)."""
         now = self._clock()
         for state in states:
             with self._lock:
                 pending = state.pending(now)
             if pending:
-                self._want(state.identity)
+                self._want(state.identity, priority)
+
+    def _want_many(self, states: list[FileState]) -> None:
+        """A run-level request waits for these: one file is wanted (handed over), many go
+        first in the queue but are written by the parsers (`jobs.RUN_PRIORITY`)."""
+        self.want(*states, priority=WANTED_PRIORITY if len(states) == 1 else RUN_PRIORITY)
 
     def span_files(self, run_name: str, span: str
                    ) -> tuple[dict[str, FileState], dict[str, str]]:
@@ -393,7 +399,7 @@ class Catalog:
             found = span_workers(span, ((w, run.span_of(w, span)) for w in sorted(run.workers)),
                                  lambda f: f.report(now))
         if found.pending:
-            self.want(*found.pending)
+            self._want_many(found.pending)
             raise StillLoading(files_progress([*found.usable.values(), *found.pending], now),
                                LOADING, retry_hint(found.pending, now))
         try:
@@ -414,14 +420,14 @@ class Catalog:
         with self._lock:
             return self._by_identity.get(state.identity) is state
 
-    def _want(self, identity: str) -> None:
+    def _want(self, identity: str, priority: int = WANTED_PRIORITY) -> None:
         """Someone is waiting for this file: parse it before the others."""
         with self._lock:
             if len(self._wanted) > MAX_WANTED:  # only a hint: never let it grow without bound
                 self._wanted.clear()
-            self._wanted.add(identity)
+            self._wanted[identity] = max(priority, self._wanted.get(identity, 0))
         if self._pool is not None:
-            self._pool.bump(identity, WANTED_PRIORITY)
+            self._pool.bump(identity, priority)
 
     # -- lookups -------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ by every file's identity. `/trace/download` streams a trace file as stored.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from tensorboard.backend import http_util
 from werkzeug import wrappers
 
 from ..discovery import matching_snapshot
+from ..output.encoding import plain
 from ..output.rows import csv_bytes
 from ..output.tabular import csv_filename
 from ..storage import FileRef, NotRegularFile, check_servable, open_to_serve
@@ -131,21 +133,31 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
     run, span = query.text("run"), query.text("span")
     options = _options(query, spec)
     fmt = output_format(query, spec)
+    # the files first: a run whose every file failed (an unreachable cluster) answers 422 with
+    # why, not 404 "no communication ops" (issue 28)
+    files, skipped = store.span_files(run, span)
     if spec.view not in store.views(run):
         raise NotFound(f"run {run[:120]!r} has no {spec.view} view (no worker has "
                        "communication ops)")
-    files, skipped = store.span_files(run, span)
+
+    def from_summaries() -> Any:  # one small summary per worker, never all the tables
+        key, summarize = spec.summary_key(), spec.summarize
+        inputs = {worker: store.payload(state, key, summarize, spec.summary_type)
+                  for worker, state in files.items()}
+        if spec.span_tables is not None:  # and a few chosen workers' tables
+            return spec.build(inputs, skipped, options, {
+                worker: _prepared(store, spec, files[worker])
+                for worker in spec.span_tables(inputs, options)})
+        return spec.build(inputs, skipped, options)
 
     def payload() -> Any:
-        if spec.summarize is not None:  # one small summary per worker, never all the tables
-            key, summarize = spec.summary_key(), spec.summarize
-            inputs = {worker: store.payload(state, key, summarize, spec.summary_type)
-                      for worker, state in files.items()}
-            if spec.span_tables is not None:  # and a few chosen workers' tables
-                return spec.build(inputs, skipped, options, {
-                    worker: _prepared(store, spec, files[worker])
-                    for worker in spec.span_tables(inputs, options)})
-            return spec.build(inputs, skipped, options)
+        if spec.summarize is not None and spec.span_tables is None and (
+                spec.cache(options) == DISK):  # kept on disk beside the first worker's file
+            key = spec.payload_key(options, span=span, files=files_digest(files, skipped))
+            return store.run_payload(files[min(files)], key, lambda: plain(from_summaries()),
+                                     spec.payload)
+        if spec.summarize is not None:
+            return from_summaries()
         tables = {worker: store.table(state) for worker, state in files.items()}
         return spec.build(tables, skipped, options)
 
@@ -154,6 +166,18 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
         *sorted(skipped.items()), spec.payload_key(options))
     return send_payload(request, store, spec, payload, fmt=fmt, memo=memo,
                         name=(run, span, spec.name))
+
+
+def files_digest(files: dict[str, FileState], skipped: dict[str, str]) -> str:
+    """One hash of the workers, their file versions and the left-out workers: a run-level
+    payload stored under it is never served for another set of files (issue 28: a restarted
+    server answered 1,024 ranks' Distributed view by rebuilding it from every summary)."""
+    digest = hashlib.sha1()
+    for worker, state in sorted(files.items()):
+        digest.update(f"{worker}\0{state.identity}\0".encode())
+    for worker, why in sorted(skipped.items()):
+        digest.update(f"skipped\0{worker}\0{why}\0".encode())
+    return digest.hexdigest()
 
 
 def _prepared(store: TraceProvider, spec: ViewSpec, file: FileState) -> Any:

@@ -44,7 +44,14 @@ from ..settings import (
 )
 from ..storage import FileRef, is_local, open_file
 from ..workers import WorkerDied, WorkerPool
-from .jobs import BASE_MEMORY, TABLE_MIN_JSON_BYTES, JobQueue, LoadJob, LoadOutcome
+from .jobs import (
+    BASE_MEMORY,
+    TABLE_MIN_JSON_BYTES,
+    WANTED_PRIORITY,
+    JobQueue,
+    LoadJob,
+    LoadOutcome,
+)
 from .parse_child import HANDOVER_MAX_JSON_BYTES, ParsedFile, init_child, parse_file
 from .parse_store import parse_batch_into_cache, parse_into_cache
 
@@ -160,7 +167,7 @@ class LoadPool:
             self._queue.push(job)
         self._wake.set()
 
-    def bump(self, key: str, priority: int = 10) -> None:
+    def bump(self, key: str, priority: int = WANTED_PRIORITY) -> None:
         """Move a queued file ahead: someone is waiting for it."""
         with self._lock:
             if not self._queue.bump(key, priority):
@@ -363,12 +370,13 @@ def hands_over(job: LoadJob, queued_after: int, remote: bool) -> bool:
     before the first view) or writes it and its view summaries to the cache itself
     (`parse_into_cache`). Handed over: a file someone waits for, or the last one queued (a
     cold open). Written by the parser: a Ray task (another node), a file too big to hand over,
-    and a file of a bulk load with `queued_after` others behind it (many ranks: the parsers
+    and a file of a bulk load with `queued_after` others behind it, or one of the many files a
+    run-level view waits for (`jobs.RUN_PRIORITY`; many ranks: the parsers
     write the cache in parallel, where the server's one writer thread would queue them all:
     1,024 small ranks, Distributed view 19.5 -> 0.94 s, bench/cluster_bench.py)."""
     if remote or job.estimate - BASE_MEMORY > HANDOVER_MAX_JSON_BYTES:
         return False
-    return job.priority > 0 or queued_after == 0
+    return job.priority >= WANTED_PRIORITY or queued_after == 0
 
 
 def admits(job: LoadJob, running: Iterable[LoadJob], workers: int, memory_budget: int) -> bool:

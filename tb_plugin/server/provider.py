@@ -79,6 +79,12 @@ class TraceProvider(Protocol):
         against `schema` (the spec's payload type) and recomputed when it does not match."""
         ...
 
+    def run_payload(self, state: FileState, key: str, compute: Callable[[], Any],
+                    schema: Any = None) -> Any:
+        """A payload of several files (a run-level view), kept on disk beside `state`'s entry
+        under `key` (which names every file version), computed once; no table is read."""
+        ...
+
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         """An encoded response body, kept in memory after the first request."""
         ...

@@ -138,6 +138,10 @@ class RunStore:
                 schema: Any = None) -> Any:
         return self._tables.payload(state, key, compute, schema)
 
+    def run_payload(self, state: FileState, key: str, compute: Callable[[], Any],
+                    schema: Any = None) -> Any:
+        return self._tables.run_payload(state, key, compute, schema)
+
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         return self._tables.memo_body(memo_key, make)
 

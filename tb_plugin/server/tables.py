@@ -115,6 +115,12 @@ class Tables:
                                                                       self.table(state)),
                                        schema))
 
+    def run_payload(self, state: FileState, key: str, compute: Callable[[], Any],
+                    schema: Any = None) -> Any:
+        """A run-level payload kept on disk beside `state`'s entry (no table is read)."""
+        return self._flight.do(("payload", state.identity, key),
+                               lambda: self.cache.payload(state.ref, key, compute, schema))
+
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         """An encoded body under any key (e.g. the identities of several files), kept in
         memory (bounded) after the first request."""

@@ -75,13 +75,13 @@ def test_shift_window() -> None:
 def test_offsets_from_collective_ends_and_merged_lanes(two_ranks) -> None:
     summaries, tables = two_ranks
     payload = build_rank_timeline(summaries, tables, width=200)
-    # Collective ends: rank 0 at 200, rank 1 at 1200 (own clocks); median end 700, so offsets
-    # 200 - 700 = -500 and 1200 - 700 = +500: rank 0 drawn at t + 500, rank 1 at t - 500.
+    # Collective ends: rank 0 at 200, rank 1 at 1200 (own clocks); rank 0 is the reference
+    # (issue 28: the whole 1000 us goes to rank 1, not -500 / +500 split over both).
     assert [(lane["rank"], lane["offset_us"], lane["overridden"]) for lane in payload["lanes"]
-            ] == [(0, -500.0, False), (1, 500.0, False)]
-    # Run-clock extent: rank 0 0..200 -> 500..700; rank 1 1015..1200 -> 515..700.
-    assert (payload["start_us"], payload["end_us"]) == (500.0, 700.0)
-    assert payload["origin_us"] == 500.0
+            ] == [(0, 0.0, False), (1, 1000.0, False)]
+    # Run-clock extent: rank 0 0..200 -> 0..200; rank 1 1015..1200 -> 15..200.
+    assert (payload["start_us"], payload["end_us"]) == (0.0, 200.0)
+    assert payload["origin_us"] == 0.0
     # GPU tracks only (in the single-file timeline's order), lane by lane, ids renumbered 0..3;
     # each lane is one process group.
     assert [(t["id"], t["lane"], t["thread"]) for t in payload["tracks"]] == [
@@ -105,11 +105,11 @@ def test_offsets_from_collective_ends_and_merged_lanes(two_ranks) -> None:
 
 def test_offset_override_moves_a_lane(two_ranks) -> None:
     summaries, tables = two_ranks
-    payload = build_rank_timeline(summaries, tables, start_us=500, end_us=900, width=400,
-                                  offsets={1: 400.0})
+    payload = build_rank_timeline(summaries, tables, start_us=0, end_us=400, width=400,
+                                  offsets={1: 900.0})
     assert [(lane["offset_us"], lane["estimated_offset_us"], lane["overridden"])
-            for lane in payload["lanes"]] == [(-500.0, -500.0, False), (400.0, 500.0, True)]
-    # rank 1 drawn at t - 400: its all_reduce kernel 1150..1200 -> 750..800 -> 250 after 500.
+            for lane in payload["lanes"]] == [(0.0, 0.0, False), (900.0, 1000.0, True)]
+    # rank 1 drawn at t - 900: its all_reduce kernel 1150..1200 -> 250..300.
     assert _events(payload, _track(payload, 1, 16)) == [(ALL_REDUCE, 250, 50)]
     assert _events(payload, _track(payload, 0, 16)) == [(ALL_REDUCE, 100, 100)]
     assert list(zip(payload["links"]["item_start"], payload["links"]["item_end"])) == [

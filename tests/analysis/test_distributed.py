@@ -90,21 +90,26 @@ def test_distributed_nccl(nccl_tables) -> None:
     assert _costs(nccl_tables["worker1"])[3] == 74
     payload = build_distributed(nccl_tables)
     assert payload["workers"] == ["worker0", "worker1"] and payload["steps"] == ["0"]
-    assert _four(payload["overlap"]["0"]["worker0"]) == [30, 75, 75, 55]
-    assert _four(payload["overlap"]["0"]["worker1"]) == [121, 40, 74, 0]
-    # Per step on one clock (issue 14): ranges clipped to the step [0, 235). worker0: comm
-    # union [0,75) + [160,1718) -> 75 + 75 = 150 (= the chart's 75 + 75); transfer starts
-    # (shortest range over the workers) broadcast [55,75) + kernel [16,32), all_reduce host
-    # [160,235) + kernel [660,1718) -> 20 + 16 + 75 = 111 in the step; synchronizing 39.
-    # worker1: [0,39) + [160,235) = 114 (= 74 + 40); transfer [0,20) + [23,39) + 75 = 111.
-    # (The reference placed whole ops by start: 1169 / 464 and 1169 / 3, beyond the step.)
-    assert _two(payload["wait"]["0"]["worker0"]) == [111, 39]
-    assert _two(payload["wait"]["0"]["worker1"]) == [111, 3]
+    # Communication is each call's kernels (issue 28: the host enqueue range of a GPU
+    # collective is not communication time; the reference counted it, so worker0's broadcast
+    # host range [0,75) and the all_reduce's enqueue [160,162) made overlap 75 and comm 75).
+    # Step [0, 235). worker0: compute kernel [130,291) -> 105; comm kernels [16,32) + [162,1718)
+    # -> 16 + 73 = 89; overlap [162,235) = 73: 105 - 73, 73, 89 - 73, 235 - 32 - 73 - 16.
+    assert _four(payload["overlap"]["0"]["worker0"]) == [32, 73, 16, 114]
+    # worker1: compute [30,191) -> 161; comm [8,39) + [562,..) -> 31; overlap [30,39) = 9.
+    assert _four(payload["overlap"]["0"]["worker1"]) == [152, 9, 22, 52]
+    # Per step on one clock (issue 14), the same ranges: transfer starts (shortest range over
+    # the workers) broadcast 16 us -> worker0 [16,32), worker1 [23,39); all_reduce 1058 us ->
+    # worker0 [660,1718), worker1 [562,1620), outside the step. worker0: 89 in all (= the
+    # chart's 16 + 73), transfer 16, synchronizing 73; worker1: 31 (= 22 + 9), 16 and 15.
+    assert _two(payload["wait"]["0"]["worker0"]) == [16, 73]
+    assert _two(payload["wait"]["0"]["worker1"]) == [16, 15]
     rows = {w: [_row_values(r) for r in t["rows"]] for w, t in payload["comm_ops"].items()}
-    assert rows["worker0"] == [["nccl:broadcast", 1, 212480, 212480, 75, 75, 36, 36],
-                               ["nccl:all_reduce", 1, 8196000, 8196000, 1558, 1558, 1133, 1133]]
-    assert rows["worker1"] == [["nccl:broadcast", 1, 212480, 212480, 39, 39, 36, 36],
-                               ["nccl:all_reduce", 1, 8196000, 8196000, 1133, 1133, 1133, 1133]]
+    # latency: the kernels' union; transfer: the union of [real start, end)
+    assert rows["worker0"] == [["nccl:broadcast", 1, 212480, 212480, 16, 16, 16, 16],
+                               ["nccl:all_reduce", 1, 8196000, 8196000, 1556, 1556, 1058, 1058]]
+    assert rows["worker1"] == [["nccl:broadcast", 1, 212480, 212480, 31, 31, 16, 16],
+                               ["nccl:all_reduce", 1, 8196000, 8196000, 1058, 1058, 1058, 1058]]
     assert payload["overlap"]["all"] == payload["overlap"]["0"]
     assert payload["wait"]["all"] == payload["wait"]["0"]
     assert payload["messages"] == []
@@ -185,10 +190,11 @@ def test_mismatched_collective_counts(tmp_path: Path, nccl_tables) -> None:
     payload = build_distributed(tables)
     rows = {r["name"]: r for r in payload["comm_ops"]["worker0"]["rows"]}
     assert rows["nccl:all_reduce"]["calls"] == 2
-    # the unmatched third call is all transfer; the matched ones keep the reference numbers
-    assert rows["nccl:all_reduce"]["total_latency_us"] == 1558 + 50
-    assert rows["nccl:all_reduce"]["total_transfer_us"] == 1133 + 50
-    assert payload["comm_ops"]["worker1"]["rows"][1]["total_transfer_us"] == 1133
+    # the unmatched third call (kernel [2010,2040)) is all transfer; the matched ones keep
+    # test_distributed_nccl's numbers
+    assert rows["nccl:all_reduce"]["total_latency_us"] == 1556 + 30
+    assert rows["nccl:all_reduce"]["total_transfer_us"] == 1058 + 30
+    assert payload["comm_ops"]["worker1"]["rows"][1]["total_transfer_us"] == 1058
     assert any("nccl:all_reduce: call counts differ" in m and "worker0: 2" in m
                and "worker1: 1" in m for m in payload["messages"])
 
@@ -201,7 +207,7 @@ def test_worker_without_communication(tmp_path: Path, nccl_tables) -> None:
     assert payload["overlap"]["0"]["worker2"]["computation"] == 100
     assert "worker2: no communication ops found." in payload["messages"]
     # the others still match each other
-    assert _two(payload["wait"]["0"]["worker0"]) == [111, 39]
+    assert _two(payload["wait"]["0"]["worker0"]) == [16, 73]
 
 
 def test_input_dims_without_input_type(tmp_path: Path) -> None:
@@ -250,18 +256,18 @@ def test_pytorch2_nested_events_form_one_call(tmp_path: Path) -> None:
     rows = payload["comm_ops"]["rank0"]["rows"]
     assert [(r["name"], r["calls"], r["total_bytes"]) for r in rows] == [
         ("nccl:all_reduce", 1, 4000)]  # In msg nelems x sizeof(Float)
-    assert rows[0]["total_latency_us"] == 200 + 1000 - 150  # host [100, 300) + kernel to 1150
-    # host ranges match (200 us each); the kernel's shortest is 500 us
-    assert rows[0]["total_transfer_us"] == 200 + 500
-    assert _two(payload["wait"]["3"]["rank0"]) == [700, 1050 - 700]
-    assert _two(payload["wait"]["3"]["rank1"]) == [550, 0]  # [100, 300) and [150, 650) overlap
+    assert rows[0]["total_latency_us"] == 1000  # its kernel [150, 1150); the host range is not
+    # the kernel's shortest over the ranks is 500 us (rank1's [150, 650))
+    assert rows[0]["total_transfer_us"] == 500
+    assert _two(payload["wait"]["3"]["rank0"]) == [500, 500]
+    assert _two(payload["wait"]["3"]["rank1"]) == [500, 0]
 
 
 def test_kernel_tied_by_its_launch(tmp_path: Path) -> None:
     """Sampled traces: the kernel's external id matches nothing, its launch lies in the op."""
     table = make_table(_pt2_nccl_worker(1000, kernel_ext=999_999), tmp_path)
     rows = build_distributed({"rank0": table})["comm_ops"]["rank0"]["rows"]
-    assert rows[0]["total_latency_us"] == 1050
+    assert rows[0]["total_latency_us"] == 1000  # the kernel [150, 1150), tied to the call
 
 
 def test_gloo_frontend_and_worker_thread_count_once(tmp_path: Path) -> None:
@@ -327,7 +333,8 @@ def test_device_table(tmp_path: Path, nccl_tables) -> None:
               "worker1": nccl_tables["worker1"]}
     devices = build_distributed(tables)["devices"]
     # the pid is the trace's (its training process), not the one in the worker name (issue 14)
-    assert devices[0] == {"worker": "node1_1234", "node": "node1", "pid": "23803",
+    assert devices[0] == {"worker": "node1_1234", "node": "node1", "node_source": "worker",
+                          "pid": "23803",
                           "backend": "nccl", "rank": 0, "world_size": 2,
                           "gpus": [{"id": 0, "name": "A100", "memory_bytes": 42297524224,
                                     "compute_capability": "8.0"}]}

@@ -41,6 +41,7 @@ from tb_plugin.server.filestate import (
     retry_hint,
     run_state,
 )
+from tb_plugin.server.jobs import RUN_PRIORITY, WANTED_PRIORITY, batchable
 from tb_plugin.server.memo import MemoryLRU, SingleFlight
 from tb_plugin.server.parse_child import (
     HANDOVER_MAX_JSON_BYTES,
@@ -355,6 +356,22 @@ def test_parsers_hand_over_what_is_waited_for_and_cache_a_bulk_load() -> None:
     assert not hands_over(LoadJob("b", big, estimate_memory(big), priority=10), 0, False)
     edge = _ref("1", HANDOVER_MAX_JSON_BYTES)
     assert hands_over(LoadJob("b", edge, estimate_memory(edge)), 0, remote=False)
+
+
+def test_a_run_level_view_waits_for_many_files_the_parsers_still_cache() -> None:
+    """Issue 28: the files a run-level view (all ranks of a span) waits for go first in the
+    queue but stay a bulk load: written to the cache by the parsers, in batches, never handed
+    over one by one to the server's single writer; one file waited for is handed over."""
+    small = _ref("1", 1000)
+    estimate = estimate_memory(small)
+    assert 0 < RUN_PRIORITY < WANTED_PRIORITY
+    run_level = LoadJob("a", small, estimate, priority=RUN_PRIORITY)
+    assert not hands_over(run_level, 500, remote=False)
+    assert batchable(run_level)
+    below = LoadJob("a", small, estimate, priority=WANTED_PRIORITY - 1)
+    assert not hands_over(below, 500, remote=False) and batchable(below)
+    wanted = LoadJob("a", small, estimate, priority=WANTED_PRIORITY)
+    assert hands_over(wanted, 500, remote=False) and not batchable(wanted)
 
 
 def test_pool_queue_order_requested_then_smaller_first() -> None:

@@ -265,6 +265,8 @@ def test_distributed_nccl_traces(page, views_tensorboard, artifacts, run):
     frame = open_view(page, tb, "Distributed", run=run, span=span)
     frame.wait_for_selector("[data-testid=dist-overlap-table]", timeout=TIMEOUT_MS)
     check_distributed(frame, payload)
+    groups = [r["group"] for r in payload["groups"]["rows"]]  # issue 28: per process group
+    assert groups and sorted(table_column(frame, "dist-groups", "group")) == sorted(groups)
     gpus = [g for d in payload["devices"] for g in d["gpus"] if g["name"]]
     if gpus:
         assert gpus[0]["name"] in frame.inner_text("[data-testid=dist-device-table]")

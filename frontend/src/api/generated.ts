@@ -2529,8 +2529,12 @@ export interface components {
             fsdp: boolean;
             /** @description All-gather / reduce-scatter per module or layer with prefetch overlap (FSDP awareness). */
             fsdp_layers: components["schemas"]["FsdpLayers"];
+            /** @description Per process group: locality, bandwidth, straggler. */
+            groups: components["schemas"]["Groups"];
             /** @description Arrival skew, ranks x collectives and ranks x steps. */
             heatmap: components["schemas"]["HeatMap"];
+            /** @description Matched by sequence number or call order. */
+            matching: components["schemas"]["Matching"];
             /** @description Caveats, the left-out workers first. */
             messages: string[];
             /** @description "all" (mean over the worker's steps) or a step name -> worker -> split, us. */
@@ -2577,7 +2581,7 @@ export interface components {
             collective: string;
             /** @description Ranks in the group (n). */
             group_size: number;
-            /** @description The GPUs' NVLink peak per direction, GB/s, when every GPU is a known model; null otherwise. */
+            /** @description The GPUs' NVLink / xGMI peak per direction, GB/s, when every GPU is a known model; null otherwise. */
             peak_gbps: number | null;
             /** @description Sum of transfer times, us. */
             transfer_us: number;
@@ -2589,7 +2593,7 @@ export interface components {
         Clocks: {
             /** @description Clock of aligned arrivals (the multi-rank timeline). */
             aligned: string;
-            /** @description Worker -> its clock minus the run's, estimated from collective ends, us. */
+            /** @description Worker -> its clock minus the run's, estimated from collective ends, us; the run's clock is the lowest-index worker's of each set of workers sharing collectives. */
             offsets_us: {
                 [key: string]: number;
             };
@@ -2708,8 +2712,13 @@ export interface components {
             backend: string | null;
             /** @description GPUs that ran device work. */
             gpus: components["schemas"]["DistributedGpu"][];
-            /** @description Host name from the trace (`host_name`), else from a hostname_pid worker name, else the worker. */
+            /** @description Host name from the trace (`hostname`/`host_name`), else node rank // G when every rank ran on GPU rank % G of G visible GPUs, else from a hostname_pid worker name, else the worker. */
             node: string;
+            /**
+             * @description Where `node` comes from (the same for every worker); "worker": nodes unknown.
+             * @enum {unknown}
+             */
+            node_source: "hostname" | "placement" | "worker" | "worker name";
             /** @description Process id of the training process from the trace (the pid with the most CPU ops), else from a hostname_pid worker name, else a running index. */
             pid: string;
             /** @description Rank; null when the trace does not say. */
@@ -2774,6 +2783,49 @@ export interface components {
             /** @description Sum of the calls' durations (device span: first kernel start to last kernel end, else host range), us. */
             time_us: number;
         };
+        /** Groups */
+        Groups: {
+            /** @description Most waiting first; at most 256. */
+            rows: components["schemas"]["GroupRow"][];
+            /** @description Process groups with collectives. */
+            total: number;
+        };
+        /**
+         * GroupRow
+         * @description One process group: locality, traffic, bandwidth and its own straggler.
+         */
+        GroupRow: {
+            /** @description Transfer-weighted mean bus bandwidth, GB/s. */
+            busbw_gbps: number | null;
+            /** @description Sum of S over them, bytes. */
+            bytes: number;
+            /** @description Matched collectives of the group. */
+            collectives: number;
+            /** @description Process group name. */
+            group: string;
+            /** @description NVLink, xGMI or the network link assumed. */
+            link: string | null;
+            /** @description One node or several; null when nodes are unknown. */
+            locality: ("inter-node" | "intra-node") | null;
+            /** @description Distinct nodes of the members; null when unknown. */
+            nodes: number | null;
+            /** @description That link's peak bus bandwidth per direction per GPU, GB/s; null when unknown. */
+            peak_gbps: number | null;
+            /** @description Members with a trace in this run. */
+            ranks_present: number;
+            /** @description Ranks in the group (n). */
+            size: number;
+            /** @description The member imposing at least half of that waiting; null when none. */
+            straggler: string | null;
+            /** @description Share of the group's waiting imposed by its top last arriver (0..1). */
+            straggler_share: number;
+            /** @description Members' waiting at the group's collectives, us. */
+            total_wait_us: number;
+            /** @description Sum of transfer times, us. */
+            transfer_us: number;
+            /** @description The first 16 members present. */
+            workers: string[];
+        };
         /**
          * HeatMap
          * @description Arrival skew of each rank (rows) per collective and per step.
@@ -2809,6 +2861,23 @@ export interface components {
             columns: string[];
             /** @description rows x steps: summed wait, us. */
             values: (number | null)[][];
+        };
+        /**
+         * Matching
+         * @description How calls were matched across ranks into collectives.
+         */
+        Matching: {
+            /**
+             * @description sequence: by (process group, record_param_comms Seq); order: by call order per group; mixed: per group (see groups); none: no communication.
+             * @enum {unknown}
+             */
+            by: "mixed" | "none" | "order" | "sequence";
+            /** @description Process group -> "sequence" or "order". */
+            groups: {
+                [key: string]: string;
+            };
+            /** @description What that means for the numbers. */
+            note: string;
         };
         /**
          * Overlap

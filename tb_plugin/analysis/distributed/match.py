@@ -1,27 +1,34 @@
 """Collective matching across ranks, from per-rank summaries (`dist_summary.RankSummary`).
 
-Per process group, the n-th call of an op name on every member rank is one logical collective
-(the traces carry no collective sequence id: record_param_comms' "Sequence number" is the
-autograd one), keyed (group, name, seq). For each matched collective and rank, the rank's
-duration `d` is its communication kernels' span (first kernel start to last kernel end), else
-its host range. Everyone leaves a collective together, so the rank that arrived last waited
-least: `transfer = min d`, each rank's wait (its arrival skew) is `d - min d`, and the last
-arriver is the rank with the shortest `d`. This needs no clock alignment between hosts.
+Per process group, a logical collective is keyed (group, name, seq): seq is the process group's
+collective sequence number when every call of that group on every rank carries one
+(record_param_comms' `Seq`, written by recent PyTorch; its "Sequence number" is autograd's), so
+ranks whose profiler windows start at different steps still meet at the same collective; else
+it is the call's order (the n-th call of that op name on every member rank), which is right
+only when every rank recorded the same window. `modes` says which was used per group.
+
+For each matched collective and rank, the rank's duration `d` is its communication kernels'
+span (first kernel start to last kernel end), else its host range. Everyone leaves a collective
+together, so the rank that arrived last waited least: `transfer = min d`, each rank's wait (its
+arrival skew) is `d - min d`, and the last arriver is the rank with the shortest `d`. This
+needs no clock alignment between hosts.
 
 A collective seen on only one rank of a larger group (ranks missing from the run) is
 *unmatched*: its time is neither transfer nor wait. Clock offsets for the aligned timeline are
-estimated from collective ends (median over shared collectives of each rank's end minus the
-collective's median end).
+estimated from collective ends, relative to a reference rank (`clock_offsets`).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from itertools import chain
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
-from .summary import DEFAULT_GROUP, RankSummary
+from .summary import DEFAULT_GROUP, Calls, RankSummary
+
+_TEXT_CALLS = frozenset(("name", "collective", "group", "dtype", "module"))
 
 KEY = ["group", "name", "seq"]
 
@@ -29,28 +36,48 @@ KEY = ["group", "name", "seq"]
 def call_frame(summaries: dict[str, RankSummary]) -> pd.DataFrame:
     """Every rank's calls, one row each: worker index `w`, call index `call`, the summary's
     call columns, `seq` (n-th call of that name in its group on that rank) and `d` (us)."""
-    frames = []
-    for w, summary in enumerate(summaries.values()):
-        calls = summary.calls
-        if not calls.name:
-            continue
-        frame = pd.DataFrame({f: getattr(calls, f) for f in calls.__struct_fields__
-                              if len(getattr(calls, f)) == len(calls.name)})
-        frame["w"] = w
-        frame["call"] = np.arange(len(frame))
-        names = np.asarray([*summary.steps.names, ""], dtype=object)
-        frame["step_name"] = names[np.where(frame["step"] >= 0, frame["step"], len(names) - 1)]
-        frames.append(frame)
-    if not frames:
-        return pd.DataFrame(columns=["w", "call", "group", "name", "collective", "seq", "d"])
-    calls = pd.concat(frames, ignore_index=True)
-    calls["seq"] = calls.groupby(["w", "group", "name"], sort=False).cumcount()
+    used = [(w, s) for w, s in enumerate(summaries.values()) if s.calls.name]
+    if not used:
+        return pd.DataFrame(columns=["w", "call", "group", "name", "collective", "seq", "d",
+                                     "by_seq"])
+    counts = np.array([len(s.calls.name) for _, s in used])
+    columns: dict[str, Any] = {}
+    for f in Calls.__struct_fields__:  # one concatenation per column, not a frame per rank
+        text = f in _TEXT_CALLS
+        parts = [getattr(s.calls, f) if len(getattr(s.calls, f)) == n else
+                 [""] * n if text else [np.nan] * n for (_, s), n in zip(used, counts)]
+        columns[f] = (np.array(list(chain.from_iterable(parts)), dtype=object) if text else
+                      np.fromiter(chain.from_iterable(parts), np.float64, int(counts.sum())))
+    calls = pd.DataFrame(columns)
+    calls["step"] = calls["step"].astype(np.int64)
+    calls["w"] = np.repeat([w for w, _ in used], counts)
+    calls["call"] = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    names = list(chain.from_iterable([*s.steps.names, ""] for _, s in used))
+    base = np.repeat(np.cumsum([len(s.steps.names) + 1 for _, s in used]), counts)
+    step = calls["step"].to_numpy()
+    empty = base - 1  # each rank's "" slot
+    first = base - np.repeat([len(s.steps.names) + 1 for _, s in used], counts)
+    calls["step_name"] = np.asarray(names, dtype=object)[np.where(step >= 0, first + step,
+                                                                  empty)]
+    order = calls.groupby(["w", "group", "name"], sort=False).cumcount().to_numpy()
+    given = calls["seq"].to_numpy(np.float64) if "seq" in calls else np.full(len(calls), np.nan)
+    numbered = pd.Series(np.isfinite(given)).groupby(calls["group"].to_numpy()).transform("all")
+    calls["by_seq"] = numbered.to_numpy(bool)
+    calls["seq"] = np.where(calls["by_seq"], np.nan_to_num(given), order).astype(np.int64)
     device = np.isfinite(calls["dev_start"].to_numpy()) & np.isfinite(calls["dev_end"].to_numpy())
     calls["d"] = np.where(device, calls["dev_end"] - calls["dev_start"],
                           calls["host_end"] - calls["host_start"])
     calls["end_at"] = np.where(device, calls["dev_end"], calls["host_end"])
     calls["arrive_at"] = np.where(device, calls["dev_start"], calls["host_start"])
     return calls
+
+
+def modes(calls: pd.DataFrame) -> dict[str, str]:
+    """Per process group: "sequence" (matched by `Seq`) or "order" (by call order)."""
+    if len(calls) == 0:
+        return {}
+    every = calls.groupby("group", sort=True)["by_seq"].all()
+    return {str(g): "sequence" if s else "order" for g, s in every.items()}
 
 
 def group_sizes(summaries: dict[str, RankSummary]) -> tuple[dict[str, int], Optional[int]]:
@@ -109,17 +136,44 @@ def with_waits(calls: pd.DataFrame, matched: pd.DataFrame) -> pd.DataFrame:
 
 
 def clock_offsets(keyed: pd.DataFrame, workers: int) -> np.ndarray:
-    """Per worker: its clock minus the run's (median over its matched collectives of its end
-    minus the collective's median end), us; 0 without shared collectives."""
+    """Per worker: its clock minus the run's clock (us), the run's clock being the *reference*
+    worker's (the lowest-index worker of each set of workers linked by shared collectives).
+
+    Everyone leaves a collective together, so its end is one instant on every member's clock.
+    From the reference outwards: a collective's end on the run clock is the median over its
+    members of known offset of (end - offset); a worker's offset is the median over its
+    collectives of known end of (its end - that end); repeated until no worker is added. A
+    worker that shares collectives with the reference gets the whole difference of clocks, and
+    the reference none: a median over both members of a 2-rank group would have split a 5 ms
+    offset into +2.5 / -2.5 ms, blaming the innocent partner. 0 without shared collectives."""
     shared = keyed[keyed["matched"].astype(bool) & keyed.groupby("id")["w"].transform(
         "size").gt(1)]
     offsets = np.zeros(workers)
     if len(shared) == 0:
         return offsets
-    delta = shared["end_at"] - shared.groupby("id")["end_at"].transform("median")
-    per = delta.groupby(shared["w"]).median()
-    offsets[per.index.to_numpy(dtype=np.int64)] = per.to_numpy()
-    return offsets
+    ids, w = shared["id"].to_numpy(np.int64), shared["w"].to_numpy(np.int64)
+    end = shared["end_at"].to_numpy(np.float64)
+    label = np.arange(workers)
+    while True:  # connected sets of workers: the lowest index of each is its reference
+        lowest = pd.Series(label[w]).groupby(ids).transform("min").to_numpy()
+        new = label.copy()
+        np.minimum.at(new, w, lowest)
+        if np.array_equal(new, label):
+            break
+        label = new
+    known = np.full(workers, np.nan)
+    present = np.unique(w)
+    known[present[label[present] == present]] = 0.0
+    while True:
+        mine = np.isfinite(known[w])
+        ends = pd.Series(end[mine] - known[w[mine]]).groupby(ids[mine]).median()
+        todo = ~mine & np.isin(ids, ends.index.to_numpy())
+        if not todo.any():
+            break
+        delta = end[todo] - ends.reindex(ids[todo]).to_numpy()
+        estimate = pd.Series(delta).groupby(w[todo]).median()
+        known[estimate.index.to_numpy(np.int64)] = estimate.to_numpy()
+    return np.where(np.isfinite(known), known, 0.0)
 
 
 def matched_ranges(summaries: dict[str, RankSummary], keyed: pd.DataFrame) -> pd.DataFrame:

@@ -9,8 +9,10 @@ comm events nested on one thread form one op, named after its backend event (`nc
 backend events, ops without one are the enqueue side of a collective whose backend event runs on
 another thread (gloo's worker thread) and are left out so nothing counts twice.
 
-An op's ranges are its host range plus its communication kernels (NCCL kernels by name or by
-external id), linked by the external id of any of its events, else by the launch call inside it.
+An op's ranges are its communication kernels (NCCL kernels by name or by external id), linked
+by the external id of any of its events, else by the launch call inside it; an op without
+kernels (a CPU collective) has its host range instead (issue 28: the host enqueue of a GPU
+collective is not communication time, and counted as overlap with compute when it was not).
 Ops are matched across workers by order of occurrence per name; for each matched range the
 shortest duration over the workers is the transfer time and the rest of each worker's range is
 synchronization (the reference's model). Unlike the reference, workers with different op counts
@@ -29,8 +31,14 @@ import pandas as pd
 
 from ...ingest.schema import DEVICE_KINDS, Kind, TraceTable
 from .. import ranges as rg
-from ..breakdown import COMMUNICATION, KERNEL, role_ranges
-from ..events import comm_kernel_mask, comm_op_mask, kind_mask, launched_device_events
+from ..breakdown import KERNEL, role_ranges
+from ..events import (
+    comm_kernel_mask,
+    comm_op_mask,
+    event_ends,
+    kind_mask,
+    launched_device_events,
+)
 from ..gpu_metrics import event_devices
 from ..launch import device_properties
 from ..memo import memoised
@@ -53,10 +61,13 @@ class CommOps:
     """One worker's communication ops (one row per call) and their ranges."""
 
     #: op, name, start, end, bytes, thread, collective (record_param_comms "Collective name"),
-    #: group ("Process Group Name"), group_size, dtype, out_nelems, dev_start/dev_end (first
+    #: group ("Process Group Name"), group_size, dtype, out_nelems, seq ("Seq": the call's
+    #: sequence number in its process group, NaN when absent), dev_start/dev_end (first
     #: kernel start, last kernel end; NaN without kernels); in start order.
     ops: pd.DataFrame
-    ranges: pd.DataFrame  # op, start, end; host range and kernels, by (op, start, -end)
+    #: op, start, end: its kernels, else (a call without kernels) its host range, by (op,
+    #: start, -end); the host enqueue of a call with kernels is no communication time
+    ranges: pd.DataFrame
     messages: list[str] = field(default_factory=list)
 
 
@@ -85,16 +96,17 @@ def _comm_ops(table: TraceTable) -> CommOps:
     kernel_ranges = _kernel_ranges(table, calls[calls["op"].isin(ops["op"])], ops, messages)
     device = kernel_ranges.groupby("op").agg(dev_start=("start", "min"), dev_end=("end", "max"))
     ops = ops.join(device, on="op")
-    ranges = pd.concat([ops[["op", "start", "end"]], kernel_ranges], ignore_index=True)
+    host = ops.loc[~np.isfinite(ops["dev_start"].to_numpy(np.float64)), ["op", "start", "end"]]
+    ranges = pd.concat([host, kernel_ranges], ignore_index=True)  # kernels, else host range
     ranges = ranges.sort_values(["op", "start", "end"], ascending=[True, True, False],
                                 kind="stable").reset_index(drop=True)
     return CommOps(ops[OP_COLUMNS].reset_index(drop=True), ranges, messages)
 
 
 OP_COLUMNS = ["op", "name", "start", "end", "bytes", "thread", "collective", "group",
-              "group_size", "dtype", "out_nelems", "dev_start", "dev_end"]
+              "group_size", "dtype", "out_nelems", "seq", "dev_start", "dev_end"]
 _TEXT_ARGS = {"group": "process_group", "dtype": "dtype"}
-_NUMBER_ARGS = {"group_size": "group_size", "out_nelems": "out_msg_nelems"}
+_NUMBER_ARGS = {"group_size": "group_size", "out_nelems": "out_msg_nelems", "seq": "seq"}
 
 
 def _empty_ops() -> pd.DataFrame:
@@ -264,7 +276,7 @@ def overlap_costs(table: TraceTable) -> dict[str, dict[str, float]]:
     steps = compute_steps(table)
     roles = role_ranges(table)
     compute = roles[KERNEL] if len(roles[KERNEL][0]) else host_compute_ranges(table)
-    comm = roles[COMMUNICATION]
+    comm = communication_ranges(table)
     both = rg.intersect(compute, comm)
     comp = rg.length_in_windows(compute, steps.starts, steps.ends)
     com = rg.length_in_windows(comm, steps.starts, steps.ends)
@@ -273,6 +285,19 @@ def overlap_costs(table: TraceTable) -> dict[str, dict[str, float]]:
     return {name: {"computation": comp[i] - over[i], "overlap": over[i],
                    "communication": com[i] - over[i], "other": other[i]}
             for i, name in enumerate(steps.names)}
+
+
+def communication_ranges(table: TraceTable) -> rg.Ranges:
+    """Merged communication time: each call's kernels, else (no kernels: a CPU collective) its
+    host range, plus communication kernels tied to no call; the host enqueue range of a call
+    whose kernels run later is not communication (it overlapped compute kernels only on the
+    host, issue 28)."""
+    events = table.events
+    kernels = comm_kernel_mask(events) & kind_mask(events, (Kind.KERNEL,))
+    starts, ends = events["ts"].to_numpy()[kernels], event_ends(events)[kernels]
+    ranges = comm_ops(table).ranges
+    return rg.merge(np.concatenate([starts, ranges["start"].to_numpy(np.float64)]),
+                    np.concatenate([ends, ranges["end"].to_numpy(np.float64)]))
 
 
 def host_compute_ranges(table: TraceTable) -> rg.Ranges:

@@ -6,7 +6,7 @@ tables: it reads one small summary per rank. Matching is in `dist_match`; the co
 straggler, bandwidth and heat-map tables in `dist_tables`.
 
 Per-step transfer / synchronizing / unmatched times are on each rank's own trace clock: the
-union of its communication ranges (host ranges and kernels) clipped to its device-adjusted step
+union of its communication ranges (kernels, else host ranges) clipped to its device-adjusted step
 windows, the same windows and ranges as the overlap chart, so transfer + synchronizing +
 unmatched of a step equals the chart's communication time of that step. Transfer uses the
 reference's model per range (the shortest duration of that range over the ranks).
@@ -22,13 +22,24 @@ import pandas as pd
 from ...ingest.schema import TraceTable
 from .. import ranges as rg
 from .fsdp import fsdp_advice, fsdp_layers
-from .match import call_frame, clock_offsets, group_sizes, match, matched_ranges, with_waits
+from .groups import group_rows, nodes
+from .match import (
+    call_frame,
+    clock_offsets,
+    group_sizes,
+    match,
+    matched_ranges,
+    modes,
+    with_waits,
+)
 from .rank import NODE_PROCESS, worker_node_pid
 from .summary import RankSummary, decode, rank_summary
 from .tables import (
     bandwidth_rows,
     collective_rows,
+    collective_table,
     coverage,
+    gpu_names,
     heat_maps,
     recommendations,
     straggler_rows,
@@ -38,12 +49,13 @@ SummaryInput = Union[TraceTable, RankSummary, dict]
 OVERLAP_KEYS = ("computation", "overlap", "communication", "other")
 WAIT_KEYS = ("transfer", "synchronizing", "unmatched")
 CLOCKS = {
-    "per_step": "Each rank's own trace clock: communication ranges (host ranges and kernels) "
+    "per_step": "Each rank's own trace clock: communication ranges (kernels, else host ranges) "
                 "clipped to the rank's device-adjusted steps, the windows of the overlap chart.",
     "skew": "Clock-independent: a rank's wait is its duration in the collective (kernel span, "
             "else host range) minus the shortest duration over the ranks.",
     "aligned": "Arrivals on one clock: each rank's trace clock minus its offset, estimated from "
-               "collective ends (everyone leaves a collective together).",
+               "collective ends (everyone leaves a collective together), relative to the "
+               "lowest rank of each set of ranks that share collectives (offset 0).",
 }
 
 
@@ -74,7 +86,7 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
     matched = match(calls, sizes, world)
     keyed = with_waits(calls, matched) if len(calls) else calls.assign(id=[], wait=[],
                                                                         matched=[])
-    _report_mismatches(workers, calls, messages)
+    _report_mismatches(workers, calls[~calls["by_seq"].astype(bool)], messages)
     ranges = matched_ranges(summaries, keyed)
     offsets = clock_offsets(keyed, len(workers)) if len(calls) else np.zeros(len(workers))
     ranges = ranges.sort_values("w", kind="stable").reset_index(drop=True)
@@ -90,12 +102,16 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
         ops_tables[worker] = {"rows": ops_rows[w]}
     step_names = _step_order(summaries)
     devices = device_table(summaries)
+    node_source = devices[0]["node_source"] if devices else "worker"
     cover = coverage(summaries, world)
     if cover["message"]:
         messages.insert(0, cover["message"])
     fsdp = any(s.fsdp for s in summaries.values())
     stragglers = straggler_rows(workers, keyed, matched)
     layers = fsdp_layers(summaries, calls)
+    table = collective_table(matched)  # once, for three tables
+    by_group = group_rows(workers, [d["node"] for d in devices], node_source != "worker", keyed,
+                          table, gpu_names(devices)) if len(calls) else {"total": 0, "rows": []}
     return {
         "workers": workers,
         "devices": devices,
@@ -105,16 +121,31 @@ def build_distributed(inputs: dict[str, SummaryInput]) -> dict[str, Any]:
         "comm_ops": ops_tables,
         "messages": messages,
         "coverage": cover,
+        "matching": matching(modes(calls)),
         "clocks": {**CLOCKS, "offsets_us": {w: _round(o) for w, o in zip(workers, offsets)}},
-        "collectives": collective_rows(workers, matched),
+        "collectives": collective_rows(workers, matched, table),
         "stragglers": stragglers,
-        "bandwidth": bandwidth_rows(matched, devices),
+        "bandwidth": bandwidth_rows(matched, devices, table),
         "heatmap": heat_maps(workers, keyed, matched),
-        "recommendations": [*recommendations(stragglers, matched, devices, fsdp),
-                            *fsdp_advice(layers)],
+        "groups": by_group,
+        "recommendations": [*recommendations(stragglers, matched, devices, fsdp, cover=cover,
+                                             groups=by_group), *fsdp_advice(layers)],
         "fsdp": fsdp,
         "fsdp_layers": layers,
     }
+
+
+def matching(by_group: dict[str, str]) -> dict[str, Any]:
+    """How collectives were matched across ranks: by sequence number, call order, or both."""
+    kinds = set(by_group.values())
+    by = "none" if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
+    notes = {"sequence": "Matched by (process group, sequence number): every call carries "
+                         "record_param_comms' Seq, so ranks whose windows differ still meet.",
+             "order": "Matched by call order per process group (the trace has no Seq): right "
+                      "only when every rank recorded the same steps.",
+             "mixed": "By sequence number where every call of the group carries Seq, by call "
+                      "order elsewhere (see groups).", "none": ""}
+    return {"by": by, "groups": by_group, "note": notes[by]}
 
 
 # --- per worker ------------------------------------------------------------------------------
@@ -201,15 +232,16 @@ def _report_mismatches(workers: list[str], calls: pd.DataFrame, messages: list[s
 # --- devices ---------------------------------------------------------------------------------
 
 def device_table(summaries: dict[str, RankSummary]) -> list[dict[str, Any]]:
-    """Workers by rank, host and pid from the trace (`distributedInfo`, `host_name`, the
-    training process's pid), else from a `hostname_pid` worker name, else the worker and a
-    running index."""
+    """Workers by rank, node and pid from the trace (`groups.nodes`: hostname, else the GPU
+    placement; the training process's pid), else from a `hostname_pid` worker name, else the
+    worker and a running index."""
     rows, index = [], 0
-    for worker, summary in summaries.items():
-        node, pid = worker_node_pid(worker, index)
+    hosts, source = nodes(summaries)
+    for (worker, summary), node in zip(summaries.items(), hosts):
+        _, pid = worker_node_pid(worker, index)
         index += 0 if NODE_PROCESS.match(worker) else 1
         rows.append({
-            "worker": worker, "node": summary.hostname or node, "pid": summary.pid or pid,
+            "worker": worker, "node": node, "node_source": source, "pid": summary.pid or pid,
             "backend": summary.backend, "rank": summary.rank,
             "world_size": summary.world_size,
             "gpus": [{"id": g.id, "name": g.name, "memory_bytes": g.memory_bytes,

@@ -28,7 +28,8 @@ from .modules import call_modules, compute_overlap
 from .rank import comm_ops, gpus, overlap_costs
 
 #: Bumped whenever the summary's content changes (cached summaries are recomputed).
-SUMMARY_VERSION = 2  # 2: calls carry module and compute_overlap (FSDP layers)
+SUMMARY_VERSION = 3  # 2: calls carry module and compute_overlap (FSDP layers)
+# 3: calls carry seq; visible_gpus; the table's load state and messages
 DEFAULT_GROUP = "default"
 _FSDP = re.compile(r"FSDP|FullyShardedDataParallel")
 
@@ -68,6 +69,8 @@ class Calls(msgspec.Struct):
     module: list[str] = msgspec.field(default_factory=list)
     #: us of the call's device span (else host range) overlapped by computation
     compute_overlap: list[float] = msgspec.field(default_factory=list)
+    #: record_param_comms "Seq": the call's sequence number in its process group, NaN if absent
+    seq: list[float] = msgspec.field(default_factory=list)
 
 
 class Ranges(msgspec.Struct):
@@ -105,6 +108,10 @@ class RankSummary(msgspec.Struct):
     ranges: Ranges
     messages: list[str]
     module_source: str = ""  # where `Calls.module` comes from (`dist_modules`), "" when none
+    visible_gpus: Optional[int] = None  # entries of `deviceProperties` (GPUs the process saw)
+    #: the table's load state and messages (a reader of the cached summary needs no table)
+    load_state: str = "ok"
+    load_messages: list[str] = msgspec.field(default_factory=list)
 
 
 def rank_summary(table: TraceTable) -> RankSummary:
@@ -149,11 +156,14 @@ def _rank_summary(table: TraceTable) -> RankSummary:
             host_start=_floats(calls["start"]), host_end=_floats(calls["end"]),
             dev_start=_floats(dev_start), dev_end=_floats(calls["dev_end"]),
             step=[int(s) for s in _step_of(placed, steps.starts, steps.ends)],
-            module=modules, compute_overlap=_floats(compute_overlap(table, lo, hi))),
+            module=modules, compute_overlap=_floats(compute_overlap(table, lo, hi)),
+            seq=_floats(calls["seq"])),
         ranges=Ranges(call=[int(c) for c in _call_index(calls["op"].to_numpy(),
                                                         ops.ranges["op"].to_numpy())],
                       start=_floats(ops.ranges["start"]), end=_floats(ops.ranges["end"])),
         messages=list(ops.messages), module_source=module_source,
+        visible_gpus=len(table.metadata.device_properties or []) or None,
+        load_state=str(table.status.state), load_messages=list(table.status.messages),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+from .groups import link_peak
 from .summary import RankSummary
 
 MAX_COLLECTIVE_ROWS = 500
@@ -29,6 +30,8 @@ HEAT_MAX_COLUMNS = 200
 MISSING_SHOWN = 32
 #: Share of all waiting one rank must impose to be named the straggler.
 STRAGGLER_SHARE = 0.5
+#: A process group's own straggler is recommended when the group holds this share of all waiting.
+GROUP_MATERIAL = 0.1
 BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
@@ -37,8 +40,6 @@ BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0,
     "send": lambda n: 1.0, "recv": lambda n: 1.0,
 }
-#: NVLink peak per direction per GPU (GB/s), by a substring of the device name.
-LINK_PEAK_GBPS = (("H200", 450.0), ("H100", 450.0), ("A100", 300.0), ("V100", 150.0))
 
 
 def bus_factor(collective: str, n: int) -> Optional[float]:
@@ -70,7 +71,7 @@ def _size(collective: str, size: float, out_size: float, n: int) -> float:
     return size
 
 
-def _collective_table(matched: pd.DataFrame) -> pd.DataFrame:
+def collective_table(matched: pd.DataFrame) -> pd.DataFrame:
     """`matched` with size S, algbw and busbw (GB/s; NaN where none)."""
     table = matched.copy()
     n = table["n"].to_numpy(np.int64)
@@ -86,9 +87,11 @@ def _collective_table(matched: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def collective_rows(workers: list[str], matched: pd.DataFrame) -> dict[str, Any]:
-    """One row per logical collective; the `MAX_COLLECTIVE_ROWS` with the largest skew."""
-    table = _collective_table(matched)
+def collective_rows(workers: list[str], matched: pd.DataFrame,
+                    table: Optional[pd.DataFrame] = None) -> dict[str, Any]:
+    """One row per logical collective; the `MAX_COLLECTIVE_ROWS` with the largest skew.
+    `table`: `collective_table(matched)` when the caller has it."""
+    table = collective_table(matched) if table is None else table
     total = len(table)
     if total > MAX_COLLECTIVE_ROWS:
         table = table.nlargest(MAX_COLLECTIVE_ROWS, "skew").sort_values("id")
@@ -144,10 +147,11 @@ def straggler_rows(workers: list[str], keyed: pd.DataFrame,
             _round(total_wait), "rows": rows}
 
 
-def bandwidth_rows(matched: pd.DataFrame, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def bandwidth_rows(matched: pd.DataFrame, devices: list[dict[str, Any]],
+                   table: Optional[pd.DataFrame] = None) -> list[dict[str, Any]]:
     """Per collective kind and group size: calls with a bandwidth, bytes, transfer time,
     algbw and busbw (GB/s), and the link's expected peak where the GPU is known."""
-    table = _collective_table(matched)
+    table = collective_table(matched) if table is None else table
     table = table[np.isfinite(table["algbw"].to_numpy(np.float64))] if len(table) else table
     peak = _link_peak(devices)
     rows = []
@@ -163,10 +167,12 @@ def bandwidth_rows(matched: pd.DataFrame, devices: list[dict[str, Any]]) -> list
     return rows
 
 
+def gpu_names(devices: list[dict[str, Any]]) -> set[str]:
+    return {str(g.get("name") or "") for d in devices for g in d.get("gpus") or []}
+
+
 def _link_peak(devices: list[dict[str, Any]]) -> Optional[float]:
-    names = {str(g.get("name") or "") for d in devices for g in d.get("gpus") or []}
-    peaks = {next((p for key, p in LINK_PEAK_GBPS if key in name), None) for name in names}
-    return peaks.pop() if len(peaks) == 1 else None
+    return link_peak(gpu_names(devices))
 
 
 def heat_maps(workers: list[str], keyed: pd.DataFrame, matched: pd.DataFrame) -> dict[str, Any]:
@@ -190,14 +196,17 @@ def heat_maps(workers: list[str], keyed: pd.DataFrame, matched: pd.DataFrame) ->
         row = shared["w"].to_numpy(np.int64) // rank_bucket
         cells = pd.Series(shared["wait"].to_numpy()).groupby([row, col]).max()
         by_col["values"] = _matrix(cells, len(rows), math.ceil(len(columns) / col_bucket))
-        labels = [f"{r.name} #{r.seq}" for r in columns.itertuples(index=False)]
-        steps = [str(s) for s in columns["step"]]
-        by_col["columns"] = [labels[i] if col_bucket == 1 else
-                             f"{labels[i]} .. {labels[min(len(labels), i + col_bucket) - 1]}"
-                             for i in range(0, len(labels), col_bucket)]
-        by_col["column_steps"] = steps[::col_bucket]
-        step_names = sorted({s for s in shared["step_name"] if s},
-                            key=lambda s: (0, int(s), s) if s.isdigit() else (1, 0, s))
+        names, seqs = columns["name"].to_numpy(object), columns["seq"].to_numpy(np.int64)
+
+        def label(i: int) -> str:  # only the labels shown (a bucket's first and last)
+            return f"{names[i]} #{seqs[i]}"
+
+        by_col["columns"] = [label(i) if col_bucket == 1 else
+                             f"{label(i)} .. {label(min(len(columns), i + col_bucket) - 1)}"
+                             for i in range(0, len(columns), col_bucket)]
+        by_col["column_steps"] = [str(s) for s in columns["step"].to_numpy(object)[::col_bucket]]
+        step_names = sorted((str(s) for s in pd.unique(shared["step_name"].to_numpy(object))
+                             if s), key=lambda s: (0, int(s), s) if s.isdigit() else (1, 0, s))
         at = pd.Series(np.arange(len(step_names)), index=step_names)
         placed = shared[shared["step_name"].isin(step_names)]
         cells = pd.Series(placed["wait"].to_numpy()).groupby(
@@ -222,28 +231,56 @@ def _matrix(cells: pd.Series, rows: int, cols: int) -> list[list[Optional[float]
 
 
 def recommendations(stragglers: dict[str, Any], matched: pd.DataFrame,
-                    devices: list[dict[str, Any]], fsdp: bool) -> list[str]:
-    """The straggler named with its evidence, or why there is none."""
+                    devices: list[dict[str, Any]], fsdp: bool, *,
+                    cover: Optional[dict[str, Any]] = None,
+                    groups: Optional[dict[str, Any]] = None) -> list[str]:
+    """The straggler named with its evidence, or why there is none; with ranks missing, the
+    latest present rank is named and the missing ranks are said to be a possible cause; then
+    each process group whose own straggler is not the run's (a TP group's straggler)."""
     rows, total = stragglers["rows"], stragglers["total_wait_us"]
     if not rows or total <= 0:
         return []
     top = rows[0]
-    device = next((d for d in devices if d["worker"] == top["worker"]), {})
-    who = (f"{top['worker']} (rank {_or_unknown(device.get('rank'))}, host "
-           f"{device.get('node')}, pid {device.get('pid')})")
+    missing = _missing_caveat(cover)
     if top["imposed_share"] < STRAGGLER_SHARE:
-        return [f"Waiting is spread over the ranks ({total / 1e3:.2f} ms in all); no single rank "
-                f"imposes half of it (the most: {who}, {top['imposed_share']:.0%})."]
-    kinds = ", ".join(f"{k} x{v}" for k, v in sorted(top["last_by_collective"].items()))
-    advice = ("With FSDP, a late rank stalls every layer's all-gather prefetch and "
-              "reduce-scatter: compare its forward/backward compute and CPU overhead per layer, "
-              "and check its data and sharding balance." if fsdp else
-              "Look at what it does before these collectives: uneven data or work per rank, "
-              "data loading, host-side stalls, or a slower GPU or link.")
-    return [f"Straggler: {who} arrived last at {top['last']} of "
-            f"{stragglers['skewed_collectives']} collectives with a skew ({kinds}); the other "
-            f"ranks waited {top['imposed_wait_us'] / 1e3:.2f} ms for it, "
-            f"{top['imposed_share']:.0%} of all waiting. {advice}"]
+        missing = missing.replace(" Of the ranks present it arrived last;", "")
+        out = [f"Waiting is spread over the ranks ({total / 1e3:.2f} ms in all); no single rank "
+               f"imposes half of it (the most: {_who(top['worker'], devices)}, "
+               f"{top['imposed_share']:.0%}).{missing}"]
+    else:
+        kinds = ", ".join(f"{k} x{v}" for k, v in sorted(top["last_by_collective"].items()))
+        advice = ("With FSDP, a late rank stalls every layer's all-gather prefetch and "
+                  "reduce-scatter: compare its forward/backward compute and CPU overhead per "
+                  "layer, and check its data and sharding balance." if fsdp else
+                  "Look at what it does before these collectives: uneven data or work per "
+                  "rank, data loading, host-side stalls, or a slower GPU or link.")
+        out = [f"Straggler: {_who(top['worker'], devices)} arrived last at {top['last']} of "
+               f"{stragglers['skewed_collectives']} collectives with a skew ({kinds}); the "
+               f"other ranks waited {top['imposed_wait_us'] / 1e3:.2f} ms for it, "
+               f"{top['imposed_share']:.0%} of all waiting.{missing} {advice}"]
+    for row in (groups or {}).get("rows", []):
+        material = row["total_wait_us"] >= GROUP_MATERIAL * total
+        if row["straggler"] and row["straggler"] != top["worker"] and material:
+            out.append(f"Process group {row['group']} ({row['size']} ranks): its straggler is "
+                       f"{_who(row['straggler'], devices)}, {row['straggler_share']:.0%} of the "
+                       f"group's {row['total_wait_us'] / 1e3:.2f} ms of waiting.")
+    return out
+
+
+def _missing_caveat(cover: Optional[dict[str, Any]]) -> str:
+    if not cover or not cover.get("missing"):
+        return ""
+    shown = ", ".join(str(r) for r in cover.get("missing_ranks") or [])
+    return (f" Of the ranks present it arrived last; {cover['missing']} rank(s) are missing "
+            f"from the run{f' ({shown})' if shown else ''} and may have arrived later still: "
+            "then they are the cause, and the transfer times (and bandwidths) include the "
+            "wait for them.")
+
+
+def _who(worker: str, devices: list[dict[str, Any]]) -> str:
+    device = next((d for d in devices if d["worker"] == worker), {})
+    return (f"{worker} (rank {_or_unknown(device.get('rank'))}, host {device.get('node')}, "
+            f"pid {device.get('pid')})")
 
 
 def _num(value: Any) -> Optional[float]:

@@ -3,7 +3,7 @@
 of every worker of one span, from per-rank summaries. Times are us (3 decimals); bandwidths
 GB/s (1e9 bytes per second)."""
 
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 from typing_extensions import TypedDict
 
@@ -21,8 +21,11 @@ class DistributedDevice(TypedDict):
     """One worker and the GPUs it used."""
 
     worker: Annotated[str, doc("Worker name.")]
-    node: Annotated[str, doc("Host name from the trace (`host_name`), else from a hostname_pid "
-                             "worker name, else the worker.")]
+    node: Annotated[str, doc("Host name from the trace (`hostname`/`host_name`), else node "
+                             "rank // G when every rank ran on GPU rank % G of G visible GPUs, "
+                             "else from a hostname_pid worker name, else the worker.")]
+    node_source: Annotated[Literal["hostname", "placement", "worker name", "worker"], doc(
+        "Where `node` comes from (the same for every worker); \"worker\": nodes unknown.")]
     pid: Annotated[str, doc("Process id of the training process from the trace (the pid with "
                             "the most CPU ops), else from a hostname_pid worker name, else a "
                             "running index.")]
@@ -92,7 +95,47 @@ class Clocks(TypedDict):
     skew: Annotated[str, doc("Clock of the arrival skew, waits and stragglers.")]
     aligned: Annotated[str, doc("Clock of aligned arrivals (the multi-rank timeline).")]
     offsets_us: Annotated[dict[str, float], doc(
-        "Worker -> its clock minus the run's, estimated from collective ends, us.")]
+        "Worker -> its clock minus the run's, estimated from collective ends, us; the run's "
+        "clock is the lowest-index worker's of each set of workers sharing collectives.")]
+
+
+class Matching(TypedDict):
+    """How calls were matched across ranks into collectives."""
+
+    by: Annotated[Literal["sequence", "order", "mixed", "none"], doc(
+        "sequence: by (process group, record_param_comms Seq); order: by call order per "
+        "group; mixed: per group (see groups); none: no communication.")]
+    groups: Annotated[dict[str, str], doc('Process group -> "sequence" or "order".')]
+    note: Annotated[str, doc("What that means for the numbers.")]
+
+
+class GroupRow(TypedDict):
+    """One process group: locality, traffic, bandwidth and its own straggler."""
+
+    group: Annotated[str, doc("Process group name.")]
+    size: Annotated[int, doc("Ranks in the group (n).")]
+    ranks_present: Annotated[int, doc("Members with a trace in this run.")]
+    workers: Annotated[list[str], doc("The first 16 members present.")]
+    nodes: Annotated[Optional[int], doc("Distinct nodes of the members; null when unknown.")]
+    locality: Annotated[Optional[Literal["intra-node", "inter-node"]], doc(
+        "One node or several; null when nodes are unknown.")]
+    link: Annotated[Optional[str], doc("NVLink, xGMI or the network link assumed.")]
+    peak_gbps: Annotated[Optional[float], doc("That link's peak bus bandwidth per direction "
+                                              "per GPU, GB/s; null when unknown.")]
+    collectives: Annotated[int, doc("Matched collectives of the group.")]
+    bytes: Annotated[int, doc("Sum of S over them, bytes.")]
+    transfer_us: Annotated[float, doc("Sum of transfer times, us.")]
+    busbw_gbps: Annotated[Optional[float], doc("Transfer-weighted mean bus bandwidth, GB/s.")]
+    total_wait_us: Annotated[float, doc("Members' waiting at the group's collectives, us.")]
+    straggler: Annotated[Optional[str], doc("The member imposing at least half of that "
+                                            "waiting; null when none.")]
+    straggler_share: Annotated[float, doc("Share of the group's waiting imposed by its top "
+                                          "last arriver (0..1).")]
+
+
+class Groups(TypedDict):
+    total: Annotated[int, doc("Process groups with collectives.")]
+    rows: Annotated[list[GroupRow], doc("Most waiting first; at most 256.")]
 
 
 class CollectiveRow(TypedDict):
@@ -169,8 +212,9 @@ class BandwidthRow(TypedDict):
                                                "all_to_all (n-1)/n; broadcast, reduce, send, "
                                                "recv 1; null otherwise.")]
     busbw_gbps: Annotated[Optional[float], doc("algbw x bus_factor, GB/s.")]
-    peak_gbps: Annotated[Optional[float], doc("The GPUs' NVLink peak per direction, GB/s, when "
-                                              "every GPU is a known model; null otherwise.")]
+    peak_gbps: Annotated[Optional[float], doc("The GPUs' NVLink / xGMI peak per direction, "
+                                              "GB/s, when every GPU is a known model; null "
+                                              "otherwise.")]
 
 
 class HeatByCollective(TypedDict):
@@ -250,6 +294,8 @@ class DistributedPayload(TypedDict):
                                            "-> why.")]
     coverage: Annotated[Coverage, doc("World size vs ranks present.")]
     clocks: Annotated[Clocks, doc("Which clock each number is on.")]
+    matching: Annotated[Matching, doc("Matched by sequence number or call order.")]
+    groups: Annotated[Groups, doc("Per process group: locality, bandwidth, straggler.")]
     collectives: Annotated[Collectives, doc("Matched collectives.")]
     stragglers: Annotated[Stragglers, doc("Per rank: last arrivals and imposed wait.")]
     bandwidth: Annotated[list[BandwidthRow], doc("Per collective kind and group size.")]

@@ -72,7 +72,7 @@ export function CollectivesCard({ data, fileName }: { data: DistributedPayload; 
   return (
     <Card
       title="Matched collectives"
-      subtitle={<span data-testid="dist-coll-count">{`${count(rows.length)} collective${rows.length === 1 ? '' : 's'}${note} · the n-th call of each op per process group on every rank`}</span>}
+      subtitle={<span data-testid="dist-coll-count">{`${count(rows.length)} collective${rows.length === 1 ? '' : 's'}${note} · ${data.matching.by === 'sequence' ? 'matched by (process group, sequence number)' : 'the n-th call of each op per process group on every rank'}`}</span>}
       actions={
         <a className="download-link" href={href} download={fileName} data-testid="dist-coll-csv">
           CSV

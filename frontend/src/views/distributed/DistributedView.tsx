@@ -15,6 +15,7 @@ import { distributedCsvUrl, fetchDistributed, type CommOpRow, type DistributedDe
 import css from './distributed.css?inline'
 import { Async } from '../../components/Async'
 import { BandwidthCard, ClockNotes, CollectivesCard, CoverageBanner, HeatMapCard, StragglersCard } from './CrossRank'
+import { ProcessGroupsCard } from './ProcessGroups'
 import { RanksTimeline } from '../ranks/RanksTimeline'
 import { FsdpLayersCard } from './FsdpLayers'
 
@@ -124,6 +125,7 @@ function DistributedContent({ data, theme, csvUrl, run, span }: { data: Distribu
       {anyComm && (
         <>
           <StragglersCard data={data} />
+          <ProcessGroupsCard data={data} />
           <HeatMapCard data={data} theme={theme} />
           <CollectivesCard data={data} fileName="collectives.csv" />
           <BandwidthCard rows={data.bandwidth} />

@@ -8,6 +8,7 @@ export type CommOpRow = Schemas['CommOpRow']
 export type CollectiveRow = Schemas['CollectiveRow']
 export type StragglerRow = Schemas['StragglerRow']
 export type BandwidthRow = Schemas['BandwidthRow']
+export type GroupRow = Schemas['GroupRow']
 
 export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<DistributedPayload> {
   return getJson<DistributedPayload>('distributed', { run, span }, signal)
