@@ -6,8 +6,9 @@ group, the n-th call of a name on every member rank is one collective). Each ran
 of points on its own clock, in time order: its step starts and ends (the summary's
 device-adjusted steps) and its collectives inside them (arrival: first communication kernel
 start, else host start; its duration `d`: kernel span, else host range). Between two points
-lies a *segment* (the rank's own work), keyed by the point it ends at (`("coll", id)`,
-`("start", step)`, `("end", step)`): the same key on two ranks is "the same segment". A
+lies a *segment* (the rank's own work) between two points (`("coll", id)`, `("start", step)`,
+`("end", step)`): the same segment on another rank has the same points at both ends or, where
+no other rank has that pair, ends at the same point (a rank that skipped a collective). A
 collective starts on every rank that recorded it when the last of them arrives and lasts its
 transfer time (the shortest `d` over the ranks, as the Distributed view counts it); a
 collective only one rank recorded keeps that rank's own `d` (nobody to wait for). Each rank
@@ -18,8 +19,8 @@ different ranks would deadlock the replay: the blocked collective is then releas
 ranks that arrived (a note says so).
 
 Edits (`edits.RUN_TARGETS`): `rank:NAME=F` sets each of that rank's segments to
-`median + F x (own - median)`, the median over the other ranks that have the same segment (a
-segment no other rank has is kept); `straggler=F` the same for the rank imposing the most wait
+`median + F x (own - median)`, the median over the other ranks' same segments (a segment no
+other rank has is kept); `straggler=F` the same for the rank imposing the most wait
 (`distributed.tables.straggler_rows`, the Distributed view's rule; a note when nobody imposes
 any); `transfer=F` multiplies every collective's transfer time (`transfer=0`: communication
 fully overlapped with computation; the last arrival still gates each collective).
@@ -55,11 +56,11 @@ class Chain:
     """One rank's points and segments in time order."""
 
     kinds: list[int] = field(default_factory=list)
-    keys: list[tuple[str, Any]] = field(default_factory=list)
+    keys: list[tuple[Any, Any]] = field(default_factory=list)  # segment: (from, to) points
     durs: list[float] = field(default_factory=list)  # segment: us; collective: own d
     start: float = 0.0  # its first point on the run clock
 
-    def add(self, kind: int, key: tuple[str, Any], dur: float) -> None:
+    def add(self, kind: int, key: tuple[Any, Any], dur: float) -> None:
         self.kinds.append(kind)
         self.keys.append(key)
         self.durs.append(dur)
@@ -119,7 +120,8 @@ def build_whatif_run(inputs: dict[str, SummaryInput], edits: list[Edit]) -> dict
 def largest_imposed_wait(m: Matching, worker: str) -> Optional[dict[str, Any]]:
     """The collective at which `worker`, arriving last, made the others wait longest in all:
     its step, the wait's range on `worker`'s clock (from the first other rank's arrival,
-    `arrival - skew`, to its own arrival) and that range's offset from the step's start."""
+    `arrival - skew`, clipped to the step's start, to its own arrival) and that range's offset
+    from the step's start."""
     if worker not in m.workers or not len(m.matched):
         return None
     w = m.workers.index(worker)
@@ -133,7 +135,8 @@ def largest_imposed_wait(m: Matching, worker: str) -> Optional[dict[str, Any]]:
     skew = float(cross.loc[cross["id"] == best, "skew"].iloc[0])
     steps = m.summaries[worker].steps
     step = int(row["step"])
-    start, end = float(row["arrive_at"]) - skew, float(row["arrive_at"])
+    end = float(row["arrive_at"])
+    start = max(end - skew, steps.starts[step]) if step >= 0 else end - skew
     return {"step": steps.names[step] if step >= 0 else None,
             "offset_us": round(start - steps.starts[step], 2) if step >= 0 else None,
             "start_us": start, "end_us": end, "wait_us": float(imposed[best])}
@@ -163,8 +166,10 @@ def _chain(m: Matching, w: int) -> Chain:
     points.sort(key=lambda p: (p[0], p[1]))
     chain = Chain(start=(points[0][0] - float(m.offsets[w])) if points else 0.0)
     cursor = points[0][0] if points else 0.0
+    previous: tuple[str, Any] = ("first", None)
     for time, _, kind, key, dur, end in points:
-        chain.add(PIECE, key, max(0.0, time - cursor))
+        chain.add(PIECE, (previous, key), max(0.0, time - cursor))
+        previous = key
         cursor = max(cursor, time)
         chain.add(kind, key, dur)
         if kind == COLL:
@@ -203,15 +208,18 @@ def _edited(m: Matching, chains: list[Chain], edits: list[Edit], notes: list[str
             continue
         resolved.append(f"rank:{worker}={edit.factor:g}")
         w = m.workers.index(worker)
-        others: dict[tuple[str, Any], list[float]] = {}
+        pairs: dict[Any, list[float]] = {}
+        ends: dict[Any, list[float]] = {}
         for v, chain in enumerate(chains):
             if v != w:
                 for kind, key, dur in zip(chain.kinds, chain.keys, chain.durs):
                     if kind == PIECE:
-                        others.setdefault(key, []).append(dur)
+                        pairs.setdefault(key, []).append(dur)
+                        ends.setdefault(key[1], []).append(dur)
         for i, (kind, key) in enumerate(zip(chains[w].kinds, chains[w].keys)):
-            if kind == PIECE and key in others:
-                median = float(np.median(others[key]))
+            same = pairs.get(key) or ends.get(key[1]) if kind == PIECE else None
+            if same:
+                median = float(np.median(same))
                 durs[w][i] = max(0.0, median + edit.factor * (chains[w].durs[i] - median))
     return durs, resolved
 
