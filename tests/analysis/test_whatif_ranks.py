@@ -191,3 +191,14 @@ def test_the_straggler_advice_carries_its_edit_and_evidence(three):
     # of 400: the range [100, 500) of step 1, 100 us into it
     assert (item["evidence_step"], item["evidence_offset_us"]) == ("1", 100.0)
     assert (item["start_us"], item["end_us"]) == (100.0, 500.0)
+
+
+def test_ranks_without_collectives_replay_their_steps(tmp_path):
+    # no communication at all: every rank runs its own step (1000 and 1500 us), nothing waits
+    tables = {f"rank{r}": make_table([step(1, 0, 1000.0 + 500 * r)], tmp_path)
+              for r in range(2)}
+    out = _run(tables, "straggler=0; transfer=0")
+    assert [(r["original_us"], r["predicted_us"]) for r in out["ranks"]] == [
+        (1000.0, 1000.0), (1500.0, 1500.0)]
+    assert out["predicted_us"] == 1250.0 and out["last"] is None
+    assert out["notes"] == ["straggler=0: no rank arrives last with a wait, nothing to remove"]

@@ -158,8 +158,9 @@ def _chain(m: Matching, w: int) -> Chain:
         if hi > lo:
             points.append((lo, _ORDER["start"], MARK, ("start", name), 0.0, lo))
             points.append((hi, _ORDER["end"], MARK, ("end", name), 0.0, hi))
-    mine = m.keyed[(m.keyed["w"] == w) & (m.keyed["step"] >= 0)] if len(m.keyed) else m.keyed
-    for cid, arrive, end in zip(mine["id"], mine["arrive_at"], mine["end_at"]):
+    mine = m.keyed[(m.keyed["w"] == w) & (m.keyed["step"] >= 0)] if len(m.keyed) else None
+    calls = [] if mine is None else zip(mine["id"], mine["arrive_at"], mine["end_at"])
+    for cid, arrive, end in calls:
         if np.isfinite(arrive) and np.isfinite(end):
             points.append((float(arrive), _ORDER["coll"], COLL, ("coll", int(cid)),
                            float(end) - float(arrive), float(end)))
