@@ -38,7 +38,7 @@ from ..breakdown import compute_breakdown
 from ..distributed.run import build_distributed
 from ..distributed.summary import RankSummary, summary_builtins
 from ..whatif.edits import Edit
-from ..whatif.ranks import build_whatif_run, largest_imposed_wait, matching
+from ..whatif.ranks import largest_imposed_wait, matching, replay_run
 from .facts import fmt_time, grade, make_item
 
 STRAGGLER_WAIT_SHARE = 0.5
@@ -110,12 +110,12 @@ def _item(top: dict[str, Any], share: float, view: dict[str, Any],
                for c in ("Total", *sum(REASONS.values(), ()))}
     if medians["Total"] <= 0:
         return None
-    summaries = {w: s["rank"] for w, s in inputs.items()}
-    predicted = build_whatif_run(summaries, [Edit("rank", 0.0, name=worker)])
+    matched = matching({w: s["rank"] for w, s in inputs.items()})
+    predicted = replay_run(matched, [Edit("rank", 0.0, name=worker)])
     saving, pct = predicted["saving_us"], predicted["saving_pct"]
     if pct < STRAGGLER_MIN_PCT:
         return None
-    evidence = largest_imposed_wait(matching(summaries), worker)
+    evidence = largest_imposed_wait(matched, worker)
     where = (evidence["start_us"], evidence["end_us"]) if evidence else None
     skew = sum(r["skew_us"] or 0.0 for r in view["collectives"]["rows"]
                if r["last_arriver"] == worker) / steps

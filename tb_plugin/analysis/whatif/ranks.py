@@ -102,7 +102,11 @@ def matching(inputs: dict[str, SummaryInput]) -> Matching:
 def build_whatif_run(inputs: dict[str, SummaryInput], edits: list[Edit]) -> dict[str, Any]:
     """Predicted step times of the span's ranks under `edits` (see the module docstring);
     EditError for a rank that is not in the span."""
-    m = matching(inputs)
+    return replay_run(matching(inputs), edits)
+
+
+def replay_run(m: Matching, edits: list[Edit]) -> dict[str, Any]:
+    """`build_whatif_run` on collectives already matched."""
     notes: list[str] = []
     chains = [_chain(m, w) for w in range(len(m.workers))]
     members, transfer, step_of = _collectives(m, chains)
