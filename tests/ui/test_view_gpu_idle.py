@@ -157,3 +157,25 @@ def test_run_level_what_if(page, tensorboard, artifacts):
         cells = rows.nth(i).locator("td").all_inner_texts()
         assert cells[0] == rank["worker"] and cells[3] == fmt_duration(rank["predicted_us"])
     shot(page, artifacts, "whatif_run_panel")
+
+
+def test_straggler_recommendation_opens_its_run_level_what_if(page, tensorboard, artifacts):
+    """The straggler, first in each ddp_gloo worker's Overview, carries `rank:WORKER=0`: its
+    What-if button opens the panel with it, which shows `/whatif/run`'s prediction."""
+    selection = view_selection(tensorboard, need(tensorboard, "ddp_gloo"), "Overview")
+    run = tensorboard.api("overview/run", run="ddp_gloo", span=selection["span"])
+    (rec,) = run["recommendations"]
+    assert rec["whatif"] == f"rank:{run['straggler']}=0"
+    expected = tensorboard.api("whatif/run", run="ddp_gloo", span=selection["span"],
+                               edit=rec["whatif"])
+    frame = open_view(page, tensorboard, "Overview", **selection)
+    first = frame.locator("[data-testid=recommendation]").first
+    first.wait_for(timeout=TIMEOUT_MS)
+    assert rec["title"] in first.inner_text()
+    first.locator("[data-testid=rec-whatif]").click()
+    frame.wait_for_selector("[data-testid='tab-GPU Idle'][aria-selected=true]")
+    assert frame.input_value("[data-testid=whatif-edit]") == rec["whatif"]
+    headline = frame.locator("[data-testid=whatif-headline]")
+    headline.wait_for(timeout=TIMEOUT_MS)
+    assert fmt_duration(expected["predicted_us"]) in headline.inner_text()
+    shot(page, artifacts, "whatif_run_from_straggler")
