@@ -21,13 +21,14 @@ from .helpers import cpu_op, make_table, step
 
 
 def _span(tmp_path, ranks: list[list[tuple[str, float, float, dict[str, Any]]]],
-          step_us: float) -> dict[str, Any]:
+          step_us: float, shifts: tuple[float, ...] = ()) -> dict[str, Any]:
     """One table per rank: step 1 over [0, step_us) and its collectives (name, start, end,
-    args) as host ranges of gloo calls."""
+    args) as host ranges of gloo calls; rank r's clock runs `shifts[r]` us ahead."""
     tables = {}
     for r, calls in enumerate(ranks):
-        events = [step(1, 0, step_us)]
-        events += [cpu_op(name, start, end - start, ext=100 * r + k,
+        at = shifts[r] if r < len(shifts) else 0.0
+        events = [step(1, at, step_us)]
+        events += [cpu_op(name, at + start, end - start, ext=100 * r + k,
                           **{"Input Dims": [[1024]], "Input type": ["float"], **args})
                    for k, (name, start, end, args) in enumerate(calls)]
         tables[f"rank{r}"] = make_table(events, tmp_path, distributedInfo={
@@ -74,6 +75,14 @@ def test_two_ranks(two, edit, predicted, resolved, new_last):
         ("rank0", predicted), ("rank1", predicted)]
     assert [(s["step"], s["last"], s["new_last"]) for s in out["steps"]] == [
         ("1", "rank1", new_last)]
+
+
+def test_clocks_that_differ_between_hosts_change_nothing(tmp_path):
+    # the two-rank span with rank1's clock 5 s ahead: the offsets from collective ends align it
+    shifted = _span(tmp_path, [[(AR, 100, 400, {})], [(AR, 300, 400, {})]], 1000,
+                    shifts=(0.0, 5e6))
+    out = _run(shifted, "straggler=0")
+    assert (out["replayed_us"], out["predicted_us"], out["last"]) == (1000.0, 800.0, "rank1")
 
 
 def test_two_ranks_waits(two):
@@ -202,3 +211,22 @@ def test_ranks_without_collectives_replay_their_steps(tmp_path):
         (1000.0, 1000.0), (1500.0, 1500.0)]
     assert out["predicted_us"] == 1250.0 and out["last"] is None
     assert out["notes"] == ["straggler=0: no rank arrives last with a wait, nothing to remove"]
+
+
+def test_collectives_in_different_orders_are_released(tmp_path):
+    # rank0 calls all_reduce [100, 400) then broadcast [500, 600); rank1 broadcast [100, 200)
+    # then all_reduce [300, 400): each waits for the other's first call. Clock offsets (median
+    # of each rank's collective ends minus their median: all_reduce 400/400, broadcast 600/200)
+    # are +100 and -100 us, so rank0 starts at -100 and rank1 at +100 on the run clock. rank0
+    # reaches the all_reduce at 0, rank1 the broadcast at 200: the replay releases the
+    # collective most ranks reached (a tie: the first, the all_reduce) with rank0 alone: 0 +
+    # transfer 100 -> 100; + 100 -> broadcast at 200 with rank1: both leave at 300; rank0
+    # + 400 -> 700, a step of 800. rank1 + 100 -> the all_reduce at 400, now its own 100 us
+    # -> 500, + 600 -> 1100, a step of 1000.
+    tables = _span(tmp_path, [[(AR, 100, 400, {}), ("gloo:broadcast", 500, 600, {})],
+                              [("gloo:broadcast", 100, 200, {}), (AR, 300, 400, {})]], 1000)
+    out = _run(tables, "transfer=1")
+    assert [r["replayed_us"] for r in out["ranks"]] == [800.0, 1000.0]
+    assert out["notes"] == ["1 collectives were recorded in different orders on different "
+                            "ranks: replayed without waiting for the ranks that had not "
+                            "arrived"]
