@@ -21,13 +21,13 @@ from .helpers import cpu_op, make_table, step
 
 
 def _span(tmp_path, ranks: list[list[tuple[str, float, float, dict[str, Any]]]],
-          step_us: float, shifts: tuple[float, ...] = ()) -> dict[str, Any]:
+          step_us: float | tuple[float, ...], shifts: tuple[float, ...] = ()) -> dict[str, Any]:
     """One table per rank: step 1 over [0, step_us) and its collectives (name, start, end,
     args) as host ranges of gloo calls; rank r's clock runs `shifts[r]` us ahead."""
     tables = {}
     for r, calls in enumerate(ranks):
         at = shifts[r] if r < len(shifts) else 0.0
-        events = [step(1, at, step_us)]
+        events = [step(1, at, step_us[r] if isinstance(step_us, tuple) else step_us)]
         events += [cpu_op(name, at + start, end - start, ext=100 * r + k,
                           **{"Input Dims": [[1024]], "Input type": ["float"], **args})
                    for k, (name, start, end, args) in enumerate(calls)]
@@ -135,6 +135,20 @@ def groups(tmp_path_factory):
         [(AR, 100, 500, pair), (AR, 700, 1000, world)],
         [(AR, 400, 500, pair), (AR, 700, 1000, world)],
         [(AR, 900, 1000, world)]], 2000)
+
+
+def test_the_median_of_the_other_ranks(tmp_path):
+    # four ranks arrive at 100, 100, 150 and 1000 (rank3) at an all_reduce that ends at 1100,
+    # then work 500, 500, 800 and 900 us to their step ends (1600, 1600, 1900, 2000)
+    tables = _span(tmp_path, [[(AR, 100, 1100, {})], [(AR, 100, 1100, {})],
+                              [(AR, 150, 1100, {})], [(AR, 1000, 1100, {})]],
+                   (1600.0, 1600.0, 1900.0, 2000.0))
+    out = _run(tables, "straggler=0")
+    # rank3 -> medians 100 (of 100, 100, 150) and 500 (of 500, 500, 800; a mean would give
+    # 600): the all_reduce leaves at 150 + 100; steps 750, 750, 1050, 750
+    assert out["replayed_us"] == out["original_us"] == 1775.0
+    assert [r["predicted_us"] for r in out["ranks"]] == [750.0, 750.0, 1050.0, 750.0]
+    assert out["predicted_us"] == 825.0
 
 
 def test_groups_of_two_and_three(groups):
