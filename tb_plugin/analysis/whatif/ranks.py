@@ -6,15 +6,16 @@ group, the n-th call of a name on every member rank is one collective). Each ran
 of points on its own clock, in time order: its step starts and ends (the summary's
 device-adjusted steps) and its collectives inside them (arrival: first communication kernel
 start, else host start; its duration `d`: kernel span, else host range). Between two points
-lies a *segment* (the rank's own work) between two points (`("coll", id)`, `("start", step)`,
-`("end", step)`): the same segment on another rank has the same points at both ends or, where
-no other rank has that pair, ends at the same point (a rank that skipped a collective). A
+(`("coll", id)`, `("start", step)`, `("end", step)`) lies a *segment*, the rank's own work: the
+same segment on another rank has the same points at both ends or, where no other rank has that
+pair, ends at the same point (a rank that skipped a collective). A
 collective starts on every rank that recorded it when the last of them arrives and lasts its
 transfer time (the shortest `d` over the ranks, as the Distributed view counts it); a
 collective only one rank recorded keeps that rank's own `d` (nobody to wait for). Each rank
 starts at its first point on the run clock (its trace clock minus the clock offset estimated
 from collective ends, `match.clock_offsets`), so the unedited replay reproduces the measured
-steps (`replayed_us`, a check of the model); collectives recorded in different orders on
+steps up to what the chain leaves out (calls overlapping on one rank, clock drift; `replayed_us`
+beside `original_us` checks it); collectives recorded in different orders on
 different ranks would deadlock the replay: the blocked collective is then released with the
 ranks that arrived (a note says so).
 
@@ -29,8 +30,8 @@ Output, per rank and for the span (the mean over the ranks, per step): original,
 predicted step time (us, mean over steps), the saving (replayed minus predicted: what the edits
 change in the model, as a share of the replayed time), the waits, and the *last* rank: the one
 whose late arrivals imposed the most wait (the sum over the collectives it arrived last at of
-the other ranks' waits there; ties: the first worker by name; None without any wait) before
-and after the edits.
+the other ranks' waits there; of ranks arriving together the first by name is the last; ties:
+the first worker by name; None without any wait) before and after the edits.
 """
 
 from __future__ import annotations
