@@ -39,6 +39,8 @@ def _required_options(table: Any, name: str) -> dict[str, Any]:
         return {"query": "aten"}
     if name == "whatif":
         return {"edit": "launch=0; sync=0; op~^aten::=0.5; dataloader=0"}
+    if name == "whatif_run":
+        return {"edit": "straggler=0; transfer=0"}
     if name == "timeline_range":
         whole = plain(build_view(table, "timeline", width=200))
         return {"start_us": whole["trace_start_us"],
@@ -56,7 +58,8 @@ def every_view(table: Any, worker: str) -> dict[str, str]:
             if spec.kind == TABLE:
                 payload = build_view(table, name, **_required_options(table, name))
             elif spec.kind == SPAN:
-                payload = build_view({worker: table}, name, {})
+                payload = build_view({worker: table}, name, {},
+                                     **_required_options(table, name))
             else:
                 assert spec.kind == PAIR, name
                 payload = build_view(table, name, table)

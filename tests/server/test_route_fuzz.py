@@ -59,6 +59,8 @@ HOSTILE = (
 REQUIRED = {"edit": "launch=0; op~conv=0.5", "name": "aten::conv2d", "id": "1", "q": "conv",
             "start_us": "0", "end_us": "1e16",
             "view": "Overview", "file": "index.js"}
+#: A route whose required parameter takes other values than REQUIRED's.
+REQUIRED_BY_ROUTE = {"/whatif/run": {"edit": "straggler=0; transfer=0"}}
 SNAPSHOT = "snap"  # cnn_bs32 plus an allocator snapshot
 
 
@@ -156,7 +158,7 @@ def base_query(route: str, params: list[dict[str, Any]], bases: Bases) -> dict[s
     query = {k: v for k, v in context.items() if k in names}
     for param in params:
         if param["in"] == "query" and param.get("required") and param["name"] not in query:
-            query[param["name"]] = REQUIRED[param["name"]]
+            query[param["name"]] = REQUIRED_BY_ROUTE.get(route, REQUIRED)[param["name"]]
     return query
 
 

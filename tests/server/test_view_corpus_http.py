@@ -25,7 +25,8 @@ SHARED_RUNS = ("resnet50_gpu_pt19", "amd_mi250_rocm", "tl_mi300_torch_compile_tr
 OPTIONS: dict[str, dict[str, Any]] = {
     "operator_stack": {"name": "aten::conv2d"}, "timeline_event": {"event_id": 0},
     "timeline_search": {"query": "conv"}, "timeline_range": {"start_us": 0, "end_us": 1e12},
-    "whatif": {"edit": "launch=0; sync=0; op~conv=0.5"}}
+    "whatif": {"edit": "launch=0; sync=0; op~conv=0.5"},
+    "whatif_run": {"edit": "straggler=0; transfer=0"}}
 SKIPPED_VIEWS = frozenset(("memory_timeline", "memory_snapshot"))  # read no trace
 
 
@@ -79,7 +80,7 @@ def _every_route(tb: TensorBoard, run: str) -> dict[str, int]:
                 params = {**side, "exp_run": run, "exp_worker": worker, "exp_span": span}
             else:
                 assert spec.kind == SPAN, name
-                params = {"run": run, "span": span}
+                params = {"run": run, "span": span, **_params(spec)}
             statuses[f"{worker} {spec.route}"] = _answer(tb, spec.route, params)
     return statuses
 

@@ -319,6 +319,18 @@ def test_overview_run(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> N
     assert_error(tb.get("overview/run", {"run": "ddp_gloo"}), 400)
 
 
+def test_whatif_run(tb: TensorBoard, loaded: dict[str, Any], tables: Any) -> None:
+    """The run-level what-if of a span, from the workers' cached distributed summaries."""
+    params = {"run": "ddp_gloo", "span": "1", "edit": "straggler=0"}
+    payload = ok(tb.get("whatif/run", params))
+    expected = build_view({w: tables("ddp_gloo", w, "1") for w in DDP}, "whatif_run", {},
+                          edit="straggler=0")
+    assert payload == plain(expected) and payload["skipped"] == {}
+    assert_error(tb.get("whatif/run", {**params, "edit": "launch=0"}), 400)
+    assert_error(tb.get("whatif/run", {**params, "run": "nope"}), 404)
+    assert_error(tb.get("whatif/run", {"run": "ddp_gloo", "edit": "straggler=0"}), 400)
+
+
 def test_distributed_degrades_with_broken_workers(tb: TensorBoard, loaded: dict[str, Any]
                                                   ) -> None:
     one = ok(tb.get("distributed", {"run": "ddp_broken", "span": "1"}))

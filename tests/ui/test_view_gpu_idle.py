@@ -4,7 +4,16 @@ launch counts and recommendations as the API gives them, every formula shown), a
 
 from __future__ import annotations
 
-from .pages import TIMEOUT_MS, assert_dark, fmt_us, need, open_view, shot, view_selection
+from .pages import (
+    TIMEOUT_MS,
+    assert_dark,
+    fmt_duration,
+    fmt_us,
+    need,
+    open_view,
+    shot,
+    view_selection,
+)
 
 VIEW = "GPU Idle"
 
@@ -129,3 +138,44 @@ def test_show_critical_path_on_trace(page, tensorboard, artifacts):
 
 def test_show_critical_path_on_trace_dark(dark_page, tensorboard, artifacts):
     _show_on_trace(dark_page, tensorboard, artifacts, "gpu_idle_critical_trace_dark")
+
+
+def test_run_level_what_if(page, tensorboard, artifacts):
+    """A run-level edit (the straggler recommendation's kind) in the What-if panel replays the
+    span's ranks (`/whatif/run`): the headline and one row per rank with its numbers."""
+    selection = view_selection(tensorboard, need(tensorboard, "ddp_gloo"), VIEW)
+    expected = tensorboard.api("whatif/run", run="ddp_gloo", span=selection["span"],
+                               edit="straggler=0")
+    frame = open_view(page, tensorboard, VIEW, **selection, wi_edit="straggler%3D0")
+    headline = frame.locator("[data-testid=whatif-headline]")
+    headline.wait_for(timeout=TIMEOUT_MS)
+    text = headline.inner_text()
+    assert expected["resolved"][0] in text and fmt_duration(expected["predicted_us"]) in text
+    rows = frame.locator("[data-testid=whatif-ranks] tbody tr")
+    assert rows.count() == len(expected["ranks"])
+    for i, rank in enumerate(expected["ranks"]):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        assert cells[0] == rank["worker"] and cells[3] == fmt_duration(rank["predicted_us"])
+    shot(page, artifacts, "whatif_run_panel")
+
+
+def test_straggler_recommendation_opens_its_run_level_what_if(page, tensorboard, artifacts):
+    """The straggler, first in each ddp_gloo worker's Overview, carries `rank:WORKER=0`: its
+    What-if button opens the panel with it, which shows `/whatif/run`'s prediction."""
+    selection = view_selection(tensorboard, need(tensorboard, "ddp_gloo"), "Overview")
+    run = tensorboard.api("overview/run", run="ddp_gloo", span=selection["span"])
+    (rec,) = run["recommendations"]
+    assert rec["whatif"] == f"rank:{run['straggler']}=0"
+    expected = tensorboard.api("whatif/run", run="ddp_gloo", span=selection["span"],
+                               edit=rec["whatif"])
+    frame = open_view(page, tensorboard, "Overview", **selection)
+    first = frame.locator("[data-testid=recommendation]").first
+    first.wait_for(timeout=TIMEOUT_MS)
+    assert rec["title"] in first.inner_text()
+    first.locator("[data-testid=rec-whatif]").click()
+    frame.wait_for_selector("[data-testid='tab-GPU Idle'][aria-selected=true]")
+    assert frame.input_value("[data-testid=whatif-edit]") == rec["whatif"]
+    headline = frame.locator("[data-testid=whatif-headline]")
+    headline.wait_for(timeout=TIMEOUT_MS)
+    assert fmt_duration(expected["predicted_us"]) in headline.inner_text()
+    shot(page, artifacts, "whatif_run_from_straggler")

@@ -1910,6 +1910,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/whatif/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What if across the ranks of a span: the predicted step time of every rank when one rank's lateness (the straggler) is removed or communication is overlapped fully (a replay on the collective dependencies).
+         * @description Built from one small summary per worker (its distributed summary). Shape: see
+         *     `tb_plugin.views.gpu_idle.whatif_payload.WhatIfRunPayload`; the model and the edits:
+         *     `tb_plugin.analysis.whatif.ranks`. With `format=csv`, one row per rank.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description A run name from `/runs` (the folder path relative to the logdir). */
+                    run: components["parameters"]["run"];
+                    /** @description A span id from `/spans`. */
+                    span: components["parameters"]["span"];
+                    /** @description Run-level edits separated by `;`, each TARGET=FACTOR: `rank:NAME` (a worker or rank number: its segments between collectives move to the other ranks' median, 0 = fully), `straggler` (the same for the rank imposing the most wait), `transfer` (collectives' transfer time; `transfer=0` overlaps communication fully); FACTOR in [0, 100]. */
+                    edit: string;
+                    /**
+                     * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
+                     *     filename="<run>-<worker>-<span>-<route>.csv"`. Nested fields become dotted columns;
+                     *     cells starting with `= + - @` are prefixed with `'` (no spreadsheet formulas).
+                     */
+                    format?: components["parameters"]["format"];
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The view's data (JSON), or CSV with `format=csv`. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WhatIfRunPayload"];
+                        "text/csv": unknown;
+                    };
+                };
+                202: components["responses"]["Loading"];
+                400: components["responses"]["Error"];
+                /** @description Unknown run or span. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                422: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff": {
         parameters: {
             query?: never;
@@ -3431,7 +3498,7 @@ export interface components {
             unit: string;
             /** @description The view that shows the evidence. */
             view: string;
-            /** @description The fix as a what-if edit for `/whatif` (e.g. `launch=0`), whose replay of the steps predicts the saving through every dependency; null when the fix is not one edit. */
+            /** @description The fix as a what-if edit for `/whatif` (e.g. `launch=0`), whose replay of the steps predicts the saving through every dependency; a run-level edit (`rank:WORKER=0`, the straggler's) is for `/whatif/run`; null when the fix is not one edit. */
             whatif: string | null;
         };
         /** RecommendationLink */
@@ -5275,6 +5342,91 @@ export interface components {
             step: string;
             /** @description Time the step's thread waits for the device in the trace (syncs, blocking copies), us. */
             wait_us: number;
+        };
+        /**
+         * WhatIfRunPayload
+         * @description Predicted step times of a span's ranks under run-level edits
+         *         (`analysis.whatif.ranks.build_whatif_run`).
+         */
+        WhatIfRunPayload: {
+            /** @description The edits as read, e.g. `straggler=0`. */
+            edits: string[];
+            /** @description The worker imposing the most wait over the span; null: no wait. */
+            last: string | null;
+            /** @description The same under the edits. */
+            new_last: string | null;
+            /** @description What the replay could not model as stated. */
+            notes: string[];
+            /** @description Measured step length (each rank's own clock), us. */
+            original_us: number;
+            /** @description The replay under the edits, us. */
+            predicted_us: number;
+            /** @description One entry per rank, by worker name. */
+            ranks: components["schemas"]["WhatIfRunRank"][];
+            /** @description The unedited replay of the ranks' chains (a check of the model), us. */
+            replayed_us: number;
+            /** @description The edits with the rank they apply to, e.g. `rank:worker7=0` for `straggler=0`. */
+            resolved: string[];
+            /** @description saving_us as a share of replayed_us, %. */
+            saving_pct: number;
+            /** @description replayed_us − predicted_us (negative: slower), us. */
+            saving_us: number;
+            /** @description Workers left out of the span: worker -> reason. */
+            skipped: {
+                [key: string]: string;
+            };
+            /** @description One entry per step, in step order. */
+            steps: components["schemas"]["WhatIfRunStep"][];
+        };
+        /**
+         * WhatIfRunRank
+         * @description One rank of the span.
+         */
+        WhatIfRunRank: {
+            /** @description The others' wait at the collectives it arrived last at, per step, us. */
+            imposed_wait_us: number;
+            /** @description Measured step length (each rank's own clock), us. */
+            original_us: number;
+            /** @description The same under the edits, us. */
+            predicted_imposed_wait_us: number;
+            /** @description The replay under the edits, us. */
+            predicted_us: number;
+            /** @description The same under the edits, us. */
+            predicted_wait_us: number;
+            /** @description Its rank from `distributedInfo`, null when unknown. */
+            rank: number | null;
+            /** @description The unedited replay of the ranks' chains (a check of the model), us. */
+            replayed_us: number;
+            /** @description saving_us as a share of replayed_us, %. */
+            saving_pct: number;
+            /** @description replayed_us − predicted_us (negative: slower), us. */
+            saving_us: number;
+            /** @description Its wait at collectives in the replay, per step, us. */
+            wait_us: number;
+            /** @description The worker. */
+            worker: string;
+        };
+        /**
+         * WhatIfRunStep
+         * @description One step: the mean over the ranks that have it.
+         */
+        WhatIfRunStep: {
+            /** @description The worker whose late arrivals imposed the most wait in the step; null: no wait. */
+            last: string | null;
+            /** @description The same under the edits. */
+            new_last: string | null;
+            /** @description Measured step length (each rank's own clock), us. */
+            original_us: number;
+            /** @description The replay under the edits, us. */
+            predicted_us: number;
+            /** @description The unedited replay of the ranks' chains (a check of the model), us. */
+            replayed_us: number;
+            /** @description saving_us as a share of replayed_us, %. */
+            saving_pct: number;
+            /** @description replayed_us − predicted_us (negative: slower), us. */
+            saving_us: number;
+            /** @description Step name. */
+            step: string;
         };
         /**
          * RunListing

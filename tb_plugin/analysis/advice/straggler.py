@@ -8,9 +8,14 @@ communication wait. When the span has at least two ranks and that rank imposes a
 `STRAGGLER_WAIT_SHARE` of all waiting (inclusive, the Distributed view's own rule), the item
 `straggler` names it, its lateness (the skew of the collectives it arrived last at, per step)
 and why, from its own breakdown: the category (device compute, data loading, host compute,
-host stall) in which its mean step exceeds the median rank's most. It is priced by the wait it
-causes: its imposed wait averaged over the other ranks, per step, as a share of the median
-rank's mean step; silent below `STRAGGLER_MIN_PCT` of it (inclusive: it fires from there).
+host stall) in which its mean step exceeds the median rank's most. It is priced by the
+run-level what-if engine (`analysis.whatif.ranks`): its fix is the edit `rank:WORKER=0` (its
+segments between collectives take the other ranks' median), and the saving is the replay's
+predicted saving per step (mean over the ranks) as a share of the replayed step; silent below
+`STRAGGLER_MIN_PCT` of it (inclusive: it fires from there). Its evidence is the collective at
+which it made the others wait longest in all: the range from the first other rank's arrival to
+its own, on the straggler's trace clock (`start_us`, `end_us`), its step and the offset from
+that step's start (`evidence_step`, `evidence_offset_us`).
 
 `late_by_step` (in `run_advice`'s answer) names, per step, the rank whose lateness skewed that
 step's collectives most (the sum of the skews of the collectives it arrived last at): the rank a
@@ -32,6 +37,8 @@ from ...ingest.schema import TraceTable
 from ..breakdown import compute_breakdown
 from ..distributed.run import build_distributed
 from ..distributed.summary import RankSummary, summary_builtins
+from ..whatif.edits import Edit
+from ..whatif.ranks import largest_imposed_wait, matching, replay_run
 from .facts import fmt_time, grade, make_item
 
 STRAGGLER_WAIT_SHARE = 0.5
@@ -97,16 +104,19 @@ def late_by_step(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _item(top: dict[str, Any], share: float, view: dict[str, Any],
           inputs: dict[str, dict[str, Any]]) -> Optional[dict[str, Any]]:
-    worker, ranks = top["worker"], len(inputs)
+    worker = top["worker"]
     steps = max(len(view["steps"]), 1)
     medians = {c: float(np.median([s["breakdown"].get(c, 0.0) for s in inputs.values()]))
                for c in ("Total", *sum(REASONS.values(), ()))}
     if medians["Total"] <= 0:
         return None
-    saving = top["imposed_wait_us"] / (ranks - 1) / steps
-    pct = min(100.0, 100.0 * saving / medians["Total"])
+    matched = matching({w: s["rank"] for w, s in inputs.items()})
+    predicted = replay_run(matched, [Edit("rank", 0.0, name=worker)])
+    saving, pct = predicted["saving_us"], predicted["saving_pct"]
     if pct < STRAGGLER_MIN_PCT:
         return None
+    evidence = largest_imposed_wait(matched, worker)
+    where = (evidence["start_us"], evidence["end_us"]) if evidence else None
     skew = sum(r["skew_us"] or 0.0 for r in view["collectives"]["rows"]
                if r["last_arriver"] == worker) / steps
     device = next((d for d in view["devices"] if d["worker"] == worker), {})
@@ -120,8 +130,10 @@ def _item(top: dict[str, Any], share: float, view: dict[str, Any],
         f"{_why(worker, inputs[worker]['breakdown'], medians)} Fixing its lateness would save "
         f"each rank {fmt_time(saving)} per step ({pct:.1f}%); communication tuning (buckets, "
         "overlap) cannot, since the others wait for it rather than for the network.",
-        "Distributed", pct, "%", (), None, (saving, pct)),
-        "evidence_step": None, "evidence_offset_us": None, "whatif": None}
+        "Distributed", pct, "%", (), where, (saving, pct)),
+        "evidence_step": evidence["step"] if evidence else None,
+        "evidence_offset_us": evidence["offset_us"] if evidence else None,
+        "whatif": f"rank:{worker}=0"}
 
 
 def _why(worker: str, mine: dict[str, float], medians: dict[str, float]) -> str:

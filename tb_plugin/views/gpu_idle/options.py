@@ -38,3 +38,11 @@ class WhatIfOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "FACTOR in [0, 100] multiplies the time (0 removes it)."))]
     step: Optional[Annotated[str, Meta(max_length=200, description=(
         "Replay only this step (default: every step, up to 64)."))]] = None
+
+class WhatIfRunOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    edit: Annotated[str, Meta(min_length=1, max_length=2000, description=(
+        "Run-level edits separated by `;`, each TARGET=FACTOR: `rank:NAME` (a worker or rank "
+        "number: its segments between collectives move to the other ranks' median, 0 = "
+        "fully), `straggler` (the same for the rank imposing the most wait), `transfer` "
+        "(collectives' transfer time; `transfer=0` overlaps communication fully); FACTOR in "
+        "[0, 100]."))]

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...analysis.distributed.summary import RankSummary, summary_builtins, wants_summary
 from ...analysis.gpu_idle.view import build_gpu_idle
 from ...analysis.whatif import EditError, StepNotFound, build_whatif, parse_edits
+from ...analysis.whatif.edits import RUN_TARGETS
+from ...analysis.whatif.ranks import build_whatif_run
 from ...output.rows import Rows
 from ..errors import NotInTrace, OptionError
-from ..spec import ViewSpec
-from .options import GpuIdleOptions, WhatIfOptions
+from ..spec import SPAN, ViewSpec
+from .options import GpuIdleOptions, WhatIfOptions, WhatIfRunOptions
 from .payload import GpuIdlePayload
-from .whatif_payload import WhatIfPayload
+from .whatif_payload import WhatIfPayload, WhatIfRunPayload
 
 
 def gpu_idle(table: Any, options: GpuIdleOptions) -> Any:
@@ -27,6 +30,16 @@ def whatif(table: Any, options: WhatIfOptions) -> Any:
         return build_whatif(table, edits, options.step)
     except StepNotFound as exc:
         raise NotInTrace(str(exc)) from exc
+
+
+def whatif_run(inputs: dict[str, Any], skipped: dict[str, str], options: WhatIfRunOptions
+               ) -> Any:
+    """`inputs`: each worker's distributed summary (the server, the CLI) or table."""
+    try:
+        return {**build_whatif_run(inputs, parse_edits(options.edit, RUN_TARGETS)),
+                "skipped": dict(skipped)}
+    except EditError as exc:
+        raise OptionError(str(exc)) from exc
 
 
 def gpu_idle_rows(payload: dict[str, Any]) -> Rows:
@@ -51,6 +64,11 @@ def whatif_rows(payload: dict[str, Any]) -> Rows:
     return list(payload.get("steps") or [])
 
 
+def whatif_run_rows(payload: dict[str, Any]) -> Rows:
+    """One row per rank."""
+    return list(payload.get("ranks") or [])
+
+
 SPECS: tuple[ViewSpec, ...] = (
     ViewSpec("gpu_idle", "/gpu_idle", "GPU Idle", gpu_idle,
              payload=GpuIdlePayload, options=GpuIdleOptions, rows=gpu_idle_rows,
@@ -70,4 +88,16 @@ SPECS: tuple[ViewSpec, ...] = (
              description="Shape: see `tb_plugin.views.gpu_idle.whatif_payload.WhatIfPayload`. "
              "The model and the edit grammar: `tb_plugin.analysis.whatif`. With `format=csv`, "
              "one row per replayed step."),
+    ViewSpec("whatif_run", "/whatif/run", "GPU Idle", whatif_run, kind=SPAN,
+             payload=WhatIfRunPayload, options=WhatIfRunOptions, rows=whatif_run_rows,
+             summarize=summary_builtins, summary_wanted=wants_summary,
+             summary_type=RankSummary,
+             summary="What if across the ranks of a span: the predicted step time of every "
+                     "rank when one rank's lateness (the straggler) is removed or communication "
+                     "is overlapped fully (a replay on the collective dependencies).",
+             description="Built from one small summary per worker (its distributed summary). "
+             "Shape: see\n`tb_plugin.views.gpu_idle.whatif_payload.WhatIfRunPayload`; the "
+             "model and the edits:\n`tb_plugin.analysis.whatif.ranks`. With `format=csv`, one "
+             "row per rank.",
+             errors={"404": "Unknown run or span."}),
 )

@@ -1,6 +1,6 @@
 """`/whatif` (`analysis.whatif.build_whatif`): predicted step times under edits."""
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 from typing_extensions import TypedDict
 
@@ -35,3 +35,51 @@ class WhatIfPayload(TypedDict):
     saving_pct: Annotated[float, doc("saving_us as a share of original_us, %.")]
     steps: Annotated[list[WhatIfStep], doc("One entry per replayed step, in time order.")]
     notes: Annotated[list[str], doc("What the replay left out (steps beyond the limit...).")]
+
+
+class WhatIfRunTimes(TypedDict):
+    """Step times of the run-level replay (us, mean over steps)."""
+
+    original_us: Annotated[float, doc("Measured step length (each rank's own clock), us.")]
+    replayed_us: Annotated[float, doc(
+        "The unedited replay of the ranks' chains (a check of the model), us.")]
+    predicted_us: Annotated[float, doc("The replay under the edits, us.")]
+    saving_us: Annotated[float, doc("replayed_us − predicted_us (negative: slower), us.")]
+    saving_pct: Annotated[float, doc("saving_us as a share of replayed_us, %.")]
+
+
+class WhatIfRunRank(WhatIfRunTimes):
+    """One rank of the span."""
+
+    worker: Annotated[str, doc("The worker.")]
+    rank: Annotated[Optional[int], doc("Its rank from `distributedInfo`, null when unknown.")]
+    wait_us: Annotated[float, doc("Its wait at collectives in the replay, per step, us.")]
+    predicted_wait_us: Annotated[float, doc("The same under the edits, us.")]
+    imposed_wait_us: Annotated[float, doc(
+        "The others' wait at the collectives it arrived last at, per step, us.")]
+    predicted_imposed_wait_us: Annotated[float, doc("The same under the edits, us.")]
+
+
+class WhatIfRunStep(WhatIfRunTimes):
+    """One step: the mean over the ranks that have it."""
+
+    step: Annotated[str, doc("Step name.")]
+    last: Annotated[Optional[str], doc(
+        "The worker whose late arrivals imposed the most wait in the step; null: no wait.")]
+    new_last: Annotated[Optional[str], doc("The same under the edits.")]
+
+
+class WhatIfRunPayload(WhatIfRunTimes):
+    """Predicted step times of a span's ranks under run-level edits
+    (`analysis.whatif.ranks.build_whatif_run`)."""
+
+    edits: Annotated[list[str], doc("The edits as read, e.g. `straggler=0`.")]
+    resolved: Annotated[list[str], doc(
+        "The edits with the rank they apply to, e.g. `rank:worker7=0` for `straggler=0`.")]
+    last: Annotated[Optional[str], doc(
+        "The worker imposing the most wait over the span; null: no wait.")]
+    new_last: Annotated[Optional[str], doc("The same under the edits.")]
+    ranks: Annotated[list[WhatIfRunRank], doc("One entry per rank, by worker name.")]
+    steps: Annotated[list[WhatIfRunStep], doc("One entry per step, in step order.")]
+    notes: Annotated[list[str], doc("What the replay could not model as stated.")]
+    skipped: Annotated[dict[str, str], doc("Workers left out of the span: worker -> reason.")]

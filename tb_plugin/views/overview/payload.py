@@ -121,7 +121,8 @@ class Recommendation(TypedDict):
         "`start_us` minus that step's start (us, 2 decimals); null with `evidence_step`.")]
     whatif: Annotated[Optional[str], doc(
         "The fix as a what-if edit for `/whatif` (e.g. `launch=0`), whose replay of the steps "
-        "predicts the saving through every dependency; null when the fix is not one edit.")]
+        "predicts the saving through every dependency; a run-level edit (`rank:WORKER=0`, the "
+        "straggler's) is for `/whatif/run`; null when the fix is not one edit.")]
 
 
 class DistributedInfo(TypedDict):

@@ -6,7 +6,7 @@ import { Async } from '../../components/Async'
 import { Card, Empty } from '../../components/ui'
 import { duration, pct } from '../../format'
 import { useAsync } from '../../hooks'
-import { fetchWhatIf, type WhatIfPayload } from './api'
+import { fetchWhatIf, fetchWhatIfRun, isRunEdit, type WhatIfPayload, type WhatIfRunPayload } from './api'
 
 const EXAMPLES = ['launch=0', 'sync=0', 'dataloader=0', 'op:aten::mm=0.5', 'kernel~gemm=0.5']
 
@@ -16,7 +16,7 @@ export function WhatIfCard({ selection, edit, onEdit }: { selection: Selection; 
   return (
     <Card title="What if" testId="whatif">
       <p className="muted">
-        Replays each step's dependencies (host order, launches, streams, synchronisation) with the times you change. Edits: <code>op:NAME</code>, <code>op~REGEX</code>, <code>kernel:NAME</code>, <code>kernel~REGEX</code>, <code>dataloader</code>, <code>communication</code>, <code>memcpy</code>, <code>launch</code>, <code>sync</code>, each <code>=FACTOR</code> (0 removes it), separated by <code>;</code>.
+        Replays each step's dependencies (host order, launches, streams, synchronisation) with the times you change. Edits: <code>op:NAME</code>, <code>op~REGEX</code>, <code>kernel:NAME</code>, <code>kernel~REGEX</code>, <code>dataloader</code>, <code>communication</code>, <code>memcpy</code>, <code>launch</code>, <code>sync</code>, each <code>=FACTOR</code> (0 removes it), separated by <code>;</code>. Across the ranks of the span: <code>straggler</code>, <code>rank:NAME</code> (its lateness), <code>transfer</code> (<code>transfer=0</code>: communication fully overlapped).
       </p>
       <form
         className="whatif-form"
@@ -30,7 +30,7 @@ export function WhatIfCard({ selection, edit, onEdit }: { selection: Selection; 
           Predict
         </button>
       </form>
-      {edit ? <Prediction selection={selection} edit={edit} /> : <Empty title="No edit yet">Try one of: {EXAMPLES.join(', ')}.</Empty>}
+      {edit && isRunEdit(edit) ? <RunPrediction selection={selection} edit={edit} /> : edit ? <Prediction selection={selection} edit={edit} /> : <Empty title="No edit yet">Try one of: {EXAMPLES.join(', ')}.</Empty>}
     </Card>
   )
 }
@@ -76,6 +76,58 @@ function Result({ data }: { data: WhatIfPayload }) {
               <td className="right">{pct(s.saving_pct)}</td>
               <td className="right">
                 {duration(s.wait_us)} → {duration(s.predicted_wait_us)}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  )
+}
+
+function RunPrediction({ selection, edit }: { selection: Selection; edit: string }) {
+  const key = `${selection.run}\u0000${selection.span}\u0000${edit}`
+  const state = useAsync('whatif/run', key, (signal) => fetchWhatIfRun(selection, edit, signal))
+  return (
+    <Async state={state} what="the run-level what-if replay" label="Replaying the ranks">
+      {(data) => <RunResult data={data} />}
+    </Async>
+  )
+}
+
+function RunResult({ data }: { data: WhatIfRunPayload }) {
+  return (
+    <div data-testid="whatif-result">
+      <p className="whatif-headline" data-testid="whatif-headline">
+        {data.resolved.join('; ')}: step time {duration(data.replayed_us)} → <strong>{duration(data.predicted_us)}</strong> ({data.saving_us >= 0 ? '−' : '+'}
+        {pct(Math.abs(data.saving_pct))}) over {data.ranks.length} ranks; the last rank {data.last ?? 'none'} → {data.new_last ?? 'none'}
+      </p>
+      {data.notes.map((n) => (
+        <p key={n} className="muted">
+          {n}
+        </p>
+      ))}
+      <table className="simple-table" data-testid="whatif-ranks">
+        <thead>
+          <tr>
+            <th>Rank</th>
+            <th className="right">Measured</th>
+            <th className="right">Replayed</th>
+            <th className="right">Predicted</th>
+            <th className="right">Saving</th>
+            <th className="right">Waiting for other ranks (now → predicted)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.ranks.map((r) => (
+            <tr key={r.worker}>
+              <td>{r.worker}</td>
+              <td className="right">{duration(r.original_us)}</td>
+              <td className="right">{duration(r.replayed_us)}</td>
+              <td className="right">{duration(r.predicted_us)}</td>
+              <td className="right">{pct(r.saving_pct)}</td>
+              <td className="right">
+                {duration(r.wait_us)} → {duration(r.predicted_wait_us)}
               </td>
             </tr>
           ))}

@@ -28,3 +28,17 @@ export function gpuIdleCsvUrl(selection: Selection): string {
 export function fetchWhatIf(selection: Selection, edit: string, signal?: AbortSignal): Promise<WhatIfPayload> {
   return getJson<WhatIfPayload>('whatif', { ...params(selection), edit }, signal)
 }
+
+export type WhatIfRunPayload = Schemas['WhatIfRunPayload']
+
+/** Run-level edits (`rank:NAME`, `straggler`, `transfer`, analysis/whatif/ranks.py): every part
+ * of `edit` names one of them. */
+export function isRunEdit(edit: string): boolean {
+  const parts = edit.split(';').filter((p) => p.trim())
+  return parts.length > 0 && parts.every((p) => /^\s*(rank\s*:|straggler\s*=|transfer\s*=)/.test(p))
+}
+
+/** `whatif/run?run&span&edit`: predicted step times of every rank of the span under `edit`. */
+export function fetchWhatIfRun(selection: Selection, edit: string, signal?: AbortSignal): Promise<WhatIfRunPayload> {
+  return getJson<WhatIfRunPayload>('whatif/run', { run: selection.run, span: selection.span, edit }, signal)
+}
