@@ -39,6 +39,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "timeline_search": ("cnn_bs32", {"query": "conv", "limit": 7}),
     "gpu_idle": ("cnn_bs32", {"kernel_wait_us": 20.0}),
     "findings": ("ddp_gloo", {"top": 1}),
+    "whatif_run": ("ddp_gloo", {"edit": "straggler=0"}),
     "memory_timeline": ("cnn_bs32", {}),
     "ranks": ("ddp_gloo", {"width": 400}),
     "diff": ("cnn_bs32", {"exp_run": "cnn_bs64"}),
@@ -93,7 +94,8 @@ def _report(capsys: pytest.CaptureFixture[str], root: Path, name: str, run: str,
 
 
 #: Views that need a file samples/ lacks: run on ../shared/traces.
-SHARED_CASES = {"memory_snapshot": ("cs336_cuda_snapshots", {})}
+SHARED_CASES = {"memory_snapshot": ("cs336_cuda_snapshots", {}),
+                "inference": ("tl_sglang_prefilldecode", {})}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=needs_shared) if n in SHARED_CASES
