@@ -43,6 +43,13 @@ def _events(order: Any) -> list[dict[str, Any]]:
          "ts": 13, "dur": 1, "args": {"External id": 6, "external id": 99}},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpy", "pid": 1, "tid": 1,
          "ts": 14, "dur": 1, "args": {}},
+        # some 1.x builds: "Input dims"; read only where "Input Dims" is missing
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 15,
+         "dur": 1, "args": args({"Input dims": [[3]], "External id": 9})},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 16,
+         "dur": 1, "args": args({"Input Dims": [[4]], "Input dims": [[5]]})},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 17,
+         "dur": 1, "args": {}},
     ]
 
 
@@ -75,10 +82,15 @@ def test_values_of_each_kind(tmp_path: Path) -> None:
     table = _parse(tmp_path, lambda items: items[::-1])
     events = table.events
     assert events["name"].tolist() == ["aten::add", "k", "a.py(1): f", "cudaLaunchKernel",
-                                       "cudaLaunchKernel", "cudaMemcpy"]
+                                       "cudaLaunchKernel", "cudaMemcpy", "aten::mul",
+                                       "aten::mul", "aten::mul"]
     # "External id" wins over "external id"; either alone is read; neither: NaN
     external = events["external_id"].fillna(-1).tolist()
-    assert external == [5, 5, -1, 8, 6, -1]
+    assert external == [5, 5, -1, 8, 6, -1, 9, -1, -1]
+    # "Input Dims" wins over "Input dims"; either alone is read; neither: missing
+    assert table.op_args["event"].tolist() == [0, 6, 7, 8]
+    assert table.op_args["input_dims"].astype(object).fillna("-").tolist() == [
+        "[[2, 4], []]", "[[3]]", "[[4]]", "-"]
     op = table.op_args.iloc[0]
     assert (op["event"], op["input_dims"], op["input_types"], op["sequence_number"],
             op["fwd_thread_id"]) == (0, "[[2, 4], []]", "['float', 'Scalar']", 3, 0)
