@@ -200,6 +200,35 @@ def families(cache: Path, trace: Path, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
+def families_ir(cache: Path, trace: Path) -> list[dict[str, Any]]:
+    """The families' cost in instructions (cachegrind's Ir, PYTHONHASHSEED=0): deterministic,
+    so it holds on a loaded machine where CPU seconds do not; the fixed cost of starting and
+    building the tables cancels in the differences."""
+    imports = "import sys\nfrom tb_plugin.load import load_trace\n"
+    parse = imports + "load_trace(sys.argv[1], use_cache=False, processes=1)\n"
+    paths = family_variants(cache, trace)
+    rows = [{"family": "imports only (subtracted)", "mb": 0.0,
+             "ir": _instructions(imports, paths["whole trace"])}]
+    for family, path in paths.items():
+        rows.append({"family": family, "mb": round(path.stat().st_size / 1e6, 1),
+                     "ir": _instructions(parse, path)})
+    base, whole = rows[0]["ir"], rows[1]
+    whole["parse_ir"] = whole["ir"] - base
+    for row in rows[2:]:
+        row["saved_share"] = round((whole["ir"] - row["ir"]) / whole["parse_ir"], 3)
+        row["bytes_share"] = round(1 - row["mb"] / whole["mb"], 3)
+    return rows
+
+
+def _instructions(script: str, path: Path) -> int:
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                           "--cachegrind-out-file=/dev/null", str(MAIN_PYTHON), "-c", script,
+                           str(path)], env={**_env(), "PYTHONHASHSEED": "0"},
+                          capture_output=True, text=True, check=True)
+    refs = next(line for line in done.stderr.splitlines() if "I   refs" in line)
+    return int(refs.split()[-1].replace(",", ""))
+
+
 # -- profile ------------------------------------------------------------------------------------
 
 
@@ -279,12 +308,24 @@ def render(result: dict[str, Any]) -> str:
                 f"core: {whole['cpu_s']:.2f} s CPU)", "",
                 "The trace with one family taken out, parsed on one core; the family costs the "
                 "difference (the families overlap: stacks' and memory events' args are in "
-                "'all args').", "",
+                "'all args'). CPU seconds on a loaded machine: a difference below the spread "
+                "of the repeats (a negative one) is noise; the instruction counts below are "
+                "not.", "",
                 "| taken out | share of the bytes | CPU saved | share of the parse |",
                 "|---|---:|---:|---:|"]
         for row in fam[1:]:
             out.append(f"| {row['family']} | {row['bytes_share']:.0%} | {row['saved_cpu_s']:.2f} s"
                        f" | {row['saved_share']:.0%} |")
+    fam = result.get("families_ir")
+    if fam:
+        whole = fam[1]
+        out += ["", f"## The same in instructions ({whole['mb']} MB trace, cachegrind, "
+                f"deterministic under load: {whole['parse_ir'] / 1e9:.2f} G instructions for "
+                "the parse, the process's imports subtracted)",
+                "", "| taken out | share of the bytes | share of the parse's instructions |",
+                "|---|---:|---:|"]
+        out += [f"| {row['family']} | {row['bytes_share']:.0%} | {row['saved_share']:.0%} |"
+                for row in fam[2:]]
     prof = result.get("profile")
     if prof:
         out += ["", f"## Profile of the one-core parse ({prof['trace']}, {prof['tool']}, self "
@@ -314,10 +355,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite parse_results.md from CACHE/parse_results.json")
+    parser.add_argument("--families-ir", type=int, default=0, metavar="MB",
+                        help="add the families' instruction counts (valgrind) on the MB trace "
+                        "to CACHE/parse_results.json, and render")
     args = parser.parse_args(argv)
     raw = args.cache / "parse_results.json"
-    if args.render:
-        RESULTS.write_text(render(json.loads(raw.read_text())))
+    if args.render or args.families_ir:
+        result = json.loads(raw.read_text())
+        if args.families_ir:
+            trace = recorded(args.cache, [args.families_ir])[0]
+            result["families_ir"] = families_ir(args.cache / f"ir{args.families_ir}", trace)
+            raw.write_text(json.dumps(result, indent=1))
+        RESULTS.write_text(render(result))
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     cores = len(os.sched_getaffinity(0))
