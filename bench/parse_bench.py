@@ -285,22 +285,22 @@ def render(result: dict[str, Any]) -> str:
     loads = [x for row in result["traces"] for x in row["load"]]
     out = ["# Parse speed on recorded traces (bench/parse_bench.py)", "",
            f"Machine: {result['machine']}; {result['cores']} usable cores, shared with other "
-           f"jobs: load average {min(loads):.1f}-{max(loads):.1f} during the run (2 cores: "
-           "above 2 every process waits). Medians of "
+           f"jobs: load average {min(loads):.1f}-{max(loads):.1f} during the runs (2 cores: "
+           "above 2 every process waits; each row says its own). Medians of "
            f"{result['repeats']} fresh processes each, the three kinds interleaved. MB are of "
            "JSON (decompressed). Per core: MB per CPU second of the one-process parse; the "
            "skip-scan is msgspec over the same JSON with every field skipped (no reading, no "
            "gunzip); ratio = skip-scan CPU / our CPU. All cores: the split parse "
            "(ingest/parallel.py), wall; children CPU > 0 means it engaged.", "",
            "| trace | MB | events | skip-scan MB/s | ours MB/s per core | ratio | "
-           "one core wall | all cores wall | all cores MB/s | children CPU of all CPU |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "one core wall | all cores wall | all cores MB/s | children CPU of all CPU | load |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["traces"]:
         out.append(f"| {r['trace']} ({'gz' if r['file'].endswith('.gz') else 'plain'}) | "
                    f"{r['mb']} | {r['events']:,} | {r['skip_mb_s']} | {r['one_mb_s']} | "
                    f"{r['ratio']} | {r['one_wall_s']:.2f} s | {r['split_wall_s']:.2f} s | "
                    f"{r['split_mb_s']} | {r['split_children_cpu_s']:.2f} of "
-                   f"{r['split_cpu_s']:.2f} s |")
+                   f"{r['split_cpu_s']:.2f} s | {min(r['load']):.1f}-{max(r['load']):.1f} |")
     fam = result.get("families")
     if fam:
         whole = fam[0]
@@ -334,13 +334,14 @@ def render(result: dict[str, Any]) -> str:
     cold = result.get("cold")
     if cold:
         out += ["", "## TensorBoard cold open to Overview + Operator (bench/cold_open.py)", "",
-                "| trace | runs | total (median) | each | parse (server log) |",
-                "|---|---:|---:|---|---|"]
+                "| trace | runs | total (median) | each | parse (server log) | load after |",
+                "|---|---:|---:|---|---|---|"]
         for name, runs in cold.items():
             totals = [r["total_s"] for r in runs]
             parses = [r["breakdown"].get("parse") for r in runs]
+            loads = [round(r["load"], 1) for r in runs if "load" in r]
             out.append(f"| {name} | {len(runs)} | {statistics.median(totals):.1f} s | "
-                       f"{', '.join(f'{t:.1f}' for t in totals)} s | {parses} |")
+                       f"{', '.join(f'{t:.1f}' for t in totals)} s | {parses} | {loads} |")
     return "\n".join(out) + "\n"
 
 
@@ -353,6 +354,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--cold", type=int, default=1, help="cold opens of the largest trace")
     parser.add_argument("--no-families", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep what this run does not measure from CACHE/parse_results.json")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite parse_results.md from CACHE/parse_results.json")
     parser.add_argument("--families-ir", type=int, default=0, metavar="MB",
@@ -377,6 +380,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     result: dict[str, Any] = {"machine": f"{uname.sysname} {uname.machine}, python "
                               f"{sys.version.split()[0]}", "cores": cores,
                               "repeats": args.repeats, "traces": []}
+    # what this run does not measure again is kept from the last one (each row has its load)
+    earlier = json.loads(raw.read_text()) if args.keep and raw.exists() else {}
+    measured = {trace.parent.name for trace in traces}
+    result["traces"] = [row for row in earlier.get("traces", []) if row["trace"] not in measured]
+    for key in ("families", "families_ir", "profile", "cold"):
+        if key in earlier:
+            result[key] = earlier[key]
     for trace in traces:
         row = one_trace(trace, args.repeats, cores)
         log(f"{row['trace']}: {row['one_mb_s']} MB/s per core (skip-scan {row['skip_mb_s']}), "
@@ -391,8 +401,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         result["profile"] = {"trace": middle.parent.name, **profile(middle)}
     if args.cold:
         largest = traces[len(sizes) - 1]
-        result["cold"] = {largest.parent.name: [
-            cold_ours(sizes[-1], 900, source=largest.parent) for _ in range(args.cold)]}
+        result.setdefault("cold", {})[largest.parent.name] = [
+            {**cold_ours(sizes[-1], 900, source=largest.parent), "load": os.getloadavg()[0]}
+            for _ in range(args.cold)]
         log(f"cold open: {result['cold']}")
     raw.write_text(json.dumps(result, indent=1))
     RESULTS.write_text(render(result))
