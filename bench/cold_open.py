@@ -101,12 +101,14 @@ def _start(cmd: list[str], env: dict[str, str], log_path: Path, deadline: float
         time.sleep(POLL_S)
 
 
-def _logdir(size: int, who: str) -> Path:
-    """A logdir holding only the run of this size (a symlink to the recorded folder)."""
+def _logdir(size: int, who: str, source: Optional[Path] = None) -> Path:
+    """A logdir holding only the run of this size (a symlink to the recorded folder, or to
+    `source`, a run folder recorded elsewhere)."""
     root = COLD / f"{who}-{size}mb"
     shutil.rmtree(root, ignore_errors=True)
     (root / "logdir").mkdir(parents=True)
-    (root / "logdir" / f"bench{size}").symlink_to(TRACES / f"{size}mb", target_is_directory=True)
+    (root / "logdir" / f"bench{size}").symlink_to(source or TRACES / f"{size}mb",
+                                                  target_is_directory=True)
     return root
 
 
@@ -114,10 +116,11 @@ def _query(**params: str) -> str:
     return urllib.parse.urlencode(params)
 
 
-def cold_ours(size: int, timeout: float, polling: str = "bench") -> dict[str, Any]:
+def cold_ours(size: int, timeout: float, polling: str = "bench",
+              source: Optional[Path] = None) -> dict[str, Any]:
     """Our cold open; `polling` as in `_until_ok` ("ui", "1s": the page's first questions
-    wait for 200s too, as the UI does)."""
-    root = _logdir(size, "ours")
+    wait for 200s too, as the UI does); `source`: the run folder (default: bench/run.py's)."""
+    root = _logdir(size, "ours", source)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(PYTHONPATH=str(REPO), TORCH_PROF_CACHE_DIR=str(root / "cache"),
                TORCH_PROF_BENCH_LOG=str(root / "timing.log"))

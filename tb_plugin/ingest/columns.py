@@ -7,7 +7,7 @@ and its Structs are dropped: memory stays proportional to the columns. The colum
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -45,10 +45,13 @@ def _values(objects: list[Any], field: str) -> list[Any]:
 
 
 def _pick(objects: list[Any], positions: np.ndarray) -> list[Any]:
-    """`objects` at `positions` (all of them, uncopied, when that is every position)."""
+    """`objects` at `positions` (all of them, uncopied, when that is every position); picked
+    in C by one `itemgetter` (a third of a list comprehension's time)."""
     if len(positions) == len(objects):
         return objects
-    return [objects[i] for i in positions.tolist()]
+    if len(positions) < 2:  # itemgetter of one index returns the item, of none fails
+        return [objects[i] for i in positions.tolist()]
+    return list(itemgetter(*positions.tolist())(objects))
 
 
 def _merge_positions(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -220,9 +223,10 @@ class ColumnBuilder:
         kind = self._kinds(shared["cat"])
         args = self._args(events)
         external = self._floats(args, "external_id")
-        missing_external = np.isnan(external)
-        if missing_external.any():
-            external[missing_external] = self._floats(args, "external_id_lc")[missing_external]
+        missing_external = np.flatnonzero(np.isnan(external))
+        if missing_external.size:  # "external id" (older Kineto), read only where it may be
+            external[missing_external] = self._floats(_pick(args, missing_external),
+                                                      "external_id_lc")
         base = self.event_rows
         self._append("events", {
             "ts": ts, "dur": dur, "ph": ph, "cat": shared["cat"], "kind": kind, "name": name,

@@ -26,51 +26,57 @@ class Args(msgspec.Struct, gc=False, frozen=True):
 
     Numeric fields default to NaN, not None, so that a batch's column of them converts to
     float64 in one numpy call (None forces the slow per-value path).
+
+    The fields are in the order Kineto writes the keys (cpu_op, kernel/memcpy, python_function,
+    `[memory]`): msgspec looks a key up from the field after the last one matched, so keys in
+    field order cost one comparison each (this order cut the decode by a quarter on a recorded
+    trace, bench/parse_results.md). A new argument goes after the ones its events carry before
+    it, or at the end; its column is filled in columns.py.
     """
 
     external_id: Any = msgspec.field(default=_NAN, name="External id")
-    external_id_lc: Any = msgspec.field(default=_NAN, name="external id")
-    correlation: Any = _NAN
+    sequence_number: Any = msgspec.field(default=_NAN, name="Sequence number")
+    fwd_thread_id: Any = msgspec.field(default=_NAN, name="Fwd thread id")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
+    input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
+    input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
+    call_stack: Any = msgspec.field(default=None, name="Call stack")
     device: Any = _NAN
     stream: Any = _NAN
-    grid: msgspec.Raw = _NO_RAW
-    block: msgspec.Raw = _NO_RAW
+    correlation: Any = _NAN
+    external_id_lc: Any = msgspec.field(default=_NAN, name="external id")
     registers_per_thread: Any = msgspec.field(default=_NAN, name="registers per thread")
     shared_memory: Any = msgspec.field(default=_NAN, name="shared memory")
     blocks_per_sm: Any = msgspec.field(default=_NAN, name="blocks per SM")
     warps_per_sm: Any = msgspec.field(default=_NAN, name="warps per SM")
+    grid: msgspec.Raw = _NO_RAW
+    block: msgspec.Raw = _NO_RAW
     occupancy: Any = msgspec.field(default=_NAN, name="est. achieved occupancy %")
     bytes: Any = _NAN
     bandwidth: Any = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
-    input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
-    input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
-    input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
-    call_stack: Any = msgspec.field(default=None, name="Call stack")
-    sequence_number: Any = msgspec.field(default=_NAN, name="Sequence number")
-    fwd_thread_id: Any = msgspec.field(default=_NAN, name="Fwd thread id")
+    python_parent_id: Any = msgspec.field(default=_NAN, name="Python parent id")
+    python_id: Any = msgspec.field(default=_NAN, name="Python id")
+    python_module_id: Any = msgspec.field(default=_NAN, name="Python module id")
+    total_reserved: Any = msgspec.field(default=_NAN, name="Total Reserved")
+    total_allocated: Any = msgspec.field(default=_NAN, name="Total Allocated")
+    mem_bytes: Any = msgspec.field(default=_NAN, name="Bytes")
+    mem_device_id: Any = msgspec.field(default=_NAN, name="Device Id")
+    mem_device_type: Any = msgspec.field(default=_NAN, name="Device Type")
+    addr: Any = msgspec.field(default=_NAN, name="Addr")
     collective: Any = msgspec.field(default=None, name="Collective name")
-    in_msg_nelems: Any = msgspec.field(default=_NAN, name="In msg nelems")
-    out_msg_nelems: Any = msgspec.field(default=_NAN, name="Out msg nelems")
-    group_size: Any = msgspec.field(default=_NAN, name="Group size")
     dtype: Any = None
+    in_msg_nelems: Any = msgspec.field(default=_NAN, name="In msg nelems")
+    group_size: Any = msgspec.field(default=_NAN, name="Group size")
+    out_msg_nelems: Any = msgspec.field(default=_NAN, name="Out msg nelems")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
     seq: Any = msgspec.field(default=_NAN, name="Seq")  # per-process-group collective number
     flops: Any = _NAN  # recorded with `with_flops=True`
+    kernel_backend: Any = None
     kernel_file: Any = None  # Inductor-generated kernels (Triton, C++): the source file
     kernel_hash: Any = None
-    kernel_backend: Any = None
     kernel_flop: Any = _NAN  # Inductor's own estimate, when it wrote one
     kernel_num_gb: Any = _NAN
-    python_id: Any = msgspec.field(default=_NAN, name="Python id")
-    python_parent_id: Any = msgspec.field(default=_NAN, name="Python parent id")
-    python_module_id: Any = msgspec.field(default=_NAN, name="Python module id")
-    mem_device_type: Any = msgspec.field(default=_NAN, name="Device Type")
-    mem_device_id: Any = msgspec.field(default=_NAN, name="Device Id")
-    addr: Any = msgspec.field(default=_NAN, name="Addr")
-    mem_bytes: Any = msgspec.field(default=_NAN, name="Bytes")
-    total_allocated: Any = msgspec.field(default=_NAN, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=_NAN, name="Total Reserved")
     # `M` metadata events
     label: Any = msgspec.field(default=None, name="name")
     labels: Any = None
