@@ -177,7 +177,7 @@ def _summary(args: argparse.Namespace, cache: TraceCache) -> int:
     refs = [span.ref for run in runs for spans in run.workers.values() for span in spans]
     config = settings()
     config = replace(config, cluster=args.cluster or config.cluster)
-    workers = local_workers(refs, usable_cpus(), available_memory())
+    workers = local_workers(refs, usable_cpus(), available_memory(), config.max_inflate_ratio)
     executor = make_executor(config, max_workers=workers)
     if getattr(executor, "error", None) is not None:  # the cluster is unreachable
         sys.stderr.write(f"error: {executor.error}\n")  # type: ignore[attr-defined]
