@@ -233,7 +233,8 @@ class Catalog:
             self._on_done(LoadOutcome(state.identity, summary=summary))
         elif self._pool is not None:
             priority = WANTED_PRIORITY if state.identity in self._wanted else 0
-            self._pool.submit(LoadJob(state.identity, state.ref, estimate_memory(state.ref),
+            self._pool.submit(LoadJob(state.identity, state.ref,
+                                      estimate_memory(state.ref, self._pool.config),
                                       priority=priority, view_summaries=view_summaries))
 
     # -- pool callbacks (loader thread) --------------------------------------------------------

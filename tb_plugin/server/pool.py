@@ -72,10 +72,11 @@ def default_workers(config: Settings, budget: int) -> int:
     return max(1, min(usable_cpus(), budget // BASE_MEMORY, 8))
 
 
-def estimate_memory(ref: FileRef, config: Optional[Settings] = None) -> int:
+def estimate_memory(ref: FileRef, config: Settings) -> int:
     """A parser's peak memory for this file (`ingest.sizing.peak_memory`: the interpreter plus
-    the JSON size, a local gzip file's from its trailer, capped by the inflation limit)."""
-    return peak_memory(ref, (config or settings()).max_inflate_ratio)
+    the JSON size, a local gzip file's from its trailer, capped by the inflation limit of
+    `config`)."""
+    return peak_memory(ref, config.max_inflate_ratio)
 
 
 # -- the pool ----------------------------------------------------------------------------------
@@ -272,7 +273,7 @@ class LoadPool:
             self._broken = True
             if job.attempts == 0:  # maybe another file's crash: retry it alone
                 job.attempts, job.solo = 1, True
-                job.processes, job.estimate = 1, estimate_memory(job.ref)
+                job.processes, job.estimate = 1, estimate_memory(job.ref, self.config)
                 self.submit(job)
                 return None
             return LoadOutcome(job.key, error=death_message(getattr(exc, "exitcode", None)))
