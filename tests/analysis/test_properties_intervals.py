@@ -34,7 +34,7 @@ from tb_plugin.analysis.gpu_idle.idle import (
     stream_gaps,
 )
 from tb_plugin.analysis.graph_launches import BACKLOG_MIN_US
-from tb_plugin.analysis.nesting import nest
+from tb_plugin.analysis.nesting import dense_ranks, levels, nest, subtree_ends
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None)
 T_MAX = 40  # the time grid: integers in [0, T_MAX]
@@ -138,6 +138,12 @@ def _stack_reference(group, start, end):
 @SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 2), _interval()), max_size=40))
 def test_nest_equals_the_stack(items):
+    end = np.array([p[1] for _, p in items], dtype=np.float64)
+    _check_nest(items)
+    assert end.tolist() == [p[1] for _, p in items]  # the caller's array is left alone
+
+
+def _check_nest(items):
     group = np.array([g for g, _ in items], dtype=np.int64)
     start = np.array([p[0] for _, p in items], dtype=np.float64)
     end = np.array([p[1] for _, p in items], dtype=np.float64)
@@ -149,7 +155,49 @@ def test_nest_equals_the_stack(items):
     assert got.depth.tolist() == depth
     assert got.end.tolist() == clamped_end
     assert got.clamped == clamped
-    assert end.tolist() == [p[1] for _, p in items]  # the caller's array is left alone
+    return got
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.integers(0, 1), _interval()), max_size=15))
+def test_nest_past_the_clamping_rounds_equals_the_stack(extra):
+    """A chain of 80 intervals each overlapping the next two needs more clamping rounds than
+    the vectorised path runs, so the plain loop (`_nest_sequential`) nests it; touching siblings
+    and instants drawn beside it check the loop's half-open and instant rules."""
+    chain = [(0, (k, k + 3)) for k in range(0, 80)]
+    got = _check_nest(chain + [(g, (a + 90, b + 90)) for g, (a, b) in extra])
+    # in the chain, [3j, 3j + 3) is a root and the next two are clamped to its end: 80 - 27
+    assert got.clamped >= 53
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.integers(0, 6).map(float), st.just(float("nan"))), max_size=30))
+def test_dense_ranks_equal_numpy_unique(values):
+    """Equal values one rank, NaNs one value ranked last, like np.unique's inverse."""
+    values = np.array(values, dtype=np.float64)
+    ranks, distinct = dense_ranks(values)
+    unique, inverse = np.unique(values, return_inverse=True, equal_nan=True)
+    assert distinct == len(unique)
+    assert ranks.tolist() == inverse.tolist()
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 3), max_size=30))
+def test_levels_and_subtree_ends_equal_the_scan(steps):
+    """For a pre-order depth sequence: level k holds the nodes of depth k in order; a node's
+    subtree ends at the next node not deeper than it."""
+    depth = []
+    for step in steps:  # a valid pre-order: each node at most one level below the previous
+        depth.append(0 if not depth else min(step, depth[-1] + 1))
+    depth = np.array(depth, dtype=np.int64)
+    n = len(depth)
+    got = levels(depth)
+    want = [[i for i in range(n) if depth[i] == k] for k in range(int(depth.max(initial=0)) + 1)]
+    assert [g.tolist() for g in got] == want
+    parent = np.array([max((j for j in range(i) if depth[j] == depth[i] - 1), default=-1)
+                       for i in range(n)], dtype=np.int64)
+    ends = [next((j for j in range(i + 1, n) if depth[j] <= depth[i]), n) for i in range(n)]
+    assert subtree_ends(parent, depth).tolist() == ends
 
 
 # -- GPU idle: temporal breakdown per device -------------------------------------------------
