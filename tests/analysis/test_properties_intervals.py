@@ -36,7 +36,8 @@ from tb_plugin.analysis.gpu_idle.idle import (
 from tb_plugin.analysis.graph_launches import BACKLOG_MIN_US
 from tb_plugin.analysis.nesting import dense_ranks, levels, nest, subtree_ends
 
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None)
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
+                    report_multiple_bugs=False)
 T_MAX = 40  # the time grid: integers in [0, T_MAX]
 
 
@@ -158,7 +159,8 @@ def _check_nest(items):
     return got
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          report_multiple_bugs=False)
 @given(st.lists(st.tuples(st.integers(0, 1), _interval()), max_size=15))
 def test_nest_past_the_clamping_rounds_equals_the_stack(extra):
     """A chain of 80 intervals each overlapping the next two needs more clamping rounds than
