@@ -91,9 +91,26 @@ def test_range_algebra_equals_the_cell_grid(a, b):
     merged = rg.merge(*a_r)
     assert _as_list(merged) == _runs(ca)  # touching intervals join, empty ones vanish
     assert rg.is_merged(merged)
-    assert _as_list(rg.intersect(a_r, b_r)) == _runs(ca & cb)
-    assert _as_list(rg.subtract(a_r, b_r)) == _runs(ca & ~cb)
     assert rg.total_length(merged) == ca.sum()
+    # intersect/subtract return merged form (sorted, disjoint, non-empty: an input already in
+    # that form may touch, and is used as it is) covering exactly the cells
+    for got, want in ((rg.intersect(a_r, b_r), ca & cb), (rg.subtract(a_r, b_r), ca & ~cb)):
+        assert rg.is_merged(got)
+        assert _cells([(int(x), int(y)) for x, y in _as_list(got)]).tolist() == want.tolist()
+    if not any(e > s for s, e in b):  # nothing to take away: a comes back merged, unsplit
+        assert _as_list(rg.subtract(a_r, b_r)) == _runs(ca)
+
+
+def test_instants_take_nothing_away_and_split_nothing():
+    """An empty interval is no interval: subtracting [1, 1) from [0, 2) leaves [0, 2) whole,
+    and a list with one is not already merged (it is merged away)."""
+    whole = (np.array([0.0]), np.array([2.0]))
+    instant = (np.array([1.0]), np.array([1.0]))
+    assert _as_list(rg.subtract(whole, instant)) == [(0.0, 2.0)]
+    assert not rg.is_merged(instant) and rg.is_merged(whole)
+    touching = (np.array([0.0, 1.0]), np.array([1.0, 2.0]))
+    assert rg.is_merged(touching)  # disjoint half-open intervals may touch
+    assert not rg.is_merged((np.array([0.0, 0.5]), np.array([1.0, 2.0])))  # overlapping
 
 
 @SETTINGS
