@@ -15,6 +15,10 @@ prints its diff. The results of the last full run are in bench/mutation_results.
     python bench/mutation_run.py                      # every module in MODULES
     python bench/mutation_run.py nesting ranges       # modules whose key contains a word
     python bench/mutation_run.py --survivors nesting  # also list the surviving mutants
+    python bench/mutation_run.py gpu_idle/idle.py --functions stream_gaps queue_series
+                                                      # only the mutants of these functions
+    python bench/mutation_run.py --rerun nesting      # again, the earlier run's non-killed
+                                                      # mutants only, with the current tests
 
 mutmut is not a dependency of the package: install it where you like
 (`pip install --target /tmp/mutmut mutmut==3.8.1`) and pass `--mutmut-path` (a PYTHONPATH entry)
@@ -98,18 +102,26 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
     return work
 
 
-def run_module(module: str, tests: tuple[str, ...], mutmut_path: str | None, children: int
-               ) -> dict[str, int]:
+def run_module(module: str, tests: tuple[str, ...], mutmut_path: str | None, children: int,
+               functions: list[str], rerun: bool) -> dict[str, int]:
     missing = [t for t in tests if not (REPO / t).is_file()]
     if missing:
         raise SystemExit(f"{module}: test files missing: {missing} (update MODULES)")
-    work = prepare(module, tests)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if mutmut_path:
         env["PYTHONPATH"] = mutmut_path
+    names = [f"*.x_{name}__mutmut_*" for name in functions]
+    if rerun:  # the same scratch, the current tests, only what the last run did not kill
+        work = scratch_for(module) / "work"
+        for test in tests:
+            shutil.copy2(REPO / test, work / test)
+        (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)  # tests changed
+        names = not_killed(work, env)
+    else:
+        work = prepare(module, tests)
     base = ["nice", "-n", "19", sys.executable, "-m", "mutmut"]
-    log = (work.parent / "mutmut.log").open("w", encoding="utf-8")
-    subprocess.run([*base, "run", "--max-children", str(children)], cwd=work, env=env,
+    log = (work.parent / "mutmut.log").open("a" if rerun else "w", encoding="utf-8")
+    subprocess.run([*base, "run", "--max-children", str(children), *names], cwd=work, env=env,
                    stdout=log, stderr=subprocess.STDOUT, check=False)
     subprocess.run([*base, "export-cicd-stats"], cwd=work, env=env, stdout=log,
                    stderr=subprocess.STDOUT, check=False)
@@ -117,6 +129,13 @@ def run_module(module: str, tests: tuple[str, ...], mutmut_path: str | None, chi
     if not stats_file.is_file():
         raise SystemExit(f"{module}: mutmut produced no stats; see {work.parent / 'mutmut.log'}")
     return json.loads(stats_file.read_text(encoding="utf-8"))
+
+
+def not_killed(work: Path, env: dict[str, str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work,
+                         env=env, capture_output=True, text=True, check=False).stdout
+    return [line.split(":")[0].strip() for line in out.splitlines()
+            if ":" in line and not line.strip().endswith("killed")]
 
 
 def survivors(module: str, mutmut_path: str | None) -> list[str]:
@@ -143,11 +162,16 @@ def main() -> int:
                         help="a PYTHONPATH entry where mutmut is installed")
     parser.add_argument("--children", type=int, default=1, help="mutmut --max-children")
     parser.add_argument("--survivors", action="store_true", help="list the surviving mutants")
+    parser.add_argument("--functions", nargs="+", default=[],
+                        help="mutate only these functions of the module(s)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="re-test the last run's non-killed mutants with the current tests")
     args = parser.parse_args()
     chosen = {m: t for m, t in MODULES.items() if not args.only or any(w in m for w in args.only)}
     print("module\tkilled\tsurvived\ttimeout\tno_tests\ttotal\tscore")
     for module, tests in chosen.items():
-        stats = run_module(module, tests, args.mutmut_path, args.children)
+        stats = run_module(module, tests, args.mutmut_path, args.children, args.functions,
+                           args.rerun)
         killed, total, pct = score(stats)
         print(f"{module}\t{stats.get('killed', 0)}\t{stats.get('survived', 0)}\t"
               f"{stats.get('timeout', 0)}\t{stats.get('no_tests', 0)}\t{total}\t{pct:.1f}%",

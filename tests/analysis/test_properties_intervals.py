@@ -114,6 +114,19 @@ def test_instants_take_nothing_away_and_split_nothing():
 
 
 @SETTINGS
+@given(intervals, _interval())
+def test_clip_keeps_the_cells_inside_the_window(a, window):
+    lo, hi = window
+    covered = _cells(a)
+    inside = np.zeros_like(covered)
+    inside[lo:hi] = True
+    got = rg.clip(_arrays(a), float(lo), float(hi))
+    assert rg.is_merged(got)
+    assert _cells([(int(x), int(y)) for x, y in _as_list(got)]).tolist() == \
+        (covered & inside).tolist()
+
+
+@SETTINGS
 @given(intervals, st.lists(st.integers(-2, T_MAX + 14), max_size=30))
 def test_contains_is_half_open(a, points):
     """A point is inside [s, e) when s <= p < e: its start yes, its end no."""
