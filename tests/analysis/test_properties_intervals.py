@@ -133,6 +133,7 @@ def test_contains_is_half_open(a, points):
     want = [any(s <= p < e for s, e in a) for p in points]
     got = rg.contains(_arrays(a), np.array(points, dtype=np.float64))
     assert got.tolist() == want
+    assert got.dtype == np.bool_  # a mask the callers index with, even for no ranges at all
 
 
 @SETTINGS
