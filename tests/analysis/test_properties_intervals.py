@@ -419,3 +419,36 @@ def test_critical_path_walk_equals_the_pointwise_split(chain):
     assert shares == want
     assert path == want_path
     assert sum(shares.values()) == hi - lo  # the parts sum to the step length
+
+
+# -- the edges the grid does not reach ---------------------------------------------------------
+
+def _frame(rows):
+    return pd.DataFrame(rows, columns=["device", "stream", "start", "end", "launch_start", "event"])
+
+
+def test_empty_inputs_give_the_empty_shapes():
+    """No queue changes: zeros and empty series; no event on a known stream: no gap rows, with
+    every column present."""
+    empty = np.empty(0)
+    assert queue_summary(empty, empty, 1) == {
+        "max": 0, "mean": 0.0, "full_us": 0.0, "series": {"t_us": [], "length": []}}
+    gaps = stream_gaps(_frame([(0, np.nan, 0.0, 1.0, np.nan, 0)]), 5.0)
+    assert list(gaps.columns) == ["device", "stream", "start", "end", "gap", "cause",
+                                  "next_event"]
+    assert len(gaps) == 0
+
+
+def test_sub_microsecond_windows_and_streams_stay_apart():
+    """Times below 1 us: a window of 0.75 us with 0.25 us idle is 33.3% idle (not 0), and two
+    streams whose events all fall inside 0.5 us are still kept apart (a gap of one stream is
+    never measured from the other's end)."""
+    frame = pd.DataFrame({"start": [0.0, 0.5], "end": [0.25, 0.75], "cls": [0, 0]})
+    got = _device_breakdown(4, frame)
+    assert got["device"] == 4
+    assert (got["window_us"], got["idle_us"]) == (0.75, 0.25)
+    assert got["idle_pct"] == 100.0 * 0.25 / 0.75
+    rows = [(0, 7.0, 0.0, 0.75, np.nan, 0),  # stream 7 busy until 0.75
+            (0, 8.0, 0.0, 0.125, np.nan, 1), (0, 8.0, 0.25, 0.375, np.nan, 2)]
+    gaps = stream_gaps(_frame(rows), 5.0)
+    assert list(zip(gaps["stream"], gaps["start"], gaps["end"])) == [(8.0, 0.125, 0.25)]
