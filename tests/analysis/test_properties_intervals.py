@@ -28,7 +28,9 @@ from tb_plugin.analysis.gpu_idle.critical_path import (
 )
 from tb_plugin.analysis.gpu_idle.idle import (
     CAUSES,
+    MAX_POINTS,
     _device_breakdown,
+    _reduce_max,
     queue_series,
     queue_summary,
     stream_gaps,
@@ -452,3 +454,32 @@ def test_sub_microsecond_windows_and_streams_stay_apart():
             (0, 8.0, 0.0, 0.125, np.nan, 1), (0, 8.0, 0.25, 0.375, np.nan, 2)]
     gaps = stream_gaps(_frame(rows), 5.0)
     assert list(zip(gaps["stream"], gaps["start"], gaps["end"])) == [(8.0, 0.125, 0.25)]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          report_multiple_bugs=False)
+@given(st.integers(MAX_POINTS - 1, MAX_POINTS + 300), st.integers(0, 10**6))
+def test_series_reduction_keeps_each_buckets_maximum(n, seed):
+    """Up to MAX_POINTS points a series is sent as it is; beyond, [first, last] is cut into
+    MAX_POINTS equal buckets (the last one closed) and each non-empty bucket sends its left
+    edge and the maximum of its values."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.integers(0, 5000, n)).astype(float)
+    values = rng.integers(-3, 30, n).astype(float)
+    t, v = _reduce_max(times, values)
+    if n <= MAX_POINTS:
+        assert (t, v) == (times.tolist(), values.tolist())
+        return
+    lo, hi = times[0], times[-1]
+    width = (hi - lo) / MAX_POINTS
+    want_t, want_v = [], []
+    for b in range(MAX_POINTS):
+        left = np.linspace(lo, hi, MAX_POINTS + 1)[b]
+        right = np.linspace(lo, hi, MAX_POINTS + 1)[b + 1]
+        inside = [y for x, y in zip(times, values)
+                  if left <= x < right or (b == MAX_POINTS - 1 and x == hi)]
+        if inside:
+            want_t.append(float(left))
+            want_v.append(max(inside))
+    assert width > 0 and len(t) <= MAX_POINTS
+    assert (t, v) == (want_t, want_v)
