@@ -483,3 +483,32 @@ def test_series_reduction_keeps_each_buckets_maximum(n, seed):
             want_v.append(max(inside))
     assert width > 0 and len(t) <= MAX_POINTS
     assert (t, v) == (want_t, want_v)
+
+
+def _graph(pred, edge, nodes):
+    graph = Graph(len(pred))
+    graph.pred[:], graph.edge[:], graph.node[:] = pred, edge, nodes
+    return graph
+
+
+def test_a_launch_wait_of_exactly_the_backlog_threshold_is_backlog():
+    """A launch call [0, 10) whose kernel starts BACKLOG_MIN_US after the call ended: the wait
+    is backlog at the threshold itself (>=), launch time 1 us below it."""
+    for wait, label in ((BACKLOG_MIN_US, "backlog"), (BACKLOG_MIN_US - 1, "launch")):
+        ts, ends = np.array([0.0, 10 + wait]), np.array([10.0, 110 + wait])
+        shares, path = walk(_graph([-1, 0], [-1, LAUNCH], ["launch", "kernel"]), ts, ends, 1,
+                            0.0, 110 + wait)
+        assert path == [1, 0]
+        assert shares["kernel"] == 100 and shares[label] == wait + (10 if label == "launch"
+                                                                    else 0)
+        assert sum(shares.values()) == 110 + wait
+
+
+def test_the_path_stops_at_a_predecessor_that_ends_where_the_step_starts():
+    """Step [100, 200): the kernel's launch call ends at 100 exactly, so it is not on the step's
+    path; the wait from 100 to the kernel's start is charged to the kernel's launch edge."""
+    ts, ends = np.array([0.0, 150.0]), np.array([100.0, 200.0])
+    shares, path = walk(_graph([-1, 0], [-1, LAUNCH], ["runtime", "kernel"]), ts, ends, 1,
+                        100.0, 200.0)
+    assert path == [1]
+    assert (shares["kernel"], shares["launch"], sum(shares.values())) == (50.0, 50.0, 100.0)
