@@ -28,6 +28,7 @@ when it is not importable from the running interpreter.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import shutil
@@ -116,7 +117,8 @@ def run_module(module: str, tests: tuple[str, ...], mutmut_path: str | None, chi
         for test in tests:
             shutil.copy2(REPO / test, work / test)
         (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)  # tests changed
-        names = not_killed(work, env)
+        names = [n for n in not_killed(work, env)
+                 if not functions or any(fnmatch.fnmatch(n, p) for p in names)]
     else:
         work = prepare(module, tests)
     base = ["nice", "-n", "19", sys.executable, "-m", "mutmut"]
