@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tb_plugin.analysis import ranges as rg
@@ -459,6 +459,8 @@ def test_sub_microsecond_windows_and_streams_stay_apart():
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           report_multiple_bugs=False)
 @given(st.integers(MAX_POINTS - 1, MAX_POINTS + 300), st.integers(0, 10**6))
+@example(MAX_POINTS, 1)  # exactly MAX_POINTS points: still sent as they are
+@example(MAX_POINTS + 1, 1)
 def test_series_reduction_keeps_each_buckets_maximum(n, seed):
     """Up to MAX_POINTS points a series is sent as it is; beyond, [first, last] is cut into
     MAX_POINTS equal buckets (the last one closed) and each non-empty bucket sends its left
