@@ -79,6 +79,91 @@ MUTATIONS = (
         replacement=r"\1 * 1.5\2",
         tests=("tests/analysis/test_distributed.py", "tests/analysis/test_dist_run.py"),
     ),
+    # GPU Idle: a boundary (strict host wait), a threshold (kernel wait), a tie rule (queue)
+    Mutation(
+        name="gpu_idle.host_wait_strict",
+        what="a launch exactly at the previous end counted as host wait (> became >=)",
+        pattern=r"^(\s*host_wait = np\.isfinite\(launch\) & \(launch )>( prev_end\))$",
+        replacement=r"\1>=\2",
+        tests=("tests/analysis/test_properties_intervals.py",),
+    ),
+    Mutation(
+        name="gpu_idle.kernel_wait_threshold",
+        what="a gap equal to kernel_wait_us counted as kernel wait (< became <=)",
+        pattern=r"^(\s*kernel_wait = .*\(gap )<( kernel_wait_us\))$",
+        replacement=r"\1<=\2",
+        tests=("tests/analysis/test_properties_intervals.py",),
+    ),
+    Mutation(
+        name="gpu_idle.queue_ties",
+        what="at equal times the queue's +1s applied before its -1s (a transient peak)",
+        pattern=r"^(\s*times = np\.concatenate\(\(launch_start, start\)\)\n.*\n\s*order = "
+                r"np\.lexsort\(\()delta(, times\)\))$",
+        replacement=r"\1-delta\2",
+        tests=("tests/analysis/test_properties_intervals.py",),
+    ),
+    Mutation(
+        name="gpu_idle.backlog_unit",
+        what="the backlog threshold read as 1000 ms instead of 1000 us (a unit slip)",
+        pattern=r"^(BACKLOG_MIN_US = )1000\.0$",
+        replacement=r"\g<1>1000.0 * 1000.0",
+        tests=("tests/analysis/test_gpu_idle.py", "tests/analysis/test_graphs.py"),
+    ),
+    # What-if: the factor's closed range and the edit count's limit
+    Mutation(
+        name="whatif.factor_bound",
+        what="the largest factor (MAX_FACTOR itself) refused (<= became <)",
+        pattern=r"^(\s*if not 0\.0 <= factor )<=( MAX_FACTOR:.*)$",
+        replacement=r"\1<\2",
+        tests=("tests/analysis/test_whatif.py",),
+    ),
+    Mutation(
+        name="whatif.max_edits",
+        what="exactly MAX_EDITS edits refused (> became >=)",
+        pattern=r"^(\s*if len\(parts\) )>( MAX_EDITS:)$",
+        replacement=r"\1>=\2",
+        tests=("tests/analysis/test_whatif.py",),
+    ),
+    # Efficiency: the ridge point's tie, TB/s vs GB/s, the MBU's unit
+    Mutation(
+        name="efficiency.ridge_tie",
+        what="an op exactly at the ridge point called memory-bound (>= became >)",
+        pattern=r'^(\s*bound = "compute" if intensity )>=( peak / bandwidth else "memory")$',
+        replacement=r"\1>\2",
+        tests=("tests/analysis/test_compiled_hardware.py",
+               "tests/analysis/test_precision_peaks.py"),
+    ),
+    Mutation(
+        name="efficiency.tbps_unit",
+        what="achieved bandwidth in GB/s where TB/s is meant (1e12 became 1e9)",
+        pattern=r"^(\s*tbps = _ratio\(r\.bytes, seconds \* )1e12(\))$",
+        replacement=r"\g<1>1e9\2",
+        tests=("tests/analysis/test_compiled_hardware.py",
+               "tests/analysis/test_precision_peaks.py"),
+    ),
+    Mutation(
+        name="efficiency.mbu_unit",
+        what="the memory-bandwidth utilisation with the bandwidth in GB/s (1e12 became 1e9)",
+        pattern=r"^(\s*mbu = float\(per_bytes\[i\] / \(seconds \* bandwidth \* )1e12(\).*)$",
+        replacement=r"\g<1>1e9\2",
+        tests=("tests/analysis/test_compiled_hardware.py", "tests/analysis/test_precision_peaks.py",
+               "tests/analysis/test_overview.py"),
+    ),
+    # CUDA graphs: the backlog rule's minimum event count and its threshold's tie
+    Mutation(
+        name="graphs.backlog_min_events",
+        what="a backlog flagged from one event (the minimum of 2 lowered to 1)",
+        pattern=r"^(BACKLOG_MIN_EVENTS = )2$",
+        replacement=r"\g<1>1",
+        tests=("tests/analysis/test_graphs.py",),
+    ),
+    Mutation(
+        name="graphs.backlog_tie",
+        what="waits of exactly BACKLOG_MIN_US not counted as backlog (< became <=)",
+        pattern=r"^(\s*if len\(mine\) < BACKLOG_MIN_EVENTS or mine\.min\(\) )<( BACKLOG_MIN_US:)$",
+        replacement=r"\1<=\2",
+        tests=("tests/analysis/test_graphs.py",),
+    ),
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional, TextIO, Union
 from .cache import TraceCache, cache_location
 from .executors import InlineExecutor
 from .ingest.schema import PARSER_VERSION
+from .ingest.sizing import peak_memory
 from .load import load_trace
 from .storage import FileRef
 
@@ -29,19 +30,16 @@ SUMMARY_KEY = f"torch-prof-cli/summary#{PARSER_VERSION}"
 REDRAW_S = 0.2
 #: From this many files on, per-file work runs in a local process pool (fewer: in-process).
 LOCAL_POOL_FILES = 4
-#: A parser process's peak beyond the file (interpreter, numpy, pandas), and how much a gzip
-#: trace inflates: the same estimate as the server's pool.
-PROCESS_MEMORY = 192 << 20
-GZIP_EXPANSION = 20
 
 
-def local_workers(refs: Sequence[FileRef], cpus: int, memory: Optional[int]) -> int:
+def local_workers(refs: Sequence[FileRef], cpus: int, memory: Optional[int],
+                  max_inflate_ratio: float) -> int:
     """Local parser processes for `refs`: 0 (in-process) for a few files, else bounded by the
-    CPUs and by half the available `memory` over the biggest file's estimated peak."""
+    CPUs and by half the available `memory` over the biggest file's estimated peak (the
+    server pool's estimate, `ingest.sizing.peak_memory`)."""
     if len(refs) < LOCAL_POOL_FILES:
         return 0
-    peak = PROCESS_MEMORY + max(ref.size * (GZIP_EXPANSION if ref.path.endswith(".gz") else 1)
-                                for ref in refs)
+    peak = max(peak_memory(ref, max_inflate_ratio) for ref in refs)
     by_memory = (memory // 2) // peak if memory else cpus
     return max(1, min(cpus, len(refs), by_memory))
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     refs = [ref for ref, counts in zip(every, stored) if counts is None]
     config = settings()
     config = replace(config, cluster=args.cluster or config.cluster)
-    workers = local_workers(refs, usable_cpus(), available_memory())
+    workers = local_workers(refs, usable_cpus(), available_memory(), config.max_inflate_ratio)
     executor = make_executor(config, max_workers=workers)
     if getattr(executor, "error", None) is not None:  # the cluster is unreachable
         sys.stderr.write(f"error: {executor.error}\n")  # type: ignore[attr-defined]

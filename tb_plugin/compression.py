@@ -6,7 +6,9 @@ members are all read and (b) a truncated stream gives back everything before the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from typing import BinaryIO, Optional
 
 try:  # ISA-L is an install dependency; zlib keeps the parser working where it is missing
     from isal import isal_zlib as _zlib
@@ -17,6 +19,20 @@ GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 31
 OUT_CHUNK = 2 << 20  # most decompressed bytes handed out at a time
 TRAILER = 8  # a gzip member ends with CRC32 and ISIZE, 4 bytes each
+GZIP_MIN_BYTES = 18  # a 10-byte header and the trailer: nothing shorter is a gzip file
+ISIZE_LIMIT = 1 << 32  # ISIZE holds the inflated size mod 2**32
+
+
+def trailer_size(handle: BinaryIO, compressed_size: int) -> Optional[int]:
+    """The inflated size a gzip file states in its last member's trailer (ISIZE, its last 4
+    bytes), when it can be trusted: None for a file too short to be gzip, one of 4 GiB or
+    more, and an ISIZE smaller than the file (the JSON is >= 4 GiB and the field wrapped, or
+    the file is truncated or multi-member). `handle` is seekable; it is left at the end."""
+    if compressed_size < GZIP_MIN_BYTES or compressed_size >= ISIZE_LIMIT:
+        return None
+    handle.seek(-4, os.SEEK_END)
+    isize = int.from_bytes(handle.read(4), "little")
+    return isize if isize >= compressed_size else None
 
 
 class GzipStream:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from fsspec.implementations.local import LocalFileSystem
 
-from ..compression import GZIP_MAGIC
+from ..compression import GZIP_MAGIC, trailer_size
 from ..settings import available_memory, settings, usable_cpus
 from ..storage import FileRef, open_file
 from .split_child import SplitPlan
@@ -18,7 +18,6 @@ SPLIT_MIN_BYTES = 64 << 20
 #: Memory a forked child needs beyond its share of the columns (its heap, batch buffers; the
 #: interpreter's pages are shared with the parent). Bounds N by the available memory.
 PROCESS_MEMORY = 64 << 20
-_GZIP_SIZE_LIMIT = 1 << 32  # the gzip trailer holds the size mod 2**32
 
 
 def wanted_processes(processes: Optional[int]) -> int:
@@ -65,21 +64,17 @@ def plan_split(ref: FileRef, processes: Optional[int] = None,
 
 
 def uncompressed_size(path: str) -> Optional[tuple[int, bool]]:
-    """(bytes of JSON, is gzip); for gzip from its trailer, when that can be trusted. None for
-    anything but a regular file (a FIFO is never opened for reading: it may never end)."""
+    """(bytes of JSON, is gzip); for gzip from its trailer, when that can be trusted
+    (`compression.trailer_size`: a wrong size would only unbalance the parts, but then we do
+    not know it is big enough to be worth a process). None for anything but a regular file
+    (a FIFO is never opened for reading: it may never end)."""
     try:
         with open_file(LocalFileSystem(), path) as handle:
             magic = handle.read(2)
             size = os.fstat(handle.fileno()).st_size
             if magic != GZIP_MAGIC:
                 return size, False
-            if size < 18 or size >= _GZIP_SIZE_LIMIT:
-                return None
-            handle.seek(-4, os.SEEK_END)
-            isize = int.from_bytes(handle.read(4), "little")
+            isize = trailer_size(handle, size)
     except OSError:
         return None
-    # Smaller than the compressed file: the JSON is >= 4 GiB (the field wrapped), or the file
-    # is truncated or multi-member. A wrong size would only unbalance the parts, but then we
-    # do not know it is big enough to be worth a process.
-    return (isize, True) if isize >= size else None
+    return None if isize is None else (isize, True)

@@ -23,6 +23,7 @@ from ..cache import TraceCache
 from ..discovery import RunInfo
 from ..ingest.plain import PlainTable
 from ..ingest.schema import LoadState
+from ..settings import Settings
 from ..span_workers import NoWorkerHasSpan, NoWorkerReadable, quote, span_workers
 from ..storage import FileRef
 from ..views.tabs import VIEWS, views_of_run
@@ -88,9 +89,11 @@ class Catalog:
 
     def __init__(self, logdir: str, cache: TraceCache, *, scanner: Scanner,
                  pool_factory: PoolFactory, forget: Callable[[FileState], None],
-                 adopt: Optional[Adopt] = None, clock: Clock = time.time) -> None:
+                 adopt: Optional[Adopt] = None, clock: Clock = time.time,
+                 config: Settings = Settings()) -> None:
         self.logdir = logdir
         self._cache = cache
+        self._config = config  # the server's settings (a file's memory estimate)
         self._scanner, self._pool_factory, self._forget_table = scanner, pool_factory, forget
         self._adopt = adopt
         self._clock = clock
@@ -234,7 +237,8 @@ class Catalog:
             self._on_done(LoadOutcome(state.identity, summary=summary))
         elif self._pool is not None:
             priority = self._wanted.get(state.identity, 0)
-            self._pool.submit(LoadJob(state.identity, state.ref, estimate_memory(state.ref),
+            self._pool.submit(LoadJob(state.identity, state.ref,
+                                      estimate_memory(state.ref, self._config),
                                       priority=priority, view_summaries=view_summaries))
 
     # -- pool callbacks (loader thread) --------------------------------------------------------

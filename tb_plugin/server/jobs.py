@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..ingest.plain import PlainTable
+from ..ingest.sizing import PARSER_MEMORY
 from ..storage import FileRef
 
-#: Peak memory of a parser process beyond the file itself (interpreter, numpy, pandas, buffers).
-BASE_MEMORY = 192 << 20
+#: Peak memory of a parser process beyond the file itself (one copy: ingest/sizing.py).
+BASE_MEMORY = PARSER_MEMORY
 #: Files with at most this much JSON (estimated as `estimate_memory` does) are parsed in
 #: batches during a bulk load: one call to a parser process for up to `BATCH_FILES` of them,
 #: up to `BATCH_JSON_BYTES` in all (one round trip and one result per batch, not per file).

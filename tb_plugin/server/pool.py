@@ -22,7 +22,6 @@ come from `tb_plugin.settings`.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -34,15 +33,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..executors import CLUSTER_IN_FLIGHT, ClusterError, is_remote, make_executor
+from ..ingest.sizing import peak_memory
 from ..settings import (
-    INFLATE_FLOOR,
     LOAD_WORKERS_ENV,
     Settings,
     available_memory,
     settings,
     usable_cpus,
 )
-from ..storage import FileRef, is_local, open_file
+from ..storage import FileRef
 from ..workers import WorkerDied, WorkerPool
 from .jobs import (
     BASE_MEMORY,
@@ -57,8 +56,6 @@ from .parse_store import parse_batch_into_cache, parse_into_cache
 
 log = logging.getLogger(__name__)
 
-#: gzip traces inflate 10-30x; the parser's peak grows with the JSON size, not the gzip size.
-GZIP_EXPANSION = 20
 IDLE_SHUTDOWN_S = 60.0
 #: A file for which no parser process could be started this many times gets that error (no
 #: interpreter, no processes left) instead of staying queued.
@@ -82,30 +79,11 @@ def default_workers(config: Settings, budget: int) -> int:
     return max(1, min(usable_cpus(), budget // BASE_MEMORY, 8))
 
 
-def estimate_memory(ref: FileRef) -> int:
-    """A parser's peak memory for this file: the interpreter plus the JSON size (measured in
-    bench/: peak RSS is 0.5-1.0x the JSON beyond the interpreter). The JSON size of a local
-    gzip file is read from its gzip trailer (ISIZE, the inflated size mod 4 GB), not guessed,
-    and is capped by the inflation limit the parser enforces."""
-    if not ref.path.endswith(".gz"):
-        return BASE_MEMORY + ref.size
-    inflated = inflated_size(ref)
-    if inflated is None or inflated < ref.size:  # remote, unreadable, or past 4 GB (wrapped)
-        inflated = ref.size * GZIP_EXPANSION
-    limit = max(INFLATE_FLOOR, settings().max_inflate_ratio * ref.size)
-    return BASE_MEMORY + min(inflated, limit)
-
-
-def inflated_size(ref: FileRef) -> Optional[int]:
-    """ISIZE of a local gzip file's last member (4 bytes at its end), None if unknown."""
-    if not is_local(ref.fs) or ref.size < 18:
-        return None
-    try:
-        with open_file(ref.fs, ref.path) as handle:
-            handle.seek(-4, os.SEEK_END)
-            return int.from_bytes(handle.read(4), "little")
-    except OSError:
-        return None
+def estimate_memory(ref: FileRef, config: Settings) -> int:
+    """A parser's peak memory for this file (`ingest.sizing.peak_memory`: the interpreter plus
+    the JSON size, a local gzip file's from its trailer, capped by the inflation limit of
+    `config`)."""
+    return peak_memory(ref, config.max_inflate_ratio)
 
 
 # -- the pool ----------------------------------------------------------------------------------
@@ -302,7 +280,7 @@ class LoadPool:
             self._broken = True
             if job.attempts == 0:  # maybe another file's crash: retry it alone
                 job.attempts, job.solo = 1, True
-                job.processes, job.estimate = 1, estimate_memory(job.ref)
+                job.processes, job.estimate = 1, estimate_memory(job.ref, self.config)
                 self.submit(job)
                 return None
             return LoadOutcome(job.key, error=death_message(getattr(exc, "exitcode", None)))

@@ -43,7 +43,7 @@ class RunStore:
         self._catalog = Catalog(self.logdir, cache, scanner=scanner or RunScanner(),
                                 pool_factory=pool_factory or self._load_pool,
                                 forget=self._tables.forget, adopt=self._tables.adopt,
-                                clock=clock)
+                                clock=clock, config=self.config)
         self._warmer = Warmer(self._tables, self._catalog.is_current)
         self._lock = threading.Lock()
         self._started = False

@@ -84,6 +84,25 @@ def test_idle_causes_per_stream(table):
     assert (s7["kernel_wait_us"], s7["other_us"]) == (75.0, 0.0)
 
 
+def test_idle_breakdown_rows_are_whole(table):
+    """Every key of a stream row and of a largest-gap row, on the events above (the view reads
+    them by name)."""
+    result = idle_breakdown(table, kernel_wait_us=30.0)
+    assert sorted(result) == ["gap_histogram", "kernel_wait_us", "largest_gaps", "streams"]
+    assert result["kernel_wait_us"] == 30.0
+    # stream 7 holds k1, k2, k3, k4 and the copy; gaps as in test_idle_causes_per_stream
+    assert result["streams"][0] == {
+        "device": 0, "stream": 7, "events": 5, "busy_us": 85.0, "idle_us": 215.0,
+        "host_wait_us": 140.0, "kernel_wait_us": 5.0, "other_us": 70.0, "gaps": 4}
+    first = result["largest_gaps"][0]  # [210, 300): the copy launched at 290 > 210
+    assert first == {"device": 0, "stream": 7, "start_us": 210.0, "end_us": 300.0,
+                     "gap_us": 90.0, "cause": "host_wait", "next_event": first["next_event"]}
+    assert table.events["ts"].iloc[first["next_event"]] == 300.0  # the copy's own row
+    assert result["gap_histogram"] == log_histogram(np.array([5.0, 50.0, 70.0, 90.0]))
+    [queue7] = [q for q in queue_lengths(table, 2) if q["stream"] == 7]
+    assert (queue7["device"], queue7["stream"]) == (0, 7)
+
+
 def test_queue_length(table):
     s7 = next(q for q in queue_lengths(table, 2) if q["stream"] == 7)
     # +1 at launches 10, 40, 70, 100, 290; −1 at starts 20, 55, 110, 200, 300 (10..300 = 290):

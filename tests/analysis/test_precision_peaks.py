@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import gzip
 import json
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from tb_plugin.analysis.efficiency.hardware import PEAKS, match_peaks, peak_tflops
 from tb_plugin.analysis.efficiency.precision import kernel_precision, op_precision
+from tb_plugin.analysis.efficiency.roofline import _row as roofline_row
 from tb_plugin.analysis.efficiency.roofline import build_roofline, mbu_pct
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, needs_shared
@@ -246,3 +249,28 @@ def test_h100_qwen_rows_follow_their_kernels() -> None:
     [matmul] = [r for r in payload["rows"] if r["name"] == "aten::matmul"]
     assert (matmul["dtype"], matmul["precision"], matmul["peak_tflops"]) == ("fp32", "fp32",
                                                                              67.0)
+
+
+def _op_row(flops: float, bytes_: float) -> SimpleNamespace:
+    """One roofline row as `roofline._row` reads it: 1 s of an fp16 matmul."""
+    return SimpleNamespace(name="aten::mm", dtype="c10::Half", precision="fp16", calls=1,
+                           flops=flops, bytes=bytes_, time_us=1e6, estimate=False, reason=None,
+                           algorithmic=False, overlap=False)
+
+
+def test_bound_is_compute_from_the_ridge_point_on() -> None:
+    """`bound` = "compute" when FLOPs / bytes is at or above the ridge point (peak TFLOP/s of
+    the row's precision / peak TB/s: FLOPs per byte), "memory" just below it."""
+    key = "A100-80GB"
+    peak, bandwidth = PEAKS[key].tflops["fp16"], PEAKS[key].memory_tbps
+    ridge = 312.0 / 2.039  # the A100 80GB datasheet: 312 dense fp16 TFLOP/s, 2.039 TB/s
+    assert (peak, bandwidth) == (312.0, 2.039)
+    info = {"memory_tbps": bandwidth}
+    at = roofline_row(_op_row(ridge, 1.0), key, info)
+    assert at["intensity"] == ridge and at["bound"] == "compute"
+    below = roofline_row(_op_row(float(np.nextafter(ridge, 0.0)), 1.0), key, info)
+    assert below["bound"] == "memory"
+    # units: 2e12 FLOPs and 1e12 bytes in 1 s are 2 TFLOP/s and 1 TB/s, MBU = 1 / 2.039
+    unit = roofline_row(_op_row(2e12, 1e12), key, info)
+    assert unit["achieved_tflops"] == 2.0 and unit["achieved_tbps"] == 1.0
+    assert unit["mbu_pct"] == pytest.approx(100.0 / 2.039, rel=1e-12)

@@ -102,7 +102,23 @@ def test_bad_edits_say_why(text, message):
         parse_edits(text)
 
 
+def _refusal(text: str) -> str | None:
+    """The EditError message for `text`, None when it is accepted (so that a bound moved to the
+    wrong side fails an assertion, not with an exception)."""
+    try:
+        parse_edits(text)
+    except EditError as exc:
+        return str(exc)
+    return None
+
+
 def test_edit_bounds_are_inclusive():
+    """Factors in [0, MAX_FACTOR=100], at most MAX_EDITS=16 edits: each bound on both sides."""
+    assert _refusal("launch=0") is None and _refusal("sync=100") is None
+    assert "outside [0, 100]" in (_refusal("sync=100.5") or "")
+    assert "outside [0, 100]" in (_refusal("launch=-0.5") or "")
+    assert _refusal(";".join(["launch=1"] * 16)) is None
+    assert "at most 16" in (_refusal(";".join(["launch=1"] * 17)) or "")
     assert [e.factor for e in parse_edits("launch=0; sync=100")] == [0.0, 100.0]
     assert len(parse_edits(";".join(["launch=1"] * 16))) == 16
     edit = parse_edits("op:aten::mm=0.5")[0]

@@ -140,14 +140,17 @@ def test_unwritable_cache_url_is_reported_once_and_the_run_loads(tmp_path: Path,
     assert len(reports) == 1 and str(blocker) in reports[0].getMessage()
 
 
+RATIO = 100  # the default max inflate ratio (settings.Settings.max_inflate_ratio)
+
+
 def test_local_workers_are_bounded_by_files_cpus_and_memory(tmp_path: Path) -> None:
     def refs(count: int, size: int, name: str = "w.pt.trace.json") -> list:
         return [FileRef(None, f"/{i}/{name}", size, "0") for i in range(count)]
 
-    assert local_workers(refs(3, 1 << 20), 8, 64 << 30) == 0  # a few files: in-process
-    assert local_workers(refs(5, 1 << 20), 8, 64 << 30) == 5  # no more processes than files
-    assert local_workers(refs(100, 1 << 20), 8, 64 << 30) == 8  # nor than CPUs
+    assert local_workers(refs(3, 1 << 20), 8, 64 << 30, RATIO) == 0  # a few files: in-process
+    assert local_workers(refs(5, 1 << 20), 8, 64 << 30, RATIO) == 5  # not more than files
+    assert local_workers(refs(100, 1 << 20), 8, 64 << 30, RATIO) == 8  # nor than CPUs
     # 4 GB available: half of it over (192 MB + 808 MB) per process = 2 processes
-    assert local_workers(refs(100, 808 << 20), 8, 4 << 30) == 2
+    assert local_workers(refs(100, 808 << 20), 8, 4 << 30, RATIO) == 2
     # gzip: 50 MB inflates to about 1 GB; 1 GB available still runs one process
-    assert local_workers(refs(100, 50 << 20, "w.pt.trace.json.gz"), 8, 1 << 30) == 1
+    assert local_workers(refs(100, 50 << 20, "w.pt.trace.json.gz"), 8, 1 << 30, RATIO) == 1

@@ -51,6 +51,9 @@ from .test_units import RecordingPool
 
 BROKEN = b"this is { not json"
 
+#: The default settings (max_inflate_ratio 100), passed in as the server passes its own.
+CONFIG = Settings()
+
 
 def _ref(size: int, key: str = "") -> FileRef:
     """A FileRef of `size` bytes (an uncompressed name: its JSON size is its size)."""
@@ -59,7 +62,7 @@ def _ref(size: int, key: str = "") -> FileRef:
 
 def _job(key: str, json_bytes: int, priority: int = 0) -> LoadJob:
     ref = _ref(json_bytes, key)
-    return LoadJob(key, ref, estimate_memory(ref), priority=priority)
+    return LoadJob(key, ref, estimate_memory(ref, CONFIG), priority=priority)
 
 
 # -- the queue's batches -------------------------------------------------------------------------
@@ -78,7 +81,8 @@ def test_a_batch_is_the_next_small_files_never_the_last_one_queued() -> None:
 
 
 def test_batch_limits_files_bytes_and_which_files() -> None:
-    assert estimate_memory(_ref(BATCH_FILE_JSON_BYTES)) == BASE_MEMORY + BATCH_FILE_JSON_BYTES
+    edge = _ref(BATCH_FILE_JSON_BYTES)
+    assert estimate_memory(edge, CONFIG) == BASE_MEMORY + BATCH_FILE_JSON_BYTES
     queue = JobQueue()
     queue.push(_job("a", 10))
     queue.push(_job("edge", BATCH_FILE_JSON_BYTES))
@@ -170,7 +174,7 @@ def _run_pool(paths: list[Path], cache_root: Path, view_summaries: bool = True
     try:
         for path in paths:
             ref = open_ref(str(path))
-            pool.submit(LoadJob(str(path), ref, estimate_memory(ref),
+            pool.submit(LoadJob(str(path), ref, estimate_memory(ref, CONFIG),
                                 view_summaries=view_summaries))
         assert done.wait(120), f"{len(outcomes)} of {len(paths)} files came back"
     finally:
@@ -519,11 +523,11 @@ def test_a_batch_whose_parser_dies_is_parsed_again_file_by_file(tmp_path: Path) 
                     config=Settings(parse_processes=1, load_workers=1))
     try:
         first = open_ref(str(paths[0]))
-        pool.submit(LoadJob("first", first, estimate_memory(first)))  # alone, handed over
+        pool.submit(LoadJob("first", first, estimate_memory(first, CONFIG)))  # alone, handed over
         started_times("first", 1)
         for path in [*paths[1:], fifo]:
             ref = open_ref(str(path))
-            pool.submit(LoadJob(str(path), ref, estimate_memory(ref)))
+            pool.submit(LoadJob(str(path), ref, estimate_memory(ref, CONFIG)))
         started_times(str(fifo), 1)  # the smallest (0 bytes): first of the batch
         workers = [p for p in children_of(os.getpid())
                    if WORKER_NAME in Path(f"/proc/{p}/cmdline").read_text()]

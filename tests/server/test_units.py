@@ -70,6 +70,9 @@ from tb_plugin.views.tabs import RunFacts, views_of_file, views_of_run
 
 OPENAPI = Path(__file__).resolve().parents[2] / "tb_plugin" / "openapi.yaml"
 
+#: The default settings (max_inflate_ratio 100), passed in as the server passes its own.
+CONFIG = Settings()
+
 
 def _context(logdir: str = "", logdir_spec: str = "") -> base_plugin.TBContext:
     flags = argparse.Namespace(logdir=logdir, logdir_spec=logdir_spec)
@@ -327,35 +330,35 @@ def test_run_state_and_views() -> None:
 def test_pool_admission_is_bounded_by_slots_and_memory() -> None:
     small, big = _ref("1", 1000), _ref("1", 50 << 30, "/x/huge.pt.trace.json.gz")
     budget = BASE_MEMORY * 3
-    assert estimate_memory(big) > budget
-    huge = LoadJob("huge", big, estimate_memory(big))
-    running = [LoadJob("a", small, estimate_memory(small))]
+    assert estimate_memory(big, CONFIG) > budget
+    huge = LoadJob("huge", big, estimate_memory(big, CONFIG))
+    running = [LoadJob("a", small, estimate_memory(small, CONFIG))]
     assert admits(huge, [], 2, budget)  # alone: always, however big
-    assert admits(LoadJob("b", small, estimate_memory(small)), running, 2, budget)
+    assert admits(LoadJob("b", small, estimate_memory(small, CONFIG)), running, 2, budget)
     assert not admits(huge, running, 2, budget)  # over the memory budget
-    full = [*running, LoadJob("c", small, estimate_memory(small))]
-    assert not admits(LoadJob("d", small, estimate_memory(small)), full, 2, budget)  # slots
+    full = [*running, LoadJob("c", small, estimate_memory(small, CONFIG))]
+    assert not admits(LoadJob("d", small, estimate_memory(small, CONFIG)), full, 2, budget)  # slots
     # issue 19: a split parse (a file dispatched alone, maybe a hostile one that runs to its
     # deadline) holds only its own slot: a healthy file starts beside it
-    split = [LoadJob("a", small, estimate_memory(small), processes=2)]
-    assert admits(LoadJob("d", small, estimate_memory(small)), split, 2, budget)
-    split_and_one = [*split, LoadJob("b", small, estimate_memory(small))]
-    assert not admits(LoadJob("d", small, estimate_memory(small)), split_and_one, 2, budget)
-    crashed = [LoadJob("a", small, estimate_memory(small), solo=True)]
-    assert not admits(LoadJob("d", small, estimate_memory(small)), crashed, 4, budget)
+    split = [LoadJob("a", small, estimate_memory(small, CONFIG), processes=2)]
+    assert admits(LoadJob("d", small, estimate_memory(small, CONFIG)), split, 2, budget)
+    split_and_one = [*split, LoadJob("b", small, estimate_memory(small, CONFIG))]
+    assert not admits(LoadJob("d", small, estimate_memory(small, CONFIG)), split_and_one, 2, budget)
+    crashed = [LoadJob("a", small, estimate_memory(small, CONFIG), solo=True)]
+    assert not admits(LoadJob("d", small, estimate_memory(small, CONFIG)), crashed, 4, budget)
 
 
 def test_parsers_hand_over_what_is_waited_for_and_cache_a_bulk_load() -> None:
     small = _ref("1", 1000)
-    job = LoadJob("a", small, estimate_memory(small))
+    job = LoadJob("a", small, estimate_memory(small, CONFIG))
     assert hands_over(job, 0, remote=False)  # the only file: a cold open
     assert not hands_over(job, 1, remote=False)  # a bulk load: the parser writes the cache
     assert hands_over(LoadJob("a", small, job.estimate, priority=10), 500, remote=False)
     assert not hands_over(LoadJob("a", small, job.estimate, priority=10), 0, remote=True)
     big = _ref("1", HANDOVER_MAX_JSON_BYTES + 1)
-    assert not hands_over(LoadJob("b", big, estimate_memory(big), priority=10), 0, False)
+    assert not hands_over(LoadJob("b", big, estimate_memory(big, CONFIG), priority=10), 0, False)
     edge = _ref("1", HANDOVER_MAX_JSON_BYTES)
-    assert hands_over(LoadJob("b", edge, estimate_memory(edge)), 0, remote=False)
+    assert hands_over(LoadJob("b", edge, estimate_memory(edge, CONFIG)), 0, remote=False)
 
 
 def test_a_run_level_view_waits_for_many_files_the_parsers_still_cache() -> None:
@@ -665,7 +668,7 @@ def test_a_file_no_parser_can_start_for_gets_that_error(tmp_path: Path,
                     config=Settings(parse_processes=1))
     try:
         ref = open_ref(str(sorted((SAMPLES / "cnn_bs32").glob("*.pt.trace.json.gz"))[0]))
-        pool.submit(LoadJob("key", ref, estimate_memory(ref)))
+        pool.submit(LoadJob("key", ref, estimate_memory(ref, CONFIG)))
         assert done.wait(60), "the file stayed queued"
     finally:
         pool.close()

@@ -2,7 +2,7 @@
 // in generated.ts (`npm run gen:types`, from tb_plugin/openapi.yaml, which the server's payload
 // builders generate), so a payload change shows up here as a type error. The few types below
 // that are not aliases are the UI's own (selection, chart input, group-by choices).
-import type { components } from './generated'
+import type { components, paths } from './generated'
 
 /** Every schema of tb_plugin/openapi.yaml by name (views/<name>/api.ts alias theirs from it). */
 export type Schemas = components['schemas']
@@ -38,8 +38,9 @@ export type Slices = Slice[] | null
 
 // UI-side types (not payloads).
 
-export type OperatorGroupBy = 'operator' | 'operator_input_shape'
-export type KernelGroupBy = 'kernel' | 'kernel_op_launch'
+/** The Operator and Kernel views' `group_by` choices, as the server declares them. */
+export type OperatorGroupBy = NonNullable<paths['/operators']['get']['parameters']['query']['group_by']>
+export type KernelGroupBy = NonNullable<paths['/kernels']['get']['parameters']['query']['group_by']>
 
 /** One donut as the charts draw it: the slices with an arc (value > 0) and their sum. */
 export interface Pie {

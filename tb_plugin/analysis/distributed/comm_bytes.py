@@ -14,20 +14,10 @@ import numpy as np
 import pandas as pd
 
 from ...ingest.schema import TraceTable
+from ..dtypes import ELEMENT_BYTES
 
-#: Element sizes of `Input type` strings (record_shapes) and record_param_comms `dtype` names.
-TYPE_SIZES = {
-    "long int": 8, "long": 8, "int64_t": 8, "unsigned long": 8, "double": 8, "float": 4,
-    "int": 4, "unsigned int": 4, "c10::Half": 2, "c10::BFloat16": 2, "short": 2,
-    "short int": 2, "unsigned char": 1, "signed char": 1, "bool": 1, "char": 1,
-    "c10::complex<float>": 8, "c10::complex<double>": 16, "c10::complex<c10::Half>": 4,
-    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
-    "c10::Float8_e5m2fnuz": 1,
-    "Byte": 1, "Char": 1, "Short": 2, "Int": 4, "Long": 8, "Half": 2, "Float": 4, "Double": 8,
-    "ComplexHalf": 4, "ComplexFloat": 8, "ComplexDouble": 16, "Bool": 1, "BFloat16": 2,
-    "Float8_e5m2": 1, "Float8_e4m3fn": 1, "Float8_e5m2fnuz": 1, "Float8_e4m3fnuz": 1,
-    "UInt16": 2, "UInt32": 4, "UInt64": 8,
-}
+#: Element sizes of `Input type` strings and record_param_comms `dtype` names (one table).
+TYPE_SIZES = ELEMENT_BYTES
 
 
 def comm_bytes(table: TraceTable, rows: np.ndarray, messages: list[str]) -> np.ndarray:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..numbers import round3 as _round
 from .summary import RankSummary
 
 FSDP_KINDS = ("all_gather", "reduce_scatter")
@@ -79,7 +80,3 @@ def fsdp_advice(layers: dict[str, Any]) -> list[str]:
 _NO_MODULES = ("No module events in the traces: record with with_stack=True (nn.Module "
                "events) or FSDP2 (its record functions name the module) to group all-gathers "
                "and reduce-scatters by layer.")
-
-
-def _round(value: Any) -> float:
-    return round(float(value), 3)

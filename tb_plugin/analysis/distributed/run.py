@@ -21,6 +21,7 @@ import pandas as pd
 
 from ...ingest.schema import TraceTable
 from .. import ranges as rg
+from ..numbers import round3 as _round
 from .fsdp import fsdp_advice, fsdp_layers
 from .groups import group_rows, nodes
 from .match import (
@@ -269,7 +270,3 @@ def _by_step(per_worker: dict[str, dict[str, dict[str, float]]], step_names: lis
         out[name] = {w: {k: _round(v[name][k]) for k in keys}
                      for w, v in per_worker.items() if name in v}
     return out
-
-
-def _round(value: float) -> float:
-    return round(float(value), 3)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+from ..numbers import round3 as _round
 from .groups import link_peak
 from .summary import RankSummary
 
@@ -287,8 +288,6 @@ def _num(value: Any) -> Optional[float]:
     return None if value is None or not math.isfinite(float(value)) else _round(value)
 
 
-def _round(value: Any) -> float:
-    return round(float(value), 3)
 
 
 def _or_unknown(value: Any) -> str:

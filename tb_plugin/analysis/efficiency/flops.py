@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ...ingest.schema import TraceTable
+from ..dtypes import ELEMENT_BYTES
 from ..memo import memoised
 from .flop_formulas import (
     NO_ARG,
@@ -49,11 +50,7 @@ from .flop_formulas import (
 from .flop_links import MASK_NOT_RECORDED, resolve_pending
 from .op_schemas import LAYOUTS
 
-_SIZES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "half": 2,
-          "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
-          "c10::Float8_e5m2fnuz": 1, "int": 4, "long int": 8, "long": 8, "short int": 2,
-          "signed char": 1, "unsigned char": 1, "bool": 1, "c10::complex<float>": 8,
-          "c10::complex<double>": 16}
+_SIZES = ELEMENT_BYTES
 _DTYPES = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "half": "fp16",
            "c10::BFloat16": "bf16", "signed char": "int8", "unsigned char": "int8"}
 

@@ -9,12 +9,12 @@ series: it is null, as for traces without totals.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
+from ..numbers import floats3 as _floats
 from .records import CPU_TYPE
 
 #: Curves are down-sampled to at most this many points per device by default.
@@ -98,8 +98,3 @@ def curve_json(records: pd.DataFrame, device: str, start_us: Optional[float] = N
         "reserved": _floats(reserved[keep]),
         "approximate": approximate,
     }
-
-
-def _floats(values: np.ndarray) -> list[Optional[float]]:
-    values = np.round(np.asarray(values, dtype=np.float64), 3)
-    return [None if not math.isfinite(v) else v for v in values.tolist()]

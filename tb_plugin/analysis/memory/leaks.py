@@ -23,6 +23,7 @@ import pandas as pd
 
 from ...ingest.schema import TraceTable
 from ..launch import device_properties
+from ..numbers import round3 as _round
 from ..steps import compute_steps
 from .curves import device_curve
 from .records import CUDA_TYPE, memory_pairs, memory_records, op_labels
@@ -131,7 +132,3 @@ def leaks(table: TraceTable, devices: list[str]) -> list[dict[str, Any]]:
             top = staying_ops(table, device, float(steps.host_ends[0]))
             out.append({"device": device, **flag, "approximate": approximate, "top_ops": top})
     return out
-
-
-def _round(value: float) -> Optional[float]:
-    return round(float(value), 3) if math.isfinite(value) else None

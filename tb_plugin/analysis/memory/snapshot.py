@@ -13,7 +13,6 @@ the memory curves' machinery (`memory_curves`), so the peak always survives.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
@@ -30,6 +29,8 @@ from ...ingest.snapshot import (
     Snapshot,
     snapshot_device_name,
 )
+from ..numbers import floats3 as _floats
+from ..numbers import round3 as _round
 from ..steps import compute_steps
 from .curves import DEFAULT_MAX_POINTS, downsample, step_points, window_points
 from .snapshot_state import (
@@ -213,13 +214,6 @@ def _steps(table: Optional[TraceTable]) -> list[dict[str, Any]]:
                                steps.host_ends.tolist())]
 
 
-def _round(value: Any) -> Optional[float]:
-    value = float(value)
-    return round(value, 3) if math.isfinite(value) else None
-
-
-def _floats(values: np.ndarray) -> list[float]:
-    return [round(v, 3) for v in np.asarray(values, dtype=np.float64).tolist()]
 
 
 def _ints(values: np.ndarray) -> list[int]:

@@ -18,6 +18,7 @@ import numpy as np
 from ...ingest.memory_export import CATEGORIES, RawTimeline
 from ...ingest.schema import TraceTable
 from ...views.memory.timeline_payload import MemoryTimelinePayload
+from ..numbers import floats3 as _floats
 from ..steps import compute_steps
 from .curves import downsample
 from .leaks import LEAK_GROWTH_BYTES, LEAK_MIN_STEPS, growth_leak
@@ -121,7 +122,3 @@ def timeline_leaks(raw: RawTimeline, step_ends_us: Optional[np.ndarray] = None,
     flag = growth_leak(data.t_us[data.ends], data.total.astype(np.float64), names,
                        np.asarray(step_ends_us, dtype=np.float64), min_steps, threshold)
     return [{**flag, "basis": "steps"}] if flag else []
-
-
-def _floats(values: np.ndarray) -> list[float]:
-    return [round(v, 3) for v in np.asarray(values, dtype=np.float64).tolist()]

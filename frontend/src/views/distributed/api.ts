@@ -1,6 +1,6 @@
 // API client of the Distributed view: `distributed?run&span` (build_distributed over all the
 // workers of a span). Times are us, sizes bytes.
-import { getJson, routeUrl, type Schemas } from '../../api'
+import { request, routeUrl, type Schemas } from '../../api'
 
 export type DistributedPayload = Schemas['DistributedPayload']
 export type DistributedDevice = Schemas['DistributedDevice']
@@ -11,7 +11,7 @@ export type BandwidthRow = Schemas['BandwidthRow']
 export type GroupRow = Schemas['GroupRow']
 
 export function fetchDistributed(run: string, span: string, signal?: AbortSignal): Promise<DistributedPayload> {
-  return getJson<DistributedPayload>('distributed', { run, span }, signal)
+  return request('distributed', { run, span }, signal)
 }
 
 export function distributedCsvUrl(run: string, span: string): string {

@@ -1,6 +1,6 @@
 // API client of the GPU Idle view: `gpu_idle?run&worker&span` (analysis/gpu_idle/view.py). Times are
 // trace us; every analysis carries its formula in `formulas`.
-import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
+import { request, routeUrl, type Schemas, type Selection } from '../../api'
 
 export type GpuIdlePayload = Schemas['GpuIdlePayload']
 export type Histogram = Schemas['Histogram']
@@ -17,7 +17,7 @@ function params(s: Selection) {
 }
 
 export function fetchGpuIdle(selection: Selection, signal?: AbortSignal): Promise<GpuIdlePayload> {
-  return getJson<GpuIdlePayload>('gpu_idle', params(selection), signal)
+  return request('gpu_idle', params(selection), signal)
 }
 
 export function gpuIdleCsvUrl(selection: Selection): string {
@@ -26,7 +26,7 @@ export function gpuIdleCsvUrl(selection: Selection): string {
 
 /** `whatif?run&worker&span&edit`: predicted step times under `edit` (analysis/whatif). */
 export function fetchWhatIf(selection: Selection, edit: string, signal?: AbortSignal): Promise<WhatIfPayload> {
-  return getJson<WhatIfPayload>('whatif', { ...params(selection), edit }, signal)
+  return request('whatif', { ...params(selection), edit }, signal)
 }
 
 export type WhatIfRunPayload = Schemas['WhatIfRunPayload']
@@ -40,5 +40,5 @@ export function isRunEdit(edit: string): boolean {
 
 /** `whatif/run?run&span&edit`: predicted step times of every rank of the span under `edit`. */
 export function fetchWhatIfRun(selection: Selection, edit: string, signal?: AbortSignal): Promise<WhatIfRunPayload> {
-  return getJson<WhatIfRunPayload>('whatif/run', { run: selection.run, span: selection.span, edit }, signal)
+  return request('whatif/run', { run: selection.run, span: selection.span, edit }, signal)
 }

@@ -1,7 +1,7 @@
 // API client of the Memory view: `memory` (build_memory), `memory/timeline` (the
 // export_memory_timeline categories) and `memory/snapshot` (an allocator snapshot of the run).
 // Times are trace us (snapshot: its `clock`), sizes bytes.
-import { ApiError, getJson, routeUrl, type Schemas, type Selection } from '../../api'
+import { ApiError, request, routeUrl, type Schemas, type Selection } from '../../api'
 
 /** A growth flag of `/memory` (per device, with the operators allocating what stays) or of
  * `/memory/timeline` (on the export's total). */
@@ -26,7 +26,7 @@ export function memoryCsvUrl(sel: Selection, query: MemoryQuery): string {
 }
 
 export function fetchMemory(sel: Selection, query: MemoryQuery, signal?: AbortSignal): Promise<MemoryPayload> {
-  return getJson<MemoryPayload>('memory', { ...sel, ...query }, signal)
+  return request('memory', { ...sel, ...query }, signal)
 }
 
 /**
@@ -35,7 +35,7 @@ export function fetchMemory(sel: Selection, query: MemoryQuery, signal?: AbortSi
  */
 export async function fetchMemoryTimeline(sel: Selection | { run: string }, signal?: AbortSignal): Promise<MemoryTimeline | null> {
   try {
-    return await getJson<MemoryTimeline>('memory/timeline', { ...sel }, signal)
+    return await request('memory/timeline', { ...sel }, signal)
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) return null
     throw err
@@ -57,7 +57,7 @@ export interface SnapshotQuery {
  */
 export async function fetchSnapshot(sel: Selection | { run: string }, query: SnapshotQuery, signal?: AbortSignal): Promise<MemorySnapshot | null> {
   try {
-    return await getJson<MemorySnapshot>('memory/snapshot', { ...sel, ...query }, signal)
+    return await request('memory/snapshot', { ...sel, ...query }, signal)
   } catch (err) {
     if (err instanceof ApiError && err.status === 404 && !query.snapshot && !query.device) return null
     throw err

@@ -1,6 +1,6 @@
 // The Operator view's efficiency sections: `compiled` (build_compiled: torch.compile regions ->
 // Inductor kernels -> device time) and `roofline` (build_roofline: FLOPs, bytes, peaks, MFU).
-import { getJson, type Schemas, type Selection } from '../../api'
+import { request, type Schemas, type Selection } from '../../api'
 
 export type Compiled = Schemas['CompiledPayload']
 export type CompiledRegion = Schemas['CompiledRegion']
@@ -10,9 +10,9 @@ export type RooflineRow = Schemas['RooflineRow']
 export type RooflineDevice = Schemas['RooflineDevice']
 
 export function fetchCompiled(sel: Selection, signal?: AbortSignal): Promise<Compiled> {
-  return getJson<Compiled>('compiled', { ...sel }, signal)
+  return request('compiled', { ...sel }, signal)
 }
 
 export function fetchRoofline(sel: Selection, signal?: AbortSignal): Promise<Roofline> {
-  return getJson<Roofline>('roofline', { ...sel }, signal)
+  return request('roofline', { ...sel }, signal)
 }
