@@ -88,7 +88,13 @@ def test_gate_fails_on_a_regression_and_says_so(logs: Path) -> None:
 
 
 def test_gate_on_a_named_metric(logs: Path) -> None:
-    done = compare(str(logs / "base"), str(logs / "slow"), "--gate", "3%", "--metric",
+    """The gate reads the named metric: the injected operator fails it; the same files on both
+    sides (a zero change, whatever the host's noise) pass it."""
+    failed = compare(str(logs / "base"), str(logs / "slow"), "--gate", "3%", "--metric",
+                     "operator:aten::mm")
+    assert failed.returncode == 1, failed.stderr
+    assert "operator:aten::mm regressed by more than 3%" in failed.stderr
+    done = compare(str(logs / "base"), str(logs / "base"), "--gate", "3%", "--metric",
                    "operator:aten::relu")
     assert done.returncode == 0, done.stderr
     missing = compare(str(logs / "base"), str(logs / "slow"), "--gate", "3%", "--metric",

@@ -181,3 +181,16 @@ def test_tab_views_cover_every_tab() -> None:
     assert set(TAB_VIEWS) == {view.name for view in VIEWS.values()}
     assert all(name in SPECS and SPECS[name].view == tab or tab == "Trace"
                for tab, name in TAB_VIEWS.items())
+
+
+@needs_shared
+def test_a_serving_trace_points_to_the_inference_view() -> None:
+    """The Inference pointer is there exactly when the trace has serving step annotations."""
+    serving = SHARED_TRACES / "tl_sglang_prefilldecode" / "worker0.pt.trace.json.gz"
+    views = [p["view"] for p in plain(build_view(load_trace(str(serving)), "findings"))[
+        "pointers"]]
+    assert "inference" in views
+    training = next((SAMPLES / "cnn_bs32").glob("*.json*"))
+    views = [p["view"] for p in plain(build_view(load_trace(str(training)), "findings"))[
+        "pointers"]]
+    assert "inference" not in views

@@ -27,6 +27,7 @@ from ..views.findings.payload import FINDINGS_SCHEMA_VERSION, FindingsPayload
 from .breakdown import CATEGORIES
 from .features import features
 from .graphs import graph_summary
+from .inference.annotations import serving_annotation_mask
 from .operators import GROUP_BY_OPERATOR, operator_table
 from .overview import build_overview
 from .steps import compute_steps
@@ -34,7 +35,8 @@ from .steps import compute_steps
 #: The tab a recommendation names (`Recommendation.view`) -> the data view that shows it.
 TAB_VIEWS = {"Overview": "overview", "Operator": "operators", "Kernel": "kernels",
              "Trace": "timeline_range", "Memory": "memory", "Module": "modules",
-             "Distributed": "distributed", "GPU Idle": "gpu_idle", "Diff": "diff"}
+             "Distributed": "distributed", "GPU Idle": "gpu_idle", "Diff": "diff",
+             "Inference": "inference"}
 TOP_OPERATORS = 5
 _MAX_TEXT = 300  # characters of a recommendation's text and of a parse message kept
 _GPU_KEYS = ("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct",
@@ -173,6 +175,9 @@ def _pointers(table: TraceTable, counts: dict[str, Any], gpu: bool) -> list[dict
         out.append(_pointer("memory", {}, "allocations, peaks, per-operator memory"))
     if counts["module_events"]:
         out.append(_pointer("modules", {}, "time per nn.Module"))
+    if serving_annotation_mask(table).any():
+        out.append(_pointer("inference", {}, "serving steps: phase, tokens, time per token, "
+                            "HBM bandwidth"))
     if counts["distributed"] or counts["comm_ops"]:
         out.append(_pointer("distributed", {}, "every worker of the span: overlap, "
                             "stragglers, collectives"))

@@ -366,7 +366,7 @@ def test_a_run_level_view_waits_for_many_files_the_parsers_still_cache() -> None
     queue but stay a bulk load: written to the cache by the parsers, in batches, never handed
     over one by one to the server's single writer; one file waited for is handed over."""
     small = _ref("1", 1000)
-    estimate = estimate_memory(small)
+    estimate = estimate_memory(small, CONFIG)
     assert 0 < RUN_PRIORITY < WANTED_PRIORITY
     run_level = LoadJob("a", small, estimate, priority=RUN_PRIORITY)
     assert not hands_over(run_level, 500, remote=False)
