@@ -84,7 +84,11 @@ SAMPLE_BASES = Bases(
     gpu={"run": "gpu", "worker": "w0", "span": "default"},
     snapshot_run=SNAPSHOT)
 #: Routes whose base query does not answer 200, and what it answers instead (and why).
-BASE_NOT_200 = {"/assets/{file}": 404}  # the bundle is one file (index.js): no asset to name
+BASE_NOT_200 = {
+    "/assets/{file}": 404,  # the bundle is one file (index.js): no asset to name
+    "/capture/status": 404,  # no capture was requested: no status under any id
+    "/inference": 404,  # the fuzzed runs are training runs: no serving step annotation
+}
 GPU_ROUTES = ("/kernels", "/kernels/pies")
 #: ../shared/traces: a real GPU trace (two spans) and a real 8-rank NCCL run.
 SHARED_RUNS = ("resnet50_gpu_pt19", "param_dlrm_8ranks_nccl")
