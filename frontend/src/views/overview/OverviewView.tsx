@@ -32,10 +32,13 @@ export function OverviewView({ selection, workerCount, theme, onNavigate, views 
   const runKey = workerCount > 1 ? `${selection.run}\u0000${selection.span}` : null
   const run = useAsync('overview/run', runKey, (signal) => api.overviewRun(selection, signal))
   const runAdvice = run.status === 'ok' ? run.data : null
+  // until the other workers are checked, the worker's own advice is not shown first: a straggler
+  // would outrank it (root cause before symptom)
+  const runPending = run.status === 'pending' ? { progress: run.progress } : null
 
   return (
     <Async state={state} what="the overview" label="Loading overview">
-      {(data) => <OverviewContent data={data} runAdvice={runAdvice} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />}
+      {(data) => <OverviewContent data={data} runAdvice={runAdvice} runPending={runPending} workerCount={workerCount} theme={theme} onNavigate={onNavigate} views={views} />}
     </Async>
   )
 }
@@ -48,6 +51,7 @@ function categoriesOf(data: Overview): Category[] {
 function OverviewContent({
   data,
   runAdvice,
+  runPending,
   workerCount,
   theme,
   onNavigate,
@@ -55,6 +59,7 @@ function OverviewContent({
 }: {
   data: Overview
   runAdvice: RunAdvice | null
+  runPending: { progress: number | null } | null
   workerCount: number
   theme: Theme
   onNavigate: Navigate
@@ -197,7 +202,12 @@ function OverviewContent({
       <VarianceCard variance={data.variance} lateByStep={runAdvice?.late_by_step} onNavigate={onNavigate} traceShown={views.includes('Trace')} />
 
       <Card title="Performance recommendations" testId="recommendations">
-        {recommendations.length === 0 ? (
+        {runPending ? (
+          <p className="muted" data-testid="run-advice-pending">
+            Checking the other workers of this span for a straggler
+            {runPending.progress !== null ? ` (${Math.round(runPending.progress * 100)}%)` : ''}…
+          </p>
+        ) : recommendations.length === 0 ? (
           <Empty title="Nothing stands out">No rule fired for this span.</Empty>
         ) : (
           <ul className="recs">
