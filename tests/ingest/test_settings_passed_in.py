@@ -17,9 +17,13 @@ from tb_plugin.cache import TraceCache
 from tb_plugin.cli_common import cache_of
 from tb_plugin.discovery import RunScanner, discover_run, discover_runs
 from tb_plugin.ingest import parse_trace
+from tb_plugin.ingest.parse import Limits
+from tb_plugin.load import load_trace
 from tb_plugin.mcp_server import Tools
 from tb_plugin.settings import (
+    INFLATE_FLOOR,
     MAX_INFLATE_RATIO_ENV,
+    MAX_TOKEN_ENV,
     PAYLOAD_CACHE_ENV,
     SERVE_OUTSIDE_ENV,
     Settings,
@@ -166,3 +170,45 @@ def test_the_mcp_tools_list_what_the_cache_settings_allow(
     allowed = Tools(str(logs), TraceCache(None, Settings(serve_outside_logdir=True)))
     assert [(r["name"], r["memory_timelines"]) for r in allowed.list_runs()["runs"]] == [
         ("exports", ["w.raw.json.gz"]), ("run", ["w.raw.json.gz"])]
+
+
+# -- the parse: limits ---------------------------------------------------------------------------
+
+MB = 1 << 20
+
+
+def _token_trace(path: Path) -> Path:
+    """10 small events, one of ~2 MiB (a token over a 1 MiB limit), then 10 more."""
+    small = [b'{"ph": "X", "name": "op%d", "ts": %d, "dur": 1, "pid": 1, "tid": 1}' % (i, i)
+             for i in range(20)]
+    huge = b'{"ph": "X", "name": "huge", "ts": 50, "dur": 1, "pid": 1, "tid": 1, "args": ' \
+        b'{"s": "' + b"x" * (2 * MB) + b'"}}'
+    path.write_bytes(b'{"traceEvents": [' + b", ".join([*small[:10], huge, *small[10:]]) + b"]}")
+    return path
+
+
+def test_the_token_limit_passed_in_wins_over_the_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = open_ref(str(_token_trace(tmp_path / "w.pt.trace.json")))
+    monkeypatch.setenv(MAX_TOKEN_ENV, "1000")
+    tight = Settings(max_token=MB)
+    for table in (parse_trace(ref, processes=1, config=tight),
+                  load_trace(ref, cache=TraceCache(None, tight), processes=1)):
+        assert (table.status.state, table.event_count) == ("truncated", 10)
+        assert "TORCH_PROF_MAX_TOKEN_MB=1" in " ".join(table.status.messages)
+    monkeypatch.setenv(MAX_TOKEN_ENV, "1")
+    for table in (parse_trace(ref, processes=1, config=Settings()),
+                  load_trace(ref, cache=TraceCache(None, Settings()), processes=1)):
+        assert table.event_count == 21 and table.status.state != "truncated"
+    assert parse_trace(ref, processes=1).event_count == 10  # no settings given: read here
+
+
+def test_parse_limits_come_from_the_settings_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MAX_INFLATE_RATIO_ENV, "1000000")
+    seven = Settings(max_inflate_ratio=7, max_token=3 * MB, parse_deadline_s=9)
+    assert Limits.for_file(100 * MB, seven) == Limits(700 * MB, 3 * MB, 9.0, 7)
+    assert Limits.for_file(INFLATE_FLOOR // 7, seven).max_bytes == INFLATE_FLOOR  # the floor
+    assert Limits.for_file(INFLATE_FLOOR // 7 + 1, seven).max_bytes == 7 * (
+        INFLATE_FLOOR // 7 + 1)
+    assert Limits.for_file(0, seven).max_bytes == 1 << 62  # size unknown: no ratio
+    assert Limits.for_file(100 * MB) == Limits(10000 * MB, 256 * MB, 1800.0, 100)  # defaults
