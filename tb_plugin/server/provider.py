@@ -53,6 +53,11 @@ class TraceProvider(Protocol):
         """The file, whatever its load state."""
         ...
 
+    def source(self, run: str, worker: str, span: str) -> FileRef:
+        """The trace file of a span as last scanned, whatever its load state (what
+        `/trace/download` serves, as stored)."""
+        ...
+
     def usable(self, state: FileState, worker: str, span: str) -> FileState:
         """`state` once parsed (202 while pending, 422 if broken)."""
         ...

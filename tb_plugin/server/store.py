@@ -118,6 +118,9 @@ class RunStore:
     def file(self, run: str, worker: str, span: str) -> FileState:
         return self._catalog.file(run, worker, span)
 
+    def source(self, run: str, worker: str, span: str) -> FileRef:
+        return self._catalog.file(run, worker, span).ref
+
     def usable(self, state: FileState, worker: str, span: str) -> FileState:
         return self._catalog.usable(state, worker, span)
 
