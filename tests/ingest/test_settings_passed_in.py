@@ -20,6 +20,8 @@ from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.parse import Limits
 from tb_plugin.load import load_trace
 from tb_plugin.mcp_server import Tools
+from tb_plugin.server.parse_child import parse_file
+from tb_plugin.server.parse_store import parse_batch_into_cache, parse_into_cache
 from tb_plugin.settings import (
     INFLATE_FLOOR,
     MAX_INFLATE_RATIO_ENV,
@@ -212,3 +214,19 @@ def test_parse_limits_come_from_the_settings_passed(monkeypatch: pytest.MonkeyPa
         INFLATE_FLOOR // 7 + 1)
     assert Limits.for_file(0, seven).max_bytes == 1 << 62  # size unknown: no ratio
     assert Limits.for_file(100 * MB) == Limits(10000 * MB, 256 * MB, 1800.0, 100)  # defaults
+
+
+def test_the_server_parsers_use_the_settings_the_pool_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = open_ref(str(_token_trace(tmp_path / "w.pt.trace.json")))
+    monkeypatch.setenv(MAX_TOKEN_ENV, "1000")
+    tight, root = Settings(max_token=MB), str(tmp_path / "cache")
+    summaries = [parse_into_cache("a", ref, root, 1, False, tight),
+                 parse_into_cache("b", ref, root + "2", 0, False, tight),
+                 parse_file("c", ref, root + "3", 1, tight).summary,
+                 parse_batch_into_cache([("d", ref, False, True)], root + "4", tight)[0][1]]
+    assert [(s["state"], s["events"]) for s in summaries] == [("truncated", 10)] * 4
+    monkeypatch.setenv(MAX_TOKEN_ENV, "1")  # none passed: the process's settings
+    assert parse_into_cache("e", ref, root + "5", 1, False)["state"] == "truncated"
+    loose = parse_into_cache("f", ref, root + "6", 1, False, Settings())
+    assert (loose["state"], loose["events"]) == ("ok", 21)
