@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                                 not args.json and sys.stderr.isatty())))
     try:
         results = iter(summarise_files(executor, refs, cache.root if cache.enabled else None,
-                                       progress))
+                                       progress, config=cache.config))
     finally:
         executor.shutdown(wait=True)
         progress.close()

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from tb_plugin.api import open_logdir
+from tb_plugin.batch import summarise_file, summarise_files
 from tb_plugin.cache import TraceCache
 from tb_plugin.cli_common import cache_of
 from tb_plugin.discovery import RunScanner, discover_run, discover_runs
+from tb_plugin.executors import InlineExecutor
 from tb_plugin.ingest import parse_trace
 from tb_plugin.ingest.parse import Limits
 from tb_plugin.load import load_trace
@@ -230,3 +232,15 @@ def test_the_server_parsers_use_the_settings_the_pool_passes(
     assert parse_into_cache("e", ref, root + "5", 1, False)["state"] == "truncated"
     loose = parse_into_cache("f", ref, root + "6", 1, False, Settings())
     assert (loose["state"], loose["events"]) == ("ok", 21)
+
+
+def test_the_summary_tasks_use_the_settings_the_command_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = open_ref(str(_token_trace(tmp_path / "w.pt.trace.json")))
+    monkeypatch.setenv(MAX_TOKEN_ENV, "1000")
+    tight = Settings(max_token=MB)
+    counts = [summarise_file(ref, None, 1, config=tight),
+              summarise_file(ref, tmp_path / "cache", 1, config=tight),
+              *summarise_files(InlineExecutor(), [ref, ref], None, config=tight)]
+    assert [(c["state"], c["events"]) for c in counts] == [("truncated", 10)] * 4
+    assert [c["events"] for c in summarise_files(InlineExecutor(), [ref], None)] == [21]
