@@ -223,7 +223,7 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
         return _run_export(store, request, spec, run, options, fmt)
     state = store.usable_file(run, worker, span)
     store.warm(state)
-    export = state.memory_timeline
+    export = store.memory_timeline(state)
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "
                        f"span {span[:60]!r}")

@@ -121,6 +121,9 @@ class RunStore:
     def source(self, run: str, worker: str, span: str) -> FileRef:
         return self._catalog.file(run, worker, span).ref
 
+    def memory_timeline(self, state: FileState) -> Optional[FileRef]:
+        return state.memory_timeline
+
     def usable(self, state: FileState, worker: str, span: str) -> FileState:
         return self._catalog.usable(state, worker, span)
 
