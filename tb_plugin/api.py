@@ -45,10 +45,11 @@ from .api_views import (
     TraceViews,
     UnreadableTraceError,
 )
-from .cache import TraceCache, cache_location, default_cache
+from .cache import TraceCache, cache_location, open_cache
 from .discovery import RunInfo, SpanFile, discover_runs
 from .ingest import LoadState, ParseStatus, TraceTable
 from .load import load_trace
+from .settings import Settings, settings
 from .span_workers import NoWorkerHasSpan, NoWorkerReadable, span_workers
 
 __all__ = ["HAND_WRITTEN", "Logdir", "NotFoundError", "Trace", "UnreadableTraceError",
@@ -56,24 +57,29 @@ __all__ = ["HAND_WRITTEN", "Logdir", "NotFoundError", "Trace", "UnreadableTraceE
 
 
 def open_logdir(logdir: str, *, cache_dir: Union[str, Path, None] = None,
-                use_cache: bool = True) -> Logdir:
-    """The runs under `logdir` (a local folder or an fsspec URL such as s3://bucket/logs)."""
-    return Logdir(logdir, _cache(cache_dir, use_cache))
+                use_cache: bool = True, config: Optional[Settings] = None) -> Logdir:
+    """The runs under `logdir` (a local folder or an fsspec URL such as s3://bucket/logs).
+    `config`: the settings to use (default: the `TORCH_PROF_*` environment, read here)."""
+    return Logdir(logdir, _cache(cache_dir, use_cache, config))
 
 
 def open_trace(path: str, *, cache_dir: Union[str, Path, None] = None,
-               use_cache: bool = True) -> Trace:
-    """One trace file (`*.pt.trace.json[.gz]`, local path or fsspec URL)."""
-    return Trace(_readable(load_trace(path, cache=_cache(cache_dir, use_cache)), path), path)
+               use_cache: bool = True, config: Optional[Settings] = None) -> Trace:
+    """One trace file (`*.pt.trace.json[.gz]`, local path or fsspec URL); `config` as in
+    `open_logdir`."""
+    return Trace(_readable(load_trace(path, cache=_cache(cache_dir, use_cache, config)), path),
+                 path)
 
 
-def _cache(cache_dir: Union[str, Path, None], use_cache: bool) -> TraceCache:
-    """As the CLI: off, a given folder, or the process-wide default cache."""
+def _cache(cache_dir: Union[str, Path, None], use_cache: bool,
+           config: Optional[Settings]) -> TraceCache:
+    """As the CLI: off, a given folder, or the default cache, carrying the settings."""
+    config = config if config is not None else settings()
     if not use_cache:
-        return TraceCache(None)
+        return TraceCache(None, config)
     if cache_dir is not None:
-        return TraceCache(cache_location(cache_dir))
-    return default_cache()
+        return TraceCache(cache_location(cache_dir), config)
+    return open_cache(config)
 
 
 def _readable(table: TraceTable, path: str) -> TraceTable:
@@ -167,7 +173,8 @@ class Logdir(LogdirViews):
 
     def refresh(self) -> None:
         """Find runs, workers and spans again (new files written since)."""
-        self._runs = {run.name: run for run in discover_runs(self.logdir)}
+        self._runs = {run.name: run for run in discover_runs(
+            self.logdir, serve_outside_logdir=self._cache.config.serve_outside_logdir)}
         self._tables.clear()
 
     def runs(self) -> list[str]:

@@ -21,6 +21,7 @@ from .executors import InlineExecutor
 from .ingest.schema import PARSER_VERSION
 from .ingest.sizing import peak_memory
 from .load import load_trace
+from .settings import Settings
 from .storage import FileRef
 
 #: The cache payload key of a file's counts (`summarise_file`), per parser version: a cached
@@ -46,14 +47,14 @@ def local_workers(refs: Sequence[FileRef], cpus: int, memory: Optional[int],
 
 def summarise_file(ref: FileRef, cache_root: Union[str, Path, None],
                    processes: Optional[int] = 1,
-                   on_bytes: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
+                   on_bytes: Optional[Callable[[int], None]] = None,
+                   config: Optional[Settings] = None) -> dict[str, Any]:
     """Parse one file into the cache (`cache_root` None: no cache) and return its counts;
-    `on_bytes(n)` (in-process runs only) hears the bytes parsed so far."""
-    if cache_root is None:
-        table = load_trace(ref, use_cache=False, processes=processes, progress=on_bytes)
-    else:
-        cache = TraceCache(cache_location(cache_root))
-        table = load_trace(ref, cache=cache, processes=processes, progress=on_bytes)
+    `on_bytes(n)` (in-process runs only) hears the bytes parsed so far; `config`: the
+    command's settings (default: this process's)."""
+    cache = TraceCache(None if cache_root is None else cache_location(cache_root), config)
+    table = load_trace(ref, use_cache=cache_root is not None, cache=cache, processes=processes,
+                       progress=on_bytes)
     counts = {
         "state": table.status.state,
         "messages": list(table.status.messages),
@@ -122,14 +123,18 @@ def summarise_files(executor: Executor, refs: Sequence[FileRef],
                     cache_root: Union[str, Path, None],
                     progress: Optional[RankProgress] = None,
                     task: Callable[..., dict[str, Any]] = summarise_file,
+                    config: Optional[Settings] = None,
                     ) -> list[dict[str, Any]]:
-    """`task(ref, cache_root, processes)` for every file through `executor`, in `refs`' order.
+    """`task(ref, cache_root, processes)` for every file through `executor`, in `refs`' order
+    (and `config=`, the settings to parse with, when given).
 
     A file whose task fails gets state "error" and the reason as its message (one bad file,
     or a lost worker, never hides the others)."""
     processes = None if len(refs) == 1 else 1  # one file alone may split; many share the cores
-    extra = {"on_bytes": progress.reading} if progress is not None and isinstance(
-        executor, InlineExecutor) else {}
+    extra: dict[str, Any] = {"on_bytes": progress.reading} if progress is not None and (
+        isinstance(executor, InlineExecutor)) else {}
+    if config is not None:
+        extra["config"] = config
     futures: dict[Future, int] = {
         executor.submit(task, ref, _portable(cache_root), processes, **extra): i
         for i, ref in enumerate(refs)}

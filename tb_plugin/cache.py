@@ -39,7 +39,7 @@ from .ingest.snapshot import (
     SNAPSHOT_VERSION,
     Snapshot,
 )
-from .settings import CACHE_DIR_ENV, settings
+from .settings import CACHE_DIR_ENV, Settings, settings
 from .storage import FileRef, TooLarge, open_file, read_bounded
 
 __all__ = ["CACHE_DIR_ENV", "TraceCache", "cache_location", "default_cache", "default_cache_dir"]
@@ -86,9 +86,10 @@ class _SnapshotManifest(msgspec.Struct):
     stacks: list[list[tuple[str, int, str]]]
 
 
-def default_cache_dir() -> Path:
-    """$TORCH_PROF_CACHE_DIR, else the user cache dir."""
-    configured = settings().cache_dir
+def default_cache_dir(config: Optional[Settings] = None) -> Path:
+    """`config.cache_dir` ($TORCH_PROF_CACHE_DIR; default: the process's settings), else the
+    user cache dir."""
+    configured = (config or settings()).cache_dir
     if configured is not None:
         return configured
     from platformdirs import user_cache_dir  # not ours: imported only when it is needed
@@ -104,10 +105,15 @@ def cache_location(value: Union[str, Path]) -> Union[str, Path]:
 class TraceCache:
     """Parsed tables and JSON payloads per trace file. `root=None` disables caching; a URL root
     (s3://, file://, memory://...) keeps the entries on fsspec storage (`cache_fs.SharedStore`).
+
+    `config` is the settings of whoever opened it (default: the process's settings, read once
+    here): the payload budget and the entry limit come from it, and the readers handed this
+    cache take their other knobs from it too (`serve_outside_logdir` for discovery).
     """
 
-    def __init__(self, root: Union[Path, str, None]) -> None:
+    def __init__(self, root: Union[Path, str, None], config: Optional[Settings] = None) -> None:
         self.root = root
+        self.config = config if config is not None else settings()
         self.shared = SharedStore(root) if is_url(root) else None
 
     @property
@@ -127,6 +133,12 @@ class TraceCache:
             log.warning("torch-prof: cannot write to the cache %s (%s); continuing without it",
                         self.root, exc)
             return False
+
+    def entry_limit(self, ref: FileRef) -> int:
+        """The most bytes one file of `ref`'s entry may hold: what its trace can inflate to
+        (the columns are never bigger than the JSON they come from), plus room for a small
+        file."""
+        return self.config.max_inflate_ratio * max(ref.size, 1) + (64 << 20)
 
     def _key(self, ref: FileRef, kind: str = "") -> str:
         """The entry key of `ref`'s parsed table (kind ""), parsed export or snapshot."""
@@ -164,17 +176,18 @@ class TraceCache:
     def save_snapshot(self, ref: FileRef, snap: Snapshot) -> None:
         self._save(ref, "snapshot", lambda folder: _write_snapshot(folder, ref, snap))
 
-    def _load(self, ref: FileRef, kind: str, read: Callable[[Path, FileRef], Any]) -> Any:
+    def _load(self, ref: FileRef, kind: str, read: Callable[[Path, FileRef, int], Any]) -> Any:
         if not self.enabled:
             return None
+        limit = self.entry_limit(ref)
         if self.shared is not None:
-            return self.shared.load(self._key(ref, kind), lambda folder: read(folder, ref),
-                                    _entry_limit(ref))
+            return self.shared.load(self._key(ref, kind), lambda folder: read(folder, ref, limit),
+                                    limit)
         entry = self._entry(ref, kind)
         if not (entry / "manifest.json").exists():
             return None
         try:
-            return read(entry, ref)
+            return read(entry, ref, limit)
         except Exception as exc:  # corrupt, partial or foreign: recompute
             log.warning("discarding unreadable cache entry %s: %s", entry, exc)
             shutil.rmtree(entry, ignore_errors=True)
@@ -237,7 +250,7 @@ class TraceCache:
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"key": key, "value": value}))
             os.replace(tmp, path)
-            _evict_payloads(path.parent, settings().payload_cache, keep=path)
+            _evict_payloads(path.parent, self.config.payload_cache, keep=path)
         except (OSError, TypeError, ValueError) as exc:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
         return value
@@ -270,7 +283,7 @@ class TraceCache:
         value = compute()
         try:
             if self.shared.put_json(path, {"key": key, "value": value}) and not pinned:
-                self.shared.evict_payloads(self._key(ref), settings().payload_cache,
+                self.shared.evict_payloads(self._key(ref), self.config.payload_cache,
                                            keep=posixpath.basename(path))
         except (TypeError, ValueError) as exc:
             log.warning("cannot cache payload %s for %s: %s", key, ref.url, exc)
@@ -347,27 +360,21 @@ def _evict_payloads(folder: Path, budget: int, keep: Path) -> None:
                 total -= size
 
 
-def _entry_limit(ref: FileRef) -> int:
-    """The most bytes one file of `ref`'s entry may hold: what its trace can inflate to (the
-    columns are never bigger than the JSON they come from), plus room for a small file."""
-    return settings().max_inflate_ratio * max(ref.size, 1) + (64 << 20)
-
-
-def _read_manifest(folder: Path, ref: FileRef, schema: Any) -> dict[str, Any]:
+def _read_manifest(folder: Path, limit: int, schema: Any) -> dict[str, Any]:
     """An entry's manifest: a regular file, bounded, not nested too deep, of `schema`."""
     path = str(folder / "manifest.json")
-    manifest = decode_json(read_bounded(_LOCAL, path, min(_entry_limit(ref), JSON_MAX_BYTES)))
+    manifest = decode_json(read_bounded(_LOCAL, path, min(limit, JSON_MAX_BYTES)))
     msgspec.convert(manifest, schema)  # raises on any field of the wrong type
     return manifest
 
 
 @contextlib.contextmanager
-def _open_npz(path: Path, ref: FileRef) -> Iterator[Any]:
+def _open_npz(path: Path, limit: int) -> Iterator[Any]:
     """An entry's arrays: a regular file (opened without blocking), whose members unpack to
     no more than the entry limit (a compressed member is never inflated past it)."""
     with open_file(_LOCAL, str(path)) as handle, np.load(handle, allow_pickle=False) as arrays:
         unpacked = sum(info.file_size for info in arrays.zip.infolist())
-        if unpacked > _entry_limit(ref):
+        if unpacked > limit:
             raise TooLarge(f"{path} unpacks to {unpacked} bytes, over the entry limit")
         yield arrays
 
@@ -386,13 +393,13 @@ def _write_table(folder: Path, ref: FileRef, table: TraceTable) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _read_table(folder: Path, ref: FileRef) -> TraceTable:
-    manifest = _read_manifest(folder, ref, _TableManifest)
+def _read_table(folder: Path, ref: FileRef, limit: int) -> TraceTable:
+    manifest = _read_manifest(folder, limit, _TableManifest)
     if manifest.get("identity") != ref.identity() or manifest.get("parser_version") != (
         PARSER_VERSION
     ):
         raise ValueError("entry belongs to another file or parser version")
-    with _open_npz(folder / "columns.npz", ref) as arrays:
+    with _open_npz(folder / "columns.npz", limit) as arrays:
         plain = PlainTable({key: arrays[key] for key in arrays.files}, manifest["categories"],
                            manifest["metadata"], manifest["status"])
     return from_plain(plain, validate=True)  # codes read from disk are checked
@@ -410,13 +417,13 @@ def _write_export(folder: Path, ref: FileRef, raw: RawTimeline) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _read_export(folder: Path, ref: FileRef) -> RawTimeline:
-    manifest = _read_manifest(folder, ref, _ExportManifest)
+def _read_export(folder: Path, ref: FileRef, limit: int) -> RawTimeline:
+    manifest = _read_manifest(folder, limit, _ExportManifest)
     if manifest.get("identity") != ref.identity() or manifest.get("export_version") != (
         EXPORT_VERSION
     ):
         raise ValueError("entry belongs to another file or export reader version")
-    with _open_npz(folder / "records.npz", ref) as arrays:
+    with _open_npz(folder / "records.npz", limit) as arrays:
         records = {name: arrays[name].astype(np.int64, copy=False) for name in _EXPORT_ARRAYS}
     return RawTimeline(**records, skipped=int(manifest["skipped"]),
                        messages=list(manifest["messages"]))
@@ -435,13 +442,13 @@ def _write_snapshot(folder: Path, ref: FileRef, snap: Snapshot) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _read_snapshot(folder: Path, ref: FileRef) -> Snapshot:
-    manifest = _read_manifest(folder, ref, _SnapshotManifest)
+def _read_snapshot(folder: Path, ref: FileRef, limit: int) -> Snapshot:
+    manifest = _read_manifest(folder, limit, _SnapshotManifest)
     if manifest.get("identity") != ref.identity() or manifest.get("snapshot_version") != (
         SNAPSHOT_VERSION
     ):
         raise ValueError("entry belongs to another file or snapshot reader version")
-    with _open_npz(folder / "snapshot.npz", ref) as arrays:
+    with _open_npz(folder / "snapshot.npz", limit) as arrays:
         parts = {part: {name: arrays[f"{part}.{name}"] for name in names}
                  for part, names in _SNAPSHOT_PARTS}
     _check_snapshot_columns(parts, len(manifest["stacks"]))
@@ -473,10 +480,16 @@ _default: Optional[TraceCache] = None
 
 
 def default_cache() -> TraceCache:
-    """The process-wide cache: $TORCH_PROF_CACHE_DIR, else the user cache dir; 'off' disables."""
+    """The process-wide cache: $TORCH_PROF_CACHE_DIR, else the user cache dir; 'off' disables.
+    Opened with the process's settings when first asked for (`open_cache`)."""
     global _default
     if _default is None:
-        config = settings()
-        _default = TraceCache(None if config.cache_off else config.cache_url
-                              or default_cache_dir())
+        _default = open_cache(settings())
     return _default
+
+
+def open_cache(config: Settings) -> TraceCache:
+    """The cache `config` names (`cache_off`, `cache_url`, else `cache_dir` or the user cache
+    dir), carrying `config`."""
+    return TraceCache(None if config.cache_off else config.cache_url
+                      or default_cache_dir(config), config)

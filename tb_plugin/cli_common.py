@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from .cache import TraceCache, cache_location, default_cache
+from .cache import TraceCache, cache_location, open_cache
+from .settings import settings
 
 
 def cache_of(args: argparse.Namespace) -> TraceCache:
+    """The command's cache, carrying the process's settings (read here, once per command)."""
+    config = settings()
     if args.no_cache:
-        return TraceCache(None)
+        return TraceCache(None, config)
     if args.cache_dir:
-        return TraceCache(cache_location(args.cache_dir))
-    return default_cache()
+        return TraceCache(cache_location(args.cache_dir), config)
+    return open_cache(config)

@@ -30,7 +30,8 @@ from .baseline_store import (
     load_baseline,
     save_baseline,
 )
-from .cache import TraceCache, cache_location, default_cache, default_cache_dir
+from .cache import TraceCache, default_cache_dir
+from .cli_common import cache_of
 from .discovery import discover_runs
 from .load import load_trace
 from .output.compare_report import junit, markdown
@@ -118,8 +119,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    cache = _cache(args)
-    store = args.store or default_store(default_cache_dir())
+    cache = cache_of(args)
+    store = args.store or default_store(default_cache_dir(cache.config))
     try:
         if args.command == "baseline":
             return _baseline(args, cache, store)
@@ -130,14 +131,6 @@ def run(args: argparse.Namespace) -> int:
     except NoData as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_NO_DATA
-
-
-def _cache(args: argparse.Namespace) -> TraceCache:
-    if args.no_cache:
-        return TraceCache(None)
-    if args.cache_dir:
-        return TraceCache(cache_location(args.cache_dir))
-    return default_cache()
 
 
 def _baseline(args: argparse.Namespace, cache: TraceCache, store: str) -> int:
@@ -217,7 +210,8 @@ def load_side(path: str, cache: TraceCache) -> list[list[dict[str, Any]]]:
         files = [[open_ref(path)]]
     else:
         files = [[span.ref for spans in r.workers.values() for span in spans]
-                 for r in discover_runs(path)]
+                 for r in discover_runs(
+                     path, serve_outside_logdir=cache.config.serve_outside_logdir)]
     runs = []
     for refs in files:
         summaries = [s for s in (_summary(ref, cache) for ref in refs) if s is not None]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .cache import TraceCache
 from .cli_common import cache_of
 from .discovery import RunInfo, discover_runs
 from .sql import (
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     cache = cache_of(args)
     try:
         if args.command == "export":
-            runs = _runs(args.logdir, args.run)
+            runs = _runs(args.logdir, args.run, cache)
             count = export_runs(runs, Path(args.out), cache, replace=args.replace)
             sys.stderr.write(f"wrote {count} trace file(s) of {len(runs)} run(s) to {args.out}\n")
             return 0
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if "://" not in args.source and not source.exists():
             raise LookupError(f"{args.source} does not exist")
         frame = query(source, args.statement) if is_export(source) else query_runs(
-            _runs(args.source, args.run), args.statement, cache)
+            _runs(args.source, args.run, cache), args.statement, cache)
     except (SqlUnavailable, ExportFailed) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
@@ -79,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runs(logdir: str, names: Any) -> list[RunInfo]:
-    runs = discover_runs(logdir)
+def _runs(logdir: str, names: Any, cache: TraceCache) -> list[RunInfo]:
+    runs = discover_runs(logdir, serve_outside_logdir=cache.config.serve_outside_logdir)
     if not names:
         return runs
     known = {run.name: run for run in runs}

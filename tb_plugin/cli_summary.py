@@ -20,7 +20,7 @@ from .cli_common import cache_of
 from .discovery import RunInfo, SpanFile, discover_runs
 from .executors import make_executor
 from .reports import missing_logdir
-from .settings import CLUSTER_ENV, available_memory, settings, usable_cpus
+from .settings import CLUSTER_ENV, available_memory, usable_cpus
 
 
 def add_parser(commands: Any) -> None:
@@ -39,14 +39,13 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         sys.stderr.write(f"error: {missing}\n")
         return 2
-    runs = discover_runs(args.logdir)
+    runs = discover_runs(args.logdir, serve_outside_logdir=cache.config.serve_outside_logdir)
     every = [span.ref for run in runs for spans in run.workers.values() for span in spans]
     if cache.enabled and not cache.writable():  # reported once (by the cache); load without it
-        cache = TraceCache(None)
+        cache = TraceCache(None, cache.config)
     stored = stored_summaries(every, cache)  # files summarised before: no table is loaded
     refs = [ref for ref, counts in zip(every, stored) if counts is None]
-    config = settings()
-    config = replace(config, cluster=args.cluster or config.cluster)
+    config = replace(cache.config, cluster=args.cluster or cache.config.cluster)
     workers = local_workers(refs, usable_cpus(), available_memory(), config.max_inflate_ratio)
     executor = make_executor(config, max_workers=workers)
     if getattr(executor, "error", None) is not None:  # the cluster is unreachable
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                                 not args.json and sys.stderr.isatty())))
     try:
         results = iter(summarise_files(executor, refs, cache.root if cache.enabled else None,
-                                       progress))
+                                       progress, config=cache.config))
     finally:
         executor.shutdown(wait=True)
         progress.close()

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from fsspec.implementations.local import LocalFileSystem
 
 from .compression import GZIP_MAGIC, decompressor
-from .settings import SERVE_OUTSIDE_ENV, settings
+from .settings import SERVE_OUTSIDE_ENV
 from .storage import FileRef, file_ref, filesystem, inside, is_local, open_file
 
 log = logging.getLogger(__name__)
@@ -79,19 +79,22 @@ class RunInfo:
         return next((s for s in self.workers.get(worker, []) if s.span == span), None)
 
 
-def discover_runs(logdir: str) -> list[RunInfo]:
-    """All runs under `logdir`, sorted by name. Unreadable folders are logged and skipped."""
+def discover_runs(logdir: str, *, serve_outside_logdir: bool = False) -> list[RunInfo]:
+    """All runs under `logdir`, sorted by name. Unreadable folders are logged and skipped.
+    `serve_outside_logdir` (`Settings.serve_outside_logdir`, read by the entry point) lets
+    memory exports and snapshots whose real path is outside the logdir be attached and served."""
     fs, root = filesystem(logdir)
     real_root = os.path.realpath(root) if is_local(fs) else ""
     runs = []
     for folder, files in _walk(fs, root):
-        run = _run_from_folder(fs, root, folder, files, real_root)
+        run = _run_from_folder(fs, root, folder, files, real_root, serve_outside_logdir)
         if run is not None:
             runs.append(run)
     return sorted(runs, key=lambda r: r.name)
 
 
-def discover_run(logdir: str, name: str) -> RunInfo | None:
+def discover_run(logdir: str, name: str, *, serve_outside_logdir: bool = False
+                 ) -> RunInfo | None:
     """The run `name` of `logdir`, named as `discover_runs` names it, listing only its own
     folder (the CLI's `report` reads one run of a logdir of thousands). None when no such run
     is there; a name with an empty, `.` or `..` part is never a path below the logdir, so it is
@@ -103,7 +106,8 @@ def discover_run(logdir: str, name: str) -> RunInfo | None:
         folders.append(posixpath.join(root, name))
     for folder in folders:
         files = _list_folder(fs, folder)
-        run = None if files is None else _run_from_folder(fs, root, folder, files, real_root)
+        run = None if files is None else _run_from_folder(fs, root, folder, files, real_root,
+                                                          serve_outside_logdir)
         if run is not None and run.name == name:
             return run
     return None
@@ -155,8 +159,10 @@ class RunScanner:
     """
 
     def __init__(self, *, hot_s: float = HOT_S, full_s: float = FULL_RESCAN_S,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 serve_outside_logdir: bool = False) -> None:
         self.hot_s, self.full_s, self._clock = hot_s, full_s, clock
+        self.serve_outside_logdir = serve_outside_logdir
         self._folders: dict[str, _Folder] = {}
         self._logdir: str | None = None
         self._full_at = -math.inf
@@ -165,7 +171,7 @@ class RunScanner:
     def __call__(self, logdir: str) -> list[RunInfo]:
         fs, root = filesystem(logdir)
         if not isinstance(fs, LocalFileSystem):
-            return discover_runs(logdir)
+            return discover_runs(logdir, serve_outside_logdir=self.serve_outside_logdir)
         now = self._clock()
         full = now - self._full_at >= self.full_s
         if logdir != self._logdir:
@@ -224,7 +230,8 @@ class RunScanner:
         if old is not None and old.files == files and old.stat[:2] == key[:2]:
             run, real = old.run, old.real  # listed again, found as it was: the same run
         else:
-            run = _run_from_folder(fs, root, folder, infos, real_root)
+            run = _run_from_folder(fs, root, folder, infos, real_root,
+                                   self.serve_outside_logdir)
             real = os.path.realpath(folder)
         return _Folder(key, real, subdirs, files, run, newest / 1e9 + self.hot_s)
 
@@ -285,7 +292,7 @@ def _log_walk_error(exc: OSError) -> None:
 
 
 def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str, Any]],
-                     real_root: str = "") -> RunInfo | None:
+                     real_root: str = "", serve_outside: bool = False) -> RunInfo | None:
     traces: dict[str, list[tuple[int | None, FileRef]]] = {}
     timelines: list[FileRef] = []
     snapshots: list[FileRef] = []
@@ -296,16 +303,17 @@ def _run_from_folder(fs: Any, root: str, folder: str, files: dict[str, dict[str,
         path = info.get("name") or posixpath.join(folder, name)
         base = posixpath.basename(path)
         if MEMORY_TIMELINE_NAME.match(base):
-            if _servable(path, real_root):
-                timelines.append(file_ref(fs, path, info, real_root))
+            if _servable(path, real_root, serve_outside):
+                timelines.append(file_ref(fs, path, info, real_root, serve_outside))
             continue
         if SNAPSHOT_NAME.search(base):
-            if _servable(path, real_root, "allocator snapshot"):
-                snapshots.append(file_ref(fs, path, info, real_root))
+            if _servable(path, real_root, serve_outside, "allocator snapshot"):
+                snapshots.append(file_ref(fs, path, info, real_root, serve_outside))
             continue
         worker, timestamp = _classify(fs, path, base, info)
         if worker is not None:
-            traces.setdefault(worker, []).append((timestamp, file_ref(fs, path, info, real_root)))
+            ref = file_ref(fs, path, info, real_root, serve_outside)
+            traces.setdefault(worker, []).append((timestamp, ref))
     if not traces and not timelines and not snapshots:
         return None
     run = RunInfo(name=_run_name(root, folder), path=folder, memory_timelines=timelines,
@@ -339,11 +347,12 @@ def matching_timeline(trace_name: str, timelines: list[FileRef]) -> FileRef | No
     return timelines[0] if lone else None
 
 
-def _servable(path: str, real_root: str, kind: str = "memory export") -> bool:
+def _servable(path: str, real_root: str, serve_outside: bool,
+              kind: str = "memory export") -> bool:
     """A memory export or allocator snapshot is served as data: only from inside the logdir's
-    real path, unless $TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1 (traces found through links are still
-    analysed)."""
-    if not real_root or settings().serve_outside_logdir:
+    real path, unless `serve_outside` ($TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1 at the entry point;
+    traces found through links are still analysed)."""
+    if not real_root or serve_outside:
         return True
     if inside(os.path.realpath(path), real_root):
         return True

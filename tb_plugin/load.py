@@ -19,7 +19,7 @@ from .ingest.parse import ProgressCallback
 from .ingest.schema import LoadState, TraceTable
 from .ingest.snapshot import Snapshot, SnapshotError, read_snapshot
 from .isolated import IsolatedFailure, IsolatedTimeout, call_isolated
-from .settings import PARSE_DEADLINE_ENV, SNAPSHOT_MEMORY_ENV, settings
+from .settings import PARSE_DEADLINE_ENV, SNAPSHOT_MEMORY_ENV, Settings, settings
 from .storage import FileRef, NotRegularFile, OutsideLogdir, check_servable, open_ref
 
 #: Snapshot reader processes at a time (`read_snapshot_isolated`).
@@ -43,13 +43,14 @@ def load_trace(
     A table whose parse failed (state ERROR) is not stored.
     """
     ref = _ref(source)
+    config = cache.config if cache is not None else None  # else read where the parse starts
     if not use_cache:
-        return parse_trace(ref, progress=progress, processes=processes)
+        return parse_trace(ref, progress=progress, processes=processes, config=config)
     store = cache or default_cache()
     cached = store.load_table(ref)
     if cached is not None:
         return cached
-    table = parse_trace(ref, progress=progress, processes=processes)
+    table = parse_trace(ref, progress=progress, processes=processes, config=config)
     if table.status.state != LoadState.ERROR:
         store.save_table(ref, table)
     return table
@@ -85,24 +86,26 @@ def load_snapshot(source: Union[str, os.PathLike, FileRef], *, use_cache: bool =
         raise SnapshotError(f"refused: {exc}") from None
     except OSError as exc:
         raise SnapshotError(f"cannot be read: {exc}") from None
+    config = cache.config if cache is not None else None
     if not use_cache:
-        return read_snapshot_isolated(ref)
+        return read_snapshot_isolated(ref, config)
     store = cache or default_cache()
     cached = store.load_snapshot(ref)
     if cached is not None:
         return cached
-    snap = read_snapshot_isolated(ref)
+    snap = read_snapshot_isolated(ref, config)
     store.save_snapshot(ref, snap)
     return snap
 
 
-def read_snapshot_isolated(ref: FileRef) -> Snapshot:
+def read_snapshot_isolated(ref: FileRef, config: Optional[Settings] = None) -> Snapshot:
     """`read_snapshot` in a fresh process of at most $TORCH_PROF_SNAPSHOT_MEMORY_MB of address
     space: what a hostile pickle makes the reader allocate is never this process's memory, and
     a snapshot that needs more, or that takes longer than $TORCH_PROF_PARSE_DEADLINE_S to read,
     is refused (`SnapshotError`). At most `SNAPSHOT_READERS` such processes at a time (the
-    others wait), so many requests cannot multiply the limit."""
-    config = settings()
+    others wait), so many requests cannot multiply the limit. `config`: the settings (default:
+    the process's, read here)."""
+    config = config if config is not None else settings()
     try:
         with _READERS:
             return call_isolated(read_snapshot, ref, config.snapshot_max_bytes,

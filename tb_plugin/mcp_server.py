@@ -112,6 +112,7 @@ class Tools:
 
     def __init__(self, logdir: str, cache: TraceCache) -> None:
         self.logdir, self.cache = logdir, cache
+        self.outside = cache.config.serve_outside_logdir  # the settings the CLI read once
 
     def call(self, name: str, arguments: dict[str, Any]) -> bytes:
         """The JSON answer; UsageError/LoadError (and the views' errors) for a tool error."""
@@ -142,15 +143,15 @@ class Tools:
                         for worker, spans in run.workers.items()},
             "memory_timelines": [ref.name for ref in run.memory_timelines],
             "memory_snapshots": [ref.name for ref in run.memory_snapshots],
-        } for run in discover_runs(self.logdir)]}
+        } for run in discover_runs(self.logdir, serve_outside_logdir=self.outside)]}
 
     def sql(self, arguments: dict[str, Any]) -> dict[str, Any]:
         statement = arguments.get("statement")
         if not isinstance(statement, str) or not statement.strip():
             raise UsageError("statement is required")
         names = arguments.get("runs")
-        runs = ([find_run(self.logdir, str(n)) for n in names] if names
-                else discover_runs(self.logdir))
+        runs = ([find_run(self.logdir, str(n), self.outside) for n in names] if names
+                else discover_runs(self.logdir, serve_outside_logdir=self.outside))
         try:
             frame = query_runs(runs, statement, self.cache)
         except SqlError as exc:

@@ -103,7 +103,7 @@ def build_report(logdir: str, spec: ViewSpec, options: Any, cache: TraceCache, t
     missing = missing_logdir(logdir)
     if missing:
         raise UsageError(missing)
-    run = find_run(logdir, target.run)
+    run = find_run(logdir, target.run, cache.config.serve_outside_logdir)
     if spec.kind == SPAN:
         return _distributed(run, target.span, cache, spec, options)
     if spec.kind == SNAPSHOT:
@@ -118,7 +118,7 @@ def build_report(logdir: str, spec: ViewSpec, options: Any, cache: TraceCache, t
     if spec.kind == PAIR:
         if exp is None:
             raise UsageError(f"--view {spec.name} needs --exp-run (the run to compare with)")
-        exp_run = find_run(logdir, exp.run)
+        exp_run = find_run(logdir, exp.run, cache.config.serve_outside_logdir)
         other = load_span(select_span(exp_run, exp.worker, exp.span), cache)
         return spec.build(table, other, options)
     if spec.kind == EXPORT:
@@ -126,11 +126,12 @@ def build_report(logdir: str, spec: ViewSpec, options: Any, cache: TraceCache, t
     return spec.build(table, options)
 
 
-def find_run(logdir: str, name: str) -> RunInfo:
-    """The run `name`, listing only its folder; else a UsageError naming the runs there are."""
-    run = discover_run(logdir, name)
+def find_run(logdir: str, name: str, serve_outside_logdir: bool = False) -> RunInfo:
+    """The run `name`, listing only its folder; else a UsageError naming the runs there are.
+    `serve_outside_logdir` as `discovery.discover_runs` takes it."""
+    run = discover_run(logdir, name, serve_outside_logdir=serve_outside_logdir)
     if run is None:
-        runs = discover_runs(logdir)
+        runs = discover_runs(logdir, serve_outside_logdir=serve_outside_logdir)
         raise UsageError(f"no run {name!r}; runs: {', '.join(r.name for r in runs) or '-'}")
     return run
 

@@ -19,7 +19,7 @@ from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
 from .compression import GZIP_MAGIC, decompressor
-from .settings import SERVE_OUTSIDE_ENV, settings
+from .settings import SERVE_OUTSIDE_ENV
 
 CHUNK_SIZE = 2 << 20  # bytes read and decompressed at a time: small batches, small peaks
 
@@ -35,6 +35,9 @@ class FileRef:
     #: Real path of the local logdir the file was found under ("" = unknown, or not local):
     #: `open_to_serve` serves nothing from outside it.
     root: str = field(default="", compare=False)
+    #: The user allowed serving files whose real path is outside `root`
+    #: (`Settings.serve_outside_logdir`, passed to discovery by the entry point).
+    serve_outside: bool = field(default=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -110,9 +113,9 @@ def _known_size(handle: Any) -> int | None:
 def open_to_serve(ref: FileRef) -> BinaryIO:
     """Open a file whose bytes are sent as they are (`/trace/download`): a regular file, and
     (local) only when its real path, symlinks resolved at open time, is inside the logdir,
-    unless $TORCH_PROF_SERVE_OUTSIDE_LOGDIR=1."""
+    unless the ref says the user allowed it (`FileRef.serve_outside`)."""
     handle = ref.open()
-    if not ref.root or not is_local(ref.fs) or settings().serve_outside_logdir:
+    if not ref.root or not is_local(ref.fs) or ref.serve_outside:
         return handle
     real = os.path.realpath(f"/proc/self/fd/{handle.fileno()}") \
         if os.path.isdir("/proc/self/fd") else os.path.realpath(ref.path)
@@ -132,7 +135,7 @@ def check_servable(ref: FileRef) -> None:
         return
     if not stat.S_ISREG(os.stat(ref.path).st_mode):
         raise NotRegularFile(f"{ref.path} is not a regular file (a FIFO, device or socket)")
-    if not settings().serve_outside_logdir and not inside(os.path.realpath(ref.path), ref.root):
+    if not ref.serve_outside and not inside(os.path.realpath(ref.path), ref.root):
         raise OutsideLogdir(f"the file's real path is outside the logdir (a symlink): not "
                             f"served; set {SERVE_OUTSIDE_ENV}=1 to allow it")
 
@@ -148,12 +151,12 @@ def filesystem(url: str) -> tuple[Any, str]:
     return fs, path.rstrip("/") or path
 
 
-def file_ref(fs: Any, path: str, info: dict[str, Any] | None = None, root: str = ""
-             ) -> FileRef:
+def file_ref(fs: Any, path: str, info: dict[str, Any] | None = None, root: str = "",
+             serve_outside: bool = False) -> FileRef:
     info = info if info is not None else fs.info(path)
     stamp = info.get("mtime") or info.get("LastModified") or info.get("ETag") or info.get(
         "last_modified") or info.get("created") or ""
-    return FileRef(fs, path, int(info.get("size") or 0), str(stamp), root)
+    return FileRef(fs, path, int(info.get("size") or 0), str(stamp), root, serve_outside)
 
 
 def open_ref(url_or_path: str) -> FileRef:

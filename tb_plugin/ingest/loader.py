@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
+from ..settings import Settings, settings
 from ..storage import FileRef, iter_decompressed
 from .parallel import SplitJob
 from .parse import Limits, ParseLimit, ProgressCallback, TraceParse
@@ -16,13 +17,16 @@ log = logging.getLogger(__name__)
 
 def parse_trace(ref: FileRef, *, progress: Optional[ProgressCallback] = None,
                 processes: Optional[int] = None, min_split_bytes: Optional[int] = None,
-                limits: Optional[Limits] = None) -> TraceTable:
+                limits: Optional[Limits] = None, config: Optional[Settings] = None
+                ) -> TraceTable:
     """Parse one file; never raises. `min_split_bytes` overrides the size from which a file is
-    split across processes (tests use tiny values). The limits (default `Limits.for_file`,
-    from the settings) apply to the whole file, whichever process parses which part."""
-    parse = TraceParse(limits=limits or Limits.for_file(ref.size))
+    split across processes (tests use tiny values). `config`: the settings (default: the
+    process's, read here); the limits (default `Limits.for_file` of `config`) apply to the
+    whole file, whichever process parses which part."""
+    config = config if config is not None else settings()
+    parse = TraceParse(limits=limits or Limits.for_file(ref.size, config))
     job = SplitJob.start(ref, processes=processes, min_bytes=min_split_bytes,
-                         limits=parse.limits)
+                         limits=parse.limits, configured=config.parse_processes)
     try:
         with ref.open() as handle:
             chunks = iter_decompressed(handle, on_truncated_gzip=parse.truncated_gzip)

@@ -193,12 +193,12 @@ class SplitJob:
 
     @classmethod
     def start(cls, ref: FileRef, *, processes: Optional[int] = None,
-              min_bytes: Optional[int] = None, limits: Optional[Limits] = None
-              ) -> Optional[SplitJob]:
+              min_bytes: Optional[int] = None, limits: Optional[Limits] = None,
+              configured: Optional[int] = None) -> Optional[SplitJob]:
         """Children parsing the later parts of `ref`, or None to parse it alone. With `limits`
         (the parent's), no child starts beyond the inflation limit and each child stops where
         the whole file's limits would (its failed part is then the parent's, which stops)."""
-        plans = plan_split(ref, processes, min_bytes)
+        plans = plan_split(ref, processes, min_bytes, configured)
         if plans is not None and limits is not None:
             plans = limit_plans(plans, limits)
         if not plans:

@@ -19,7 +19,7 @@ from ..settings import (
     MAX_INFLATE_RATIO_ENV,
     MAX_TOKEN_ENV,
     PARSE_DEADLINE_ENV,
-    settings,
+    Settings,
 )
 from .columns import ColumnBuilder
 from .decode import Event, recover_batch, try_decode_batch
@@ -61,8 +61,10 @@ class Limits:
     ratio: int = 0  # the gzip ratio max_bytes came from (0: none), for the message
 
     @classmethod
-    def for_file(cls, compressed_size: int = 0) -> Limits:
-        config = settings()
+    def for_file(cls, compressed_size: int = 0, config: Optional[Settings] = None) -> Limits:
+        """The limits `config` sets (default: the defaults; the entry point that parses,
+        `loader.parse_trace`, passes the process's settings)."""
+        config = config if config is not None else Settings()
         ratio = config.max_inflate_ratio
         return cls(max(INFLATE_FLOOR, ratio * compressed_size) if compressed_size
                    else 1 << 62, config.max_token, float(config.parse_deadline_s), ratio)

@@ -51,7 +51,7 @@ class SplitPlan:
     #: The next child's `mid`: this child needs the parent's `ends` before it reads past it
     #: (every other child's B after ours is at least there). None: the last child.
     next_mid: Optional[int] = None
-    #: The whole file's limits (the parent's); None: this process's settings.
+    #: The whole file's limits (the parent's); None: the default limits.
     limits: Optional[Limits] = None
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 from fsspec.implementations.local import LocalFileSystem
 
 from ..compression import GZIP_MAGIC, trailer_size
-from ..settings import available_memory, settings, usable_cpus
+from ..settings import available_memory, usable_cpus
 from ..storage import FileRef, open_file
 from .split_child import SplitPlan
 
@@ -20,33 +20,35 @@ SPLIT_MIN_BYTES = 64 << 20
 PROCESS_MEMORY = 64 << 20
 
 
-def wanted_processes(processes: Optional[int]) -> int:
-    """The `processes` argument, else $TORCH_PROF_PARSE_PROCESSES (settings), else the usable
-    cores. An explicit number is taken as asked, even beyond the cores (tests, benchmarks)."""
+def wanted_processes(processes: Optional[int], configured: Optional[int] = None) -> int:
+    """The `processes` argument, else `configured` (`Settings.parse_processes`,
+    $TORCH_PROF_PARSE_PROCESSES, passed by `loader.parse_trace`), else the usable cores. An
+    explicit number is taken as asked, even beyond the cores (tests, benchmarks)."""
     if processes is not None:
         return processes
-    return settings().parse_processes or usable_cpus()
+    return configured or usable_cpus()
 
 
 def split_count(size: int, processes: Optional[int] = None, min_bytes: Optional[int] = None,
-                memory: Optional[int] = None) -> int:
+                memory: Optional[int] = None, configured: Optional[int] = None) -> int:
     """Processes for `size` bytes of JSON: as wanted, with parts of at least half of
     `min_bytes`, and `PROCESS_MEMORY` per extra process beside the columns (~size) in `memory`
     (default: what is available now)."""
     threshold = SPLIT_MIN_BYTES if min_bytes is None else max(min_bytes, 1)
     if size < threshold:
         return 1
-    count = min(wanted_processes(processes), size // max(1, threshold // 2))
+    count = min(wanted_processes(processes, configured), size // max(1, threshold // 2))
     memory = available_memory() if memory is None else memory
     if memory is not None:
         count = min(count, 1 + max(0, memory - size) // PROCESS_MEMORY)
     return max(1, count)
 
 
-def plan_split(ref: FileRef, processes: Optional[int] = None,
-               min_bytes: Optional[int] = None) -> Optional[list[SplitPlan]]:
-    """The children's plans for `ref` (N-1 of them), or None to parse it in this process."""
-    if wanted_processes(processes) < 2:
+def plan_split(ref: FileRef, processes: Optional[int] = None, min_bytes: Optional[int] = None,
+               configured: Optional[int] = None) -> Optional[list[SplitPlan]]:
+    """The children's plans for `ref` (N-1 of them), or None to parse it in this process;
+    `configured` as `wanted_processes` takes it."""
+    if wanted_processes(processes, configured) < 2:
         return None
     # Remote files stay sequential: each child would download part of the file a second time.
     if not isinstance(ref.fs, LocalFileSystem):
@@ -55,7 +57,7 @@ def plan_split(ref: FileRef, processes: Optional[int] = None,
     if sized is None:
         return None
     size, gzipped = sized
-    count = split_count(size, processes, min_bytes)
+    count = split_count(size, processes, min_bytes, configured=configured)
     if count < 2:
         return None
     mids = [size * k // count for k in range(1, count)]

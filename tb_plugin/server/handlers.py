@@ -223,7 +223,7 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
         return _run_export(store, request, spec, run, options, fmt)
     state = store.usable_file(run, worker, span)
     store.warm(state)
-    export = state.memory_timeline
+    export = store.memory_timeline(state)
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "
                        f"span {span[:60]!r}")
@@ -326,11 +326,10 @@ def trace_download(store: TraceProvider, request: wrappers.Request) -> wrappers.
     then the file is streamed in its place: Respond only takes a body held in memory, and a
     trace may be gigabytes. HEAD too: werkzeug sends no body and closes the stream."""
     query = Query(request)
-    state = store.file(query.text("run"), query.text("worker"), query.text("span"))
-    ref = state.ref
+    ref = store.source(query.text("run"), query.text("worker"), query.text("span"))
     name = _UNSAFE_NAME.sub("_", ref.name).strip("._")[:200] or "trace.json"
     disposition = ("Content-Disposition", f'attachment; filename="{name}"')
-    handle, size = _open(state)
+    handle, size = _open(ref)
     response = http_util.Respond(request, b"", "application/octet-stream",
                                  headers=[disposition])
     response.content_type = "application/gzip" if ref.path.endswith(".gz") else JSON
@@ -340,8 +339,7 @@ def trace_download(store: TraceProvider, request: wrappers.Request) -> wrappers.
     return response
 
 
-def _open(state: FileState) -> tuple[Any, int]:
-    ref: FileRef = state.ref
+def _open(ref: FileRef) -> tuple[Any, int]:
     try:
         handle = open_to_serve(ref)
     except FileNotFoundError as exc:

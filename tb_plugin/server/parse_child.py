@@ -30,6 +30,7 @@ from ..children import die_with_parent
 from ..ingest import parse_trace
 from ..ingest.plain import PlainTable, to_plain
 from ..ingest.schema import LoadState
+from ..settings import Settings
 from ..storage import FileRef
 
 #: Tables up to this size (their arrays) go to the server through the result pipe; bigger
@@ -68,29 +69,32 @@ class ParsedFile:
     summary_s: float  # ... and the per-file summary and the plain arrays
 
 
-def parse_file(key: str, ref: FileRef, cache_root: str, processes: int = 1) -> ParsedFile:
+def parse_file(key: str, ref: FileRef, cache_root: str, processes: int = 1,
+               config: Optional[Settings] = None) -> ParsedFile:
     """Parse one file; return its summary and table (the server writes the cache). A table
     over `HANDOVER_MAX_BYTES` (the file was smaller than `HANDOVER_MAX_JSON_BYTES`, yet its
     table is that big) is written to the cache here with its summary; its view summaries are
     then computed by the server when a view first needs them."""
     started_at, started = time.time(), time.perf_counter()
-    table = parse_table(key, ref, processes)
+    table = parse_table(key, ref, processes, config)
     parsed = time.perf_counter()
     summary = summarize(table)
     plain = to_plain(table) if table.status.state != LoadState.ERROR else None
     if plain is not None and sum(a.nbytes for a in plain.arrays.values()) > HANDOVER_MAX_BYTES:
-        cache = TraceCache(cache_location(cache_root))
+        cache = TraceCache(cache_location(cache_root), config)
         cache.save_table(ref, table)
         store_summary(cache, ref, summary)
         plain = None
     return ParsedFile(summary, plain, started_at, parsed - started, time.perf_counter() - parsed)
 
 
-def parse_table(key: str, ref: FileRef, processes: int) -> Any:
+def parse_table(key: str, ref: FileRef, processes: int, config: Optional[Settings] = None
+                ) -> Any:
     """Parse one file in this process (and `processes - 1` split helpers), reporting progress
-    to the server under `key`."""
+    to the server under `key`; `config`: the server's settings (default: this process's)."""
     counted = _ProgressRef(ref.fs, ref.path, ref.size, ref.mtime)
-    return parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes)
+    return parse_trace(counted, progress=_ProgressReporter(key, counted), processes=processes,
+                       config=config)
 
 
 def store_summary(cache: TraceCache, ref: FileRef, summary: FileSummary | dict[str, Any]

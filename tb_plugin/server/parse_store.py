@@ -18,6 +18,7 @@ from ..analysis.features import summarize
 from ..cache import TraceCache, cache_location
 from ..ingest import parse_trace
 from ..ingest.schema import LoadState
+from ..settings import Settings
 from ..storage import FileRef
 from ..views.registry import SPECS
 from .parse_child import parse_table, store_summary
@@ -26,22 +27,25 @@ log = logging.getLogger(__name__)
 
 
 def parse_into_cache(key: str, ref: FileRef, cache_root: str, processes: int = 1,
-                     view_summaries: bool = True) -> dict[str, Any]:
+                     view_summaries: bool = True, config: Optional[Settings] = None
+                     ) -> dict[str, Any]:
     """Parse one file and write its table, summary and (with `view_summaries`) view summaries
     to the cache at `cache_root` (a path or an fsspec URL); return only the summary. An entry
-    already committed there (a retried Ray task) is read instead of parsed."""
-    return _parse_into(TraceCache(cache_location(cache_root)), key, ref, processes,
+    already committed there (a retried Ray task) is read instead of parsed. `config`: the
+    server's settings (default: this process's)."""
+    return _parse_into(TraceCache(cache_location(cache_root), config), key, ref, processes,
                        view_summaries)
 
 
-def parse_batch_into_cache(files: list[tuple[str, FileRef, bool, bool]], cache_root: str
+def parse_batch_into_cache(files: list[tuple[str, FileRef, bool, bool]], cache_root: str,
+                           config: Optional[Settings] = None
                            ) -> list[tuple[str, Optional[dict[str, Any]], Optional[str]]]:
     """`parse_into_cache` for each (key, ref, view_summaries, with_table) of a batch of small
     files, one after the other in this process, without progress reports: (key, summary, None)
     for each file, or (key, None, error) for a file whose parse raised (a bug: its batch-mates
     are parsed all the same). Without `with_table` only the summaries are stored: the table
     of a tiny file is parsed again when a view needs it (`jobs.TABLE_MIN_JSON_BYTES`)."""
-    cache = TraceCache(cache_location(cache_root))
+    cache = TraceCache(cache_location(cache_root), config)
     results: list[tuple[str, Optional[dict[str, Any]], Optional[str]]] = []
     for key, ref, view_summaries, with_table in files:
         try:
@@ -61,9 +65,9 @@ def _parse_into(cache: TraceCache, key: str, ref: FileRef, processes: int,
     if cached is not None:
         table = cached
     elif processes:
-        table = parse_table(key, ref, processes)
+        table = parse_table(key, ref, processes, cache.config)
     else:
-        table = parse_trace(ref, processes=1)
+        table = parse_trace(ref, processes=1, config=cache.config)
     summary = summarize(table)
     if table.status.state != LoadState.ERROR:  # not cached: a retry re-reads the file
         store_parsed(cache, ref, table, summary, with_table=with_table and cached is None,

@@ -49,9 +49,11 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         started at once when the logdir exists (or is a URL), so that the scan and the parse of
         the traces run while TensorBoard starts and the browser loads, else on first use.
         `allow_capture`: whether `POST /capture` may write requests; default
-        $TORCH_PROF_ALLOW_CAPTURE (`settings`), read once, here."""
+        $TORCH_PROF_ALLOW_CAPTURE. The settings (`TORCH_PROF_*`) are read once, here, and
+        handed to the store."""
         self._logdir = resolve_logdir(context)
-        self._capture = CaptureRoutes(self._logdir, settings().allow_capture
+        self._config = settings()
+        self._capture = CaptureRoutes(self._logdir, self._config.allow_capture
                                       if allow_capture is None else allow_capture)
         self._store: Optional[TraceProvider] = provider
         self._store_lock = threading.Lock()
@@ -100,7 +102,7 @@ class TorchProfPlugin(base_plugin.TBPlugin):
         return self._store
 
     def _new_store(self) -> RunStore:
-        store = RunStore(self._logdir)
+        store = RunStore(self._logdir, config=self._config)
         store.add_warmer(warm_timeline)
         store.start()
         _close_at_exit(store)

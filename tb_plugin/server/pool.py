@@ -204,14 +204,14 @@ class LoadPool:
                         future = executor.submit(parse_batch_into_cache, [
                             (j.key, j.ref, j.view_summaries,
                              j.estimate - BASE_MEMORY >= TABLE_MIN_JSON_BYTES)
-                            for j in batch], str(self.cache_root))
+                            for j in batch], str(self.cache_root), self.config)
                     elif hands_over(job, len(self._queue) - 1, remote):
                         future = executor.submit(parse_file, job.key, job.ref,
-                                                 str(self.cache_root), processes)
+                                                 str(self.cache_root), processes, self.config)
                     else:
                         future = executor.submit(parse_into_cache, job.key, job.ref,
                                                  str(self.cache_root), processes,
-                                                 job.view_summaries)
+                                                 job.view_summaries, self.config)
                     self.parser_calls += 1
                 except (BrokenProcessPool, RuntimeError) as exc:  # broken, or interpreter exit
                     log.warning("torch-prof: cannot start a parser process: %s", exc)

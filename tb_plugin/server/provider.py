@@ -9,7 +9,7 @@ Run, worker and span names come from requests; they are only looked up among dis
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from ..ingest import TraceTable
 from ..storage import FileRef
@@ -51,6 +51,15 @@ class TraceProvider(Protocol):
 
     def file(self, run: str, worker: str, span: str) -> FileState:
         """The file, whatever its load state."""
+        ...
+
+    def source(self, run: str, worker: str, span: str) -> FileRef:
+        """The trace file of a span as last scanned, whatever its load state (what
+        `/trace/download` serves, as stored)."""
+        ...
+
+    def memory_timeline(self, state: FileState) -> Optional[FileRef]:
+        """The memory-timeline export paired with this span's trace by the last scan, if any."""
         ...
 
     def usable(self, state: FileState, worker: str, span: str) -> FileState:

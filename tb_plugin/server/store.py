@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..cache import TraceCache, default_cache
+from ..cache import TraceCache, open_cache
 from ..discovery import RunScanner
 from ..ingest import TraceTable
 from ..settings import Settings, settings
@@ -38,9 +38,10 @@ class RunStore:
                  pool_factory: Optional[PoolFactory] = None, clock: Clock = time.time) -> None:
         self.config = config or settings()
         self.logdir = logdir or ""
-        cache, self._private_cache = usable_cache(cache or default_cache())
+        cache, self._private_cache = usable_cache(cache or open_cache(self.config))
         self._tables = Tables(cache, table_budget(self.config))
-        self._catalog = Catalog(self.logdir, cache, scanner=scanner or RunScanner(),
+        self._catalog = Catalog(self.logdir, cache, scanner=scanner or RunScanner(
+                                serve_outside_logdir=self.config.serve_outside_logdir),
                                 pool_factory=pool_factory or self._load_pool,
                                 forget=self._tables.forget, adopt=self._tables.adopt,
                                 clock=clock, config=self.config)
@@ -116,6 +117,12 @@ class RunStore:
 
     def file(self, run: str, worker: str, span: str) -> FileState:
         return self._catalog.file(run, worker, span)
+
+    def source(self, run: str, worker: str, span: str) -> FileRef:
+        return self._catalog.file(run, worker, span).ref
+
+    def memory_timeline(self, state: FileState) -> Optional[FileRef]:
+        return state.memory_timeline
 
     def usable(self, state: FileState, worker: str, span: str) -> FileState:
         return self._catalog.usable(state, worker, span)

@@ -172,7 +172,7 @@ def usable_cache(cache: TraceCache) -> tuple[TraceCache, Optional[Path]]:
     if cache.enabled:  # the cache reported why (once); this says what happens instead
         log.info("torch-prof: the cache %s is not writable; using a temporary one", cache.root)
     private = Path(tempfile.mkdtemp(prefix="torch-prof-cache-"))
-    return TraceCache(private), private
+    return TraceCache(private, cache.config), private
 
 
 def _table_bytes(table: TraceTable) -> int:

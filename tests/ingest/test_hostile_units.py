@@ -160,8 +160,7 @@ def test_a_fifo_is_never_opened_for_reading(tmp_path: Path) -> None:
     assert discover_runs(str(tmp_path)) == []
 
 
-def test_serving_stops_at_the_logdir_real_path(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serving_stops_at_the_logdir_real_path(tmp_path: Path) -> None:
     outside = write(tmp_path / "secret" / "data.json", b'{"traceEvents": []}')
     logs = tmp_path / "logs"
     write(logs / "run" / "real.pt.trace.json", b'{"traceEvents": []}')
@@ -174,10 +173,10 @@ def test_serving_stops_at_the_logdir_real_path(tmp_path: Path,
     with pytest.raises(OutsideLogdir, match="TORCH_PROF_SERVE_OUTSIDE_LOGDIR"):
         open_to_serve(refs["link"])
     assert run.memory_timelines == []  # not attached, so never served
-    monkeypatch.setenv("TORCH_PROF_SERVE_OUTSIDE_LOGDIR", "1")  # the user opts in
-    with open_to_serve(refs["link"]) as handle:
+    allowed = discover_runs(str(logs), serve_outside_logdir=True)[0]  # the user opts in
+    with open_to_serve(allowed.workers["link"][0].ref) as handle:
         assert handle.read() == b'{"traceEvents": []}'
-    assert len(discover_runs(str(logs))[0].memory_timelines) == 1
+    assert len(allowed.memory_timelines) == 1
 
 
 def test_a_file_swapped_for_a_link_after_the_scan_is_not_served(tmp_path: Path) -> None:

@@ -175,8 +175,9 @@ def test_environment_and_keyword_force_sequential(tmp_path: Path,
     assert split_plan.plan_split(ref, min_bytes=1) is not None
     assert split_plan.plan_split(ref) is None  # below the default 64 MB
     assert split_plan.plan_split(ref, processes=1, min_bytes=1) is None
-    monkeypatch.setenv(PARSE_PROCESSES_ENV, "1")
-    assert split_plan.plan_split(ref, min_bytes=1) is None
+    assert split_plan.plan_split(ref, min_bytes=1, configured=1) is None  # the setting, passed
+    assert split_plan.plan_split(ref, processes=2, min_bytes=1, configured=1) is not None
+    monkeypatch.setenv(PARSE_PROCESSES_ENV, "1")  # read where the parse starts (parse_trace)
     with caplog.at_level(logging.DEBUG, logger=LOGGER):
         _parse(path, min_split_bytes=1)
     assert "processes" not in caplog.text
