@@ -1,7 +1,7 @@
 """A real CPU training job that listens for capture requests (`Recorder(..., on_demand=True)`),
 for the capture tests: one process, or a 2-rank gloo job (torch.distributed on 127.0.0.1
 through a file rendezvous). The job trains until a `stop` file appears in its working folder
-(checked at every step), then prints one `RESULT {...}` line with every capture it finished.
+(checked at every step), then writes `result_<rank>.json` with every capture it finished.
 
 Synchronisation is on files the job writes (its listener markers, its statuses, its log), never
 on sleeps: `wait_for` polls an observable state.
@@ -69,7 +69,12 @@ JOB = textwrap.dedent(
                 time.sleep(0.005)  # a gentle job on a shared machine; not synchronisation
         finished = [{"id": s.id, "state": s.state, "files": s.files, "step": s.step,
                      "notes": s.notes} for s in rec.watch.finished]
-        print("RESULT " + json.dumps({"rank": rank, "finished": finished}), flush=True)
+        # one file per rank, written whole then renamed: two ranks printing to one pipe could
+        # interleave their lines
+        result = {"rank": rank, "finished": finished}
+        with open(f"result_{rank}.json.tmp", "w") as out:
+            json.dump(result, out)
+        os.replace(f"result_{rank}.json.tmp", f"result_{rank}.json")
         if RANKS > 1:
             dist.destroy_process_group()
 
@@ -142,12 +147,12 @@ class Job:
         return True
 
     def stop(self, timeout: float = 120) -> list[dict[str, Any]]:
-        """Write the stop file, wait for the job; its RESULT lines (one per rank)."""
+        """Write the stop file, wait for the job; its results (one per rank, by rank)."""
         (self.cwd / "stop").touch()
-        out, _ = self.popen.communicate(timeout=timeout)
+        self.popen.communicate(timeout=timeout)
         assert self.popen.returncode == 0, f"job failed:\n{self.stderr()[-3000:]}"
-        return [json.loads(line[len("RESULT "):]) for line in out.splitlines()
-                if line.startswith("RESULT ")]
+        return [json.loads(path.read_text())
+                for path in sorted(self.cwd.glob("result_*.json"))]
 
 
 @contextlib.contextmanager
