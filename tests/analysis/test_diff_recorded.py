@@ -18,6 +18,11 @@ from tests.test_recorder import run_child, trace_files
 
 pytestmark = pytest.mark.e2e
 
+#: The payload's times are rounded to 3 decimals (us) after the trace's own 3-decimal us: two
+#: roundings apart, at most 0.001 us plus float error (half a step is ~150 us: a wrong basis is
+#: 1e5 times further off).
+ROUNDING = 2e-3
+
 
 @pytest.fixture(scope="module")
 def two_steps(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -53,13 +58,13 @@ def test_a_module_run_once_per_step_shows_its_time_per_step(two_steps: Path) -> 
     root = build_diff(table, table)
     model = [c for c in root["children"] if c["left"]["name"] == "nn.Module: SmallNet_0"]
     assert len(model) == 1
-    assert model[0]["left"]["host_duration_us"] == pytest.approx(sum(calls) / 2, abs=1e-3)
+    assert model[0]["left"]["host_duration_us"] == pytest.approx(sum(calls) / 2, abs=ROUNDING)
     total = build_diff(table, table, basis="total")
     model = [c for c in total["children"] if c["left"]["name"] == "nn.Module: SmallNet_0"]
-    assert model[0]["left"]["host_duration_us"] == pytest.approx(sum(calls), abs=1e-3)
+    assert model[0]["left"]["host_duration_us"] == pytest.approx(sum(calls), abs=ROUNDING)
     linears = build_diff(table, table, model[0]["path"])["children"]  # per step below too
     assert [c["left"]["name"] for c in linears][:1] == ["nn.Module: Linear_0"]
     first = [e["dur"] for e in events if e.get("name") == "nn.Module: Linear_0"
              and e.get("ph") == "X"]
     assert len(first) == 2
-    assert linears[0]["left"]["host_duration_us"] == pytest.approx(sum(first) / 2, abs=1e-3)
+    assert linears[0]["left"]["host_duration_us"] == pytest.approx(sum(first) / 2, abs=ROUNDING)

@@ -65,8 +65,9 @@ def test_a_stalled_step_is_named_with_its_cause(tmp_path: Path, where, cause, wo
     # the stall is in the step and in its cause: at least 150 ms more than the median step
     assert top["excess_us"] >= 1e6 * STALL_S and top["cause_us"] >= 1e6 * STALL_S
     assert top["end_us"] - top["start_us"] >= 1e6 * STALL_S
-    item = overview["recommendations"][0]
-    assert item["id"] == "slow_step" and item["evidence_step"] == stalled
+    # named (its rank among the other advice depends on what the host's noise adds to them)
+    (item,) = [r for r in overview["recommendations"] if r["id"] == "slow_step"]
+    assert item["evidence_step"] == stalled
     assert f"Step {stalled} is " in item["text"] and words in item["text"]
     steps = len(overview["steps"])
     excess = sum(o["excess_us"] for o in variance["outliers"])
