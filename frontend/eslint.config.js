@@ -18,6 +18,13 @@ export default tseslint.config(
       'react-hooks/rules-of-hooks': 'error',
       'react-hooks/exhaustive-deps': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      // Requests go through the typed client (src/api/index.ts: `request`, `csvUrl`,
+      // `routeLink`, `requestUrl`, `submit`), so a route's options are the contract's.
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/api/http'], message: 'Use the typed client of src/api (request, csvUrl, routeLink, requestUrl, submit).' }] }],
     },
+  },
+  {
+    files: ['src/api/**'],
+    rules: { 'no-restricted-imports': 'off' },
   },
 )

@@ -1,5 +1,9 @@
 """Kernel view (spec 1.3, 3.8): kernels by name, or by name + operator + launch configuration.
 
+`kernel_op_launch` is not the Diff view's `operator_kernel` (`analysis.diff.kernels`, which
+says how they differ: the launch configuration, graph kernels in an annotation, and kernels
+the op trees do not reach).
+
 Blocks/SM and est. achieved occupancy are Kineto's args; kernels without them (older Kineto,
 ROCm, hand-made traces) get them derived from grid/block and `deviceProperties` with Kineto's own
 formulas. Means are weighted by duration (a missing value counts as 0 but keeps its weight).

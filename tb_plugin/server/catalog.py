@@ -36,6 +36,7 @@ from .filestate import (
     USABLE,
     FileState,
     RunEntry,
+    Versioned,
     files_progress,
     retry_hint,
 )
@@ -419,10 +420,11 @@ class Catalog:
     def memory_snapshots(self, run_name: str) -> list[FileRef]:
         return list(self._run(run_name).memory_snapshots)
 
-    def is_current(self, state: FileState) -> bool:
-        """Whether `state` is still the current version of its file."""
+    def is_current(self, state: Versioned) -> bool:
+        """Whether `state` is still the current version of its file (one state per identity:
+        a version that was forgotten and scanned again is a new one)."""
         with self._lock:
-            return self._by_identity.get(state.identity) is state
+            return state.identity in self._by_identity
 
     def _want(self, identity: str, priority: int = WANTED_PRIORITY) -> None:
         """Someone is waiting for this file: parse it before the others."""

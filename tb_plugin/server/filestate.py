@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from ..ingest.schema import LoadState
 from ..storage import FileRef
@@ -27,6 +27,17 @@ RETRY_MIN_S, RETRY_SILENT_S, RETRY_MAX_S = 0.1, 0.25, 1.0
 #: A cut-off file modified this recently, or one whose size changed between scans this recently,
 #: is probably still being written. A file that ends in invalid JSON is reported at once.
 WRITE_GRACE_S = 30.0
+
+
+class Versioned(Protocol):
+    """One version of a file: what tables, payloads and warm-ups are kept under (a
+    `FileState`, or the `provider.TraceFile` the routes get)."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def ref(self) -> FileRef: ...
 
 
 @dataclass

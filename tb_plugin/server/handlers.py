@@ -42,8 +42,7 @@ from ..views.spec import DISK, EXPORT, MEMORY, PAIR, SNAPSHOT, SPAN, TABLE, View
 from ..views.tabs import views_of_file
 from .api import CSV, JSON, Query, encode_json, gzip_response, gzipped, json_response
 from .errors import BadRequest, Forbidden, NotFound
-from .filestate import FileState
-from .provider import TraceProvider
+from .provider import TraceFile, TraceProvider
 
 Handler = Callable[[TraceProvider, wrappers.Request], wrappers.Response]
 DOWNLOAD_CHUNK = 1 << 20
@@ -101,7 +100,7 @@ def _table(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> w
     options = _options(query, spec)
     fmt = output_format(query, spec)
     file = store.usable_file(run, worker, span)
-    if spec.view not in views_of_file(file.predicate_features()):
+    if spec.view not in views_of_file(dict(file.features)):
         raise NotFound(f"worker {worker[:120]!r} span {span[:60]!r} has no {spec.view} view")
     key, cache = spec.payload_key(options), spec.cache(options)
 
@@ -142,8 +141,8 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
 
     def from_summaries() -> Any:  # one small summary per worker, never all the tables
         key, summarize = spec.summary_key(), spec.summarize
-        inputs = {worker: store.payload(state, key, summarize, spec.summary_type)
-                  for worker, state in files.items()}
+        inputs = {worker: store.payload(file, key, summarize, spec.summary_type)
+                  for worker, file in files.items()}
         if spec.span_tables is not None:  # and a few chosen workers' tables
             return spec.build(inputs, skipped, options, {
                 worker: _prepared(store, spec, files[worker])
@@ -158,7 +157,7 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
                                      spec.payload)
         if spec.summarize is not None:
             return from_summaries()
-        tables = {worker: store.table(state) for worker, state in files.items()}
+        tables = {worker: store.table(file) for worker, file in files.items()}
         return spec.build(tables, skipped, options)
 
     memo = None if spec.cache(options) not in (DISK, MEMORY) else (
@@ -168,19 +167,19 @@ def _span(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
                         name=(run, span, spec.name))
 
 
-def files_digest(files: dict[str, FileState], skipped: dict[str, str]) -> str:
+def files_digest(files: dict[str, TraceFile], skipped: dict[str, str]) -> str:
     """One hash of the workers, their file versions and the left-out workers: a run-level
     payload stored under it is never served for another set of files (issue 28: a restarted
     server answered 1,024 ranks' Distributed view by rebuilding it from every summary)."""
     digest = hashlib.sha1()
-    for worker, state in sorted(files.items()):
-        digest.update(f"{worker}\0{state.identity}\0".encode())
+    for worker, file in sorted(files.items()):
+        digest.update(f"{worker}\0{file.identity}\0".encode())
     for worker, why in sorted(skipped.items()):
         digest.update(f"skipped\0{worker}\0{why}\0".encode())
     return digest.hexdigest()
 
 
-def _prepared(store: TraceProvider, spec: ViewSpec, file: FileState) -> Any:
+def _prepared(store: TraceProvider, spec: ViewSpec, file: TraceFile) -> Any:
     table = store.table(file)
     if spec.prepare is not None:
         store.prepare(file, table, spec.prepare)
@@ -196,9 +195,8 @@ def _pair(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> wr
              for p in ("", "exp_")]
     options = _options(query, spec)
     fmt = output_format(query, spec)
-    states = [store.file(*side) for side in sides]
-    store.want(*states)  # both sides first in the parse queue, whichever answers 202
-    base, exp = (store.usable(state, side[1], side[2]) for state, side in zip(states, sides))
+    store.want(*sides)  # both sides first in the parse queue, whichever answers 202
+    base, exp = (store.usable_file(*side) for side in sides)
 
     def payload() -> Any:
         return spec.build(store.table(base), store.table(exp), options)
@@ -221,9 +219,9 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
         raise BadRequest("give both worker and span, or neither (a run's only export)")
     if worker is None or span is None:
         return _run_export(store, request, spec, run, options, fmt)
-    state = store.usable_file(run, worker, span)
-    store.warm(state)
-    export = store.memory_timeline(state)
+    file = store.usable_file(run, worker, span)
+    store.warm(file)
+    export = file.memory_timeline
     if export is None:
         raise NotFound(f"no memory-timeline export (*.raw.json.gz) for worker {worker[:120]!r} "
                        f"span {span[:60]!r}")
@@ -231,10 +229,10 @@ def _export(store: TraceProvider, request: wrappers.Request, spec: ViewSpec) -> 
     key = spec.payload_key(options, export=export.identity())
 
     def payload() -> Any:
-        return store.payload(state, key, lambda table: spec.build(table, export, options),
+        return store.payload(file, key, lambda table: spec.build(table, export, options),
                              spec.payload)
 
-    return send_payload(request, store, spec, payload, fmt=fmt, memo=(state.identity, key),
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=(file.identity, key),
                         name=(run, worker, span, "memory-timeline"))
 
 
@@ -289,30 +287,30 @@ def _snapshot(store: TraceProvider, request: wrappers.Request, spec: ViewSpec
     if not snapshots:
         raise NotFound(f"run {run[:120]!r} has no allocator snapshot (*.pickle, "
                        "*snapshot*.pkl)")
-    state = None if worker is None or span is None else store.usable_file(run, worker, span)
+    file = None if worker is None or span is None else store.usable_file(run, worker, span)
     if options.snapshot is not None:
         ref = next((r for r in snapshots if r.name == options.snapshot), None)
         if ref is None:
             raise NotFound(f"no snapshot {options.snapshot[:120]!r} in run {run[:120]!r}")
         candidates = [ref]
     else:  # the one named after the trace, else the one of its period (the builder decides)
-        paired = matching_snapshot(state.ref.name, snapshots) if state is not None else None
+        paired = matching_snapshot(file.name, snapshots) if file is not None else None
         candidates = [paired] if paired is not None else snapshots
     candidates = _servable(candidates)
     source = (candidates, [r.name for r in snapshots])
     key = spec.payload_key(options, snapshot="|".join(r.identity() for r in candidates))
-    if state is None:
+    if file is None:
         return send_payload(request, store, spec, lambda: spec.build(None, source, options),
                             fmt=fmt, memo=(key,), name=(run, "memory-snapshot"))
-    file = state
+    traced = file
 
     def payload() -> Any:
         if spec.cache(options) == DISK:
-            return store.payload(file, key, lambda table: spec.build(table, source, options),
+            return store.payload(traced, key, lambda table: spec.build(table, source, options),
                                  spec.payload)
-        return spec.build(store.table(file), source, options)
+        return spec.build(store.table(traced), source, options)
 
-    return send_payload(request, store, spec, payload, fmt=fmt, memo=(file.identity, key),
+    return send_payload(request, store, spec, payload, fmt=fmt, memo=(traced.identity, key),
                         name=(run, worker or "", span or "", "memory-snapshot"))
 
 

@@ -8,13 +8,38 @@ Run, worker and span names come from requests; they are only looked up among dis
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
 from ..ingest import TraceTable
 from ..storage import FileRef
-from .filestate import FileState
 from .warmer import WarmFunction
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One worker span's trace file as the provider hands it to the routes: the plain values of
+    one file version, taken when the route asked, never the catalogue's live load state.
+
+    `identity` (URL, size, mtime) names the version: payloads and encoded bodies are kept under
+    it. The provider reads the table of exactly this version (through `ref`), also when the
+    file changes on disk while the request runs."""
+
+    run: str
+    worker: str
+    span: str
+    identity: str
+    ref: FileRef = field(repr=False)
+    #: What the parser and the scan know of the file (`views.tabs.views_of_file` reads it).
+    features: Mapping[str, Any] = field(compare=False, repr=False)
+    #: The memory-timeline export the last scan paired with this trace, if any.
+    memory_timeline: Optional[FileRef] = None
+
+    @property
+    def name(self) -> str:
+        """The trace's file name (an allocator snapshot is paired with its trace by it)."""
+        return self.ref.name
 
 
 class TraceProvider(Protocol):
@@ -49,7 +74,7 @@ class TraceProvider(Protocol):
 
     # -- the files behind a request -------------------------------------------------------------
 
-    def file(self, run: str, worker: str, span: str) -> FileState:
+    def file(self, run: str, worker: str, span: str) -> TraceFile:
         """The file, whatever its load state."""
         ...
 
@@ -58,39 +83,32 @@ class TraceProvider(Protocol):
         `/trace/download` serves, as stored)."""
         ...
 
-    def memory_timeline(self, state: FileState) -> Optional[FileRef]:
-        """The memory-timeline export paired with this span's trace by the last scan, if any."""
+    def usable_file(self, run: str, worker: str, span: str) -> TraceFile:
+        """The file once parsed (202, and parsed first, while pending; 422 if broken)."""
         ...
 
-    def usable(self, state: FileState, worker: str, span: str) -> FileState:
-        """`state` once parsed (202 while pending, 422 if broken)."""
+    def want(self, *spans: tuple[str, str, str]) -> None:
+        """Parse the files of these (run, worker, span) first (the sides of one request)."""
         ...
 
-    def usable_file(self, run: str, worker: str, span: str) -> FileState:
-        ...
-
-    def want(self, *states: FileState) -> None:
-        """Parse these files first (the sides of one request)."""
-        ...
-
-    def span_files(self, run: str, span: str) -> tuple[dict[str, FileState], dict[str, str]]:
+    def span_files(self, run: str, span: str) -> tuple[dict[str, TraceFile], dict[str, str]]:
         """Every worker's usable file of `span`, and the workers left out with why."""
         ...
 
     # -- tables, payloads and derived data ------------------------------------------------------
 
-    def table(self, state: FileState) -> TraceTable:
+    def table(self, file: TraceFile) -> TraceTable:
         ...
 
-    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any],
+    def payload(self, file: TraceFile, key: str, compute: Callable[[TraceTable], Any],
                 schema: Any = None) -> Any:
         """A view payload, computed once per file version and key; a stored one is validated
         against `schema` (the spec's payload type) and recomputed when it does not match."""
         ...
 
-    def run_payload(self, state: FileState, key: str, compute: Callable[[], Any],
+    def run_payload(self, file: TraceFile, key: str, compute: Callable[[], Any],
                     schema: Any = None) -> Any:
-        """A payload of several files (a run-level view), kept on disk beside `state`'s entry
+        """A payload of several files (a run-level view), kept on disk beside `file`'s entry
         under `key` (which names every file version), computed once; no table is read."""
         ...
 
@@ -98,10 +116,10 @@ class TraceProvider(Protocol):
         """An encoded response body, kept in memory after the first request."""
         ...
 
-    def warm(self, state: FileState) -> bool:
+    def warm(self, file: TraceFile) -> bool:
         """The user looks at this file: warm its derived data in the background."""
         ...
 
-    def prepare(self, state: FileState, table: TraceTable, warm: WarmFunction) -> None:
+    def prepare(self, file: TraceFile, table: TraceTable, warm: WarmFunction) -> None:
         """Run `warm(table)` now, or wait for the background run of it under way."""
         ...

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Hashable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable, Optional
 
 from ..cache import TraceCache, open_cache
@@ -24,6 +25,7 @@ from ..storage import FileRef
 from .catalog import Catalog, Clock, Parser, PoolFactory, Scanner
 from .filestate import FileState
 from .pool import LoadOutcome, LoadPool
+from .provider import TraceFile
 from .tables import Tables, table_budget, usable_cache
 from .warmer import Warmer, WarmFunction
 
@@ -115,45 +117,48 @@ class RunStore:
     def memory_snapshots(self, run: str) -> list[FileRef]:
         return self._catalog.memory_snapshots(run)
 
-    def file(self, run: str, worker: str, span: str) -> FileState:
-        return self._catalog.file(run, worker, span)
+    def file(self, run: str, worker: str, span: str) -> TraceFile:
+        return _handed(self._catalog.file(run, worker, span), run, worker, span)
 
     def source(self, run: str, worker: str, span: str) -> FileRef:
         return self._catalog.file(run, worker, span).ref
 
-    def memory_timeline(self, state: FileState) -> Optional[FileRef]:
-        return state.memory_timeline
+    def usable_file(self, run: str, worker: str, span: str) -> TraceFile:
+        return _handed(self._catalog.usable_file(run, worker, span), run, worker, span)
 
-    def usable(self, state: FileState, worker: str, span: str) -> FileState:
-        return self._catalog.usable(state, worker, span)
+    def want(self, *spans: tuple[str, str, str]) -> None:
+        self._catalog.want(*(self._catalog.file(*names) for names in spans))
 
-    def usable_file(self, run: str, worker: str, span: str) -> FileState:
-        return self._catalog.usable_file(run, worker, span)
-
-    def want(self, *states: FileState) -> None:
-        self._catalog.want(*states)
-
-    def span_files(self, run: str, span: str) -> tuple[dict[str, FileState], dict[str, str]]:
-        return self._catalog.span_files(run, span)
+    def span_files(self, run: str, span: str) -> tuple[dict[str, TraceFile], dict[str, str]]:
+        usable, skipped = self._catalog.span_files(run, span)
+        return {worker: _handed(state, run, worker, span)
+                for worker, state in usable.items()}, skipped
 
     # -- tables and derived data ---------------------------------------------------------------
 
-    def table(self, state: FileState) -> TraceTable:
-        return self._tables.table(state)
+    def table(self, file: TraceFile) -> TraceTable:
+        return self._tables.table(file)
 
-    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any],
+    def payload(self, file: TraceFile, key: str, compute: Callable[[TraceTable], Any],
                 schema: Any = None) -> Any:
-        return self._tables.payload(state, key, compute, schema)
+        return self._tables.payload(file, key, compute, schema)
 
-    def run_payload(self, state: FileState, key: str, compute: Callable[[], Any],
+    def run_payload(self, file: TraceFile, key: str, compute: Callable[[], Any],
                     schema: Any = None) -> Any:
-        return self._tables.run_payload(state, key, compute, schema)
+        return self._tables.run_payload(file, key, compute, schema)
 
     def memo_body(self, memo_key: tuple[Hashable, ...], make: Callable[[], bytes]) -> bytes:
         return self._tables.memo_body(memo_key, make)
 
-    def warm(self, state: FileState) -> bool:
-        return self._warmer.warm(state)
+    def warm(self, file: TraceFile) -> bool:
+        return self._warmer.warm(file)
 
-    def prepare(self, state: FileState, table: TraceTable, warm: WarmFunction) -> None:
-        self._warmer.prepare(state, table, warm)
+    def prepare(self, file: TraceFile, table: TraceTable, warm: WarmFunction) -> None:
+        self._warmer.prepare(file, table, warm)
+
+
+def _handed(state: FileState, run: str, worker: str, span: str) -> TraceFile:
+    """What the routes get of a file: its version and what the scan and the parser know of it,
+    as plain values (the catalogue keeps changing `state`)."""
+    return TraceFile(run, worker, span, state.identity, state.ref,
+                     MappingProxyType(state.predicate_features()), state.memory_timeline)

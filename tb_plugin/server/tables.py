@@ -27,7 +27,7 @@ from ..ingest import TraceTable
 from ..ingest.plain import PlainTable, from_plain
 from ..load import load_trace
 from ..settings import Settings, available_memory
-from .filestate import FileState
+from .filestate import Versioned
 from .memo import MemoryLRU, SingleFlight
 from .parse_store import store_parsed
 
@@ -49,13 +49,13 @@ class Tables:
         self._flight = SingleFlight()
         self._unwritten: dict[str, TraceTable] = {}  # adopted, not in the cache yet
         self._lock = threading.Lock()
-        self._writes: queue.SimpleQueue[tuple[FileState, TraceTable, dict[str, Any]]] = \
+        self._writes: queue.SimpleQueue[tuple[Versioned, TraceTable, dict[str, Any]]] = \
             queue.SimpleQueue()
         self._writer: Optional[threading.Thread] = None
         self._written = threading.Event()  # set while every adopted table is in the cache
         self._written.set()
 
-    def adopt(self, state: FileState, plain: PlainTable, summary: dict[str, Any]) -> None:
+    def adopt(self, state: Versioned, plain: PlainTable, summary: dict[str, Any]) -> None:
         """A table a parser just made: keep it, and write it and its summary to the cache in
         the background (off the first view's critical path)."""
         table = from_plain(plain)
@@ -90,22 +90,22 @@ class Tables:
                       time.perf_counter() - started, state.ref.url)
             del state, table, summary
 
-    def table(self, state: FileState) -> TraceTable:
+    def table(self, state: Versioned) -> TraceTable:
         """The parsed table: from the LRU, else from the disk cache (once for all callers)."""
         table = self._tables.get(state.identity)
         if table is not None:
             return table
         return self._flight.do(("table", state.identity), lambda: self._read_table(state))
 
-    def peek(self, state: FileState) -> Optional[TraceTable]:
+    def peek(self, state: Versioned) -> Optional[TraceTable]:
         """The table if it is in memory (without making it the most recently used)."""
         return self._tables.peek(state.identity)
 
-    def forget(self, state: FileState) -> None:
+    def forget(self, state: Versioned) -> None:
         """The file changed or vanished: its table is stale."""
         self._tables.discard(state.identity)
 
-    def payload(self, state: FileState, key: str, compute: Callable[[TraceTable], Any],
+    def payload(self, state: Versioned, key: str, compute: Callable[[TraceTable], Any],
                 schema: Any = None) -> Any:
         """A view payload, computed once per file version and key (and kept on disk; what is
         read back from disk is validated against `schema`)."""
@@ -115,7 +115,7 @@ class Tables:
                                                                       self.table(state)),
                                        schema))
 
-    def run_payload(self, state: FileState, key: str, compute: Callable[[], Any],
+    def run_payload(self, state: Versioned, key: str, compute: Callable[[], Any],
                     schema: Any = None) -> Any:
         """A run-level payload kept on disk beside `state`'s entry (no table is read)."""
         return self._flight.do(("payload", state.identity, key),
@@ -130,7 +130,7 @@ class Tables:
             self._bodies.put(memo_key, body, len(body))
         return body
 
-    def _read_table(self, state: FileState) -> TraceTable:
+    def _read_table(self, state: Versioned) -> TraceTable:
         with self._lock:
             table = self._unwritten.get(state.identity)
         started = time.perf_counter()

@@ -15,7 +15,7 @@ import threading
 from typing import Any, Callable
 
 from ..ingest import TraceTable
-from .filestate import FileState
+from .filestate import Versioned
 from .memo import SingleFlight
 from .tables import Tables
 
@@ -32,11 +32,11 @@ class Warmer:
     """The warm queue and its thread. `is_current(state)` says whether a queued file is still
     the current version of its file (a changed or vanished file is not warmed)."""
 
-    def __init__(self, tables: Tables, is_current: Callable[[FileState], bool]) -> None:
+    def __init__(self, tables: Tables, is_current: Callable[[Versioned], bool]) -> None:
         self._tables = tables
         self._is_current = is_current
         self._functions: list[WarmFunction] = []
-        self._queue: queue.Queue[FileState] = queue.Queue(WARM_QUEUE)
+        self._queue: queue.Queue[Versioned] = queue.Queue(WARM_QUEUE)
         self._pending: set[str] = set()  # identities queued or being warmed
         self._idle = threading.Condition()
         self._flight = SingleFlight()
@@ -57,7 +57,7 @@ class Warmer:
     def close(self) -> None:
         self._closed = True
 
-    def prepare(self, state: FileState, table: TraceTable, warm: WarmFunction) -> None:
+    def prepare(self, state: Versioned, table: TraceTable, warm: WarmFunction) -> None:
         """Run `warm(table)` now, or wait for the run of it already under way; at once if it
         ran on this table before."""
         ran: set[WarmFunction] = table.derived.setdefault(RAN_KEY, set())
@@ -71,7 +71,7 @@ class Warmer:
 
         self._flight.do(("warm", state.identity, id(table), warm), run)
 
-    def warm(self, state: FileState) -> bool:
+    def warm(self, state: Versioned) -> bool:
         """Someone looks at this file: read its table and run the warm functions on it in the
         background (once per table). Whether it was queued now. Views of several files
         (Distributed, Diff) do not call this."""
@@ -111,14 +111,14 @@ class Warmer:
             finally:
                 self._done(state)
 
-    def _warm_now(self, state: FileState) -> None:
+    def _warm_now(self, state: Versioned) -> None:
         if self._closed or not self._is_current(state):  # changed or vanished meanwhile
             return
         table = self._tables.table(state)
         for warm in list(self._functions):
             self.prepare(state, table, warm)
 
-    def _done(self, state: FileState) -> None:
+    def _done(self, state: Versioned) -> None:
         with self._idle:
             self._pending.discard(state.identity)
             self._idle.notify_all()

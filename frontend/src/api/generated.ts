@@ -869,6 +869,7 @@ export interface paths {
                     worker: components["parameters"]["worker"];
                     /** @description A span id from `/spans`. */
                     span: components["parameters"]["span"];
+                    /** @description kernel: by kernel name; kernel_op_launch: by kernel name, launching operator (a replayed CUDA/HIP graph's: the host annotation around its launch) and launch configuration (grid, block, registers, shared memory). */
                     group_by?: "kernel" | "kernel_op_launch";
                     /**
                      * @description `csv` answers `text/csv` (UTF-8) with `Content-Disposition: attachment;
@@ -2079,7 +2080,7 @@ export interface paths {
                     exp_worker: string;
                     /** @description The experiment side's span. */
                     exp_span: string;
-                    /** @description kernel: by kernel name; operator_kernel: by launching operator and kernel name. */
+                    /** @description kernel: by kernel name; operator_kernel: by launching operator (`N/A` outside any, replayed CUDA/HIP graphs included) and kernel name, not by launch configuration (the Kernel view's kernel_op_launch is). */
                     group_by?: "kernel" | "operator_kernel";
                     /** @description per_step: each side divided by its own ProfilerStep count (totals when a side has none); total: over the whole span. One basis for every number of the payload. */
                     basis?: "per_step" | "total";

@@ -1,19 +1,17 @@
 // Typed client for the torch-prof HTTP API (tb_plugin/server, contract in tb_plugin/openapi.yaml).
 // `request(route, query)` takes its route, query and answer types from the contract
 // (generated.ts, `npm run gen:types`), so a view's options are declared once, in Python
-// (views/<view>/options.py), and a renamed or retyped option is a type error here. The views' own
-// routes are in views/<name>/api.ts. Every request still goes through http.ts's getJson.
+// (views/<view>/options.py), and a renamed or retyped option is a type error here. `csvUrl` and
+// `routeLink` build typed links; `requestUrl` fetches a URL that `routeLink` built (the
+// level-of-detail loaders key their requests by URL); `submit` is the one POST. The views' own
+// routes are in views/<name>/api.ts; no view imports http.ts (ESLint checks it), which sends
+// every request, so errors, 202s and aborts are handled in one place.
 import type { paths } from './generated'
-import { getJson as getHttpJson, routeUrl, type Params } from './http'
+import { getJson, postJson, routeUrl, type Params } from './http'
 import type { CallStackRow, KernelGroupBy, OperatorGroupBy, Selection } from './types'
 
-export { ApiError, LoadingError, postJson, routeUrl, setBaseUrl, type Params } from './http'
+export { ApiError, LoadingError, setBaseUrl } from './http'
 export * from './types'
-
-/** A route's JSON; a 202 throws LoadingError so the caller (TanStack Query) schedules the retry. */
-export function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
-  return getHttpJson<T>(routeUrl(route, params), signal)
-}
 
 /** A GET route of the contract, without its leading slash ("operators", "kernels/pies"). */
 export type Route = {
@@ -29,12 +27,42 @@ export type ResponseOf<R extends Route> =
 
 /** GET `route` with `query`, both typed by the contract; a 202 throws LoadingError. */
 export function request<R extends Route>(route: R, query: QueryOf<R>, signal?: AbortSignal): Promise<ResponseOf<R>> {
-  return getHttpJson<ResponseOf<R>>(routeUrl(route, query as unknown as Params), signal)
+  return getJson<ResponseOf<R>>(routeLink(route, query), signal)
+}
+
+/** The URL of a GET route with its typed query: a link (a download), or a request key. */
+export function routeLink<R extends Route>(route: R, query: QueryOf<R>): string {
+  return routeUrl(route, query as unknown as Params)
+}
+
+/** GET a URL that `routeLink(route, ...)` built, its answer typed as `route`'s; a URL of any
+ * other route is refused before anything is sent. */
+export function requestUrl<R extends Route>(route: R, url: string, signal?: AbortSignal): Promise<ResponseOf<R>> {
+  const expected = new URL(routeUrl(route)).pathname
+  if (new URL(url).pathname !== expected) return Promise.reject(new Error(`${url} is not a URL of the ${route} route`))
+  return getJson<ResponseOf<R>>(url, signal)
 }
 
 /** The download URL of a route's CSV (`format=csv`), typed like `request`. */
 export function csvUrl<R extends Route>(route: R, query: QueryOf<R>): string {
   return routeUrl(route, { ...(query as unknown as Params), format: 'csv' })
+}
+
+/** A POST route of the contract, without its leading slash ("capture"). */
+export type PostRoute = {
+  [P in keyof paths]: P extends `/${infer R}` ? (paths[P] extends { post: object } ? R : never) : never
+}[keyof paths]
+type Post<R extends PostRoute> = paths[`/${R}`] extends { post: infer G } ? G : never
+/** The JSON body a POST route takes. */
+export type BodyOf<R extends PostRoute> =
+  Post<R> extends { requestBody: { content: { 'application/json': infer B } } } ? B : never
+/** The JSON body of a POST route's 200 answer. */
+export type PostResponseOf<R extends PostRoute> =
+  Post<R> extends { responses: { 200: { content: { 'application/json': infer B } } } } ? B : never
+
+/** POST `body` as JSON to `route`, both typed by the contract. */
+export function submit<R extends PostRoute>(route: R, body: BodyOf<R>, signal?: AbortSignal): Promise<PostResponseOf<R>> {
+  return postJson<PostResponseOf<R>>(routeUrl(route), body, signal)
 }
 
 export const api = {

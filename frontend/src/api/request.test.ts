@@ -3,8 +3,8 @@
 // still throws LoadingError, and the CSV URL carries format=csv. Wrong routes and options are
 // type errors (checked by `tsc -b`, see expectTypeOf below), not runtime ones.
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest'
-import { api, csvUrl, LoadingError, request, setBaseUrl, type QueryOf, type ResponseOf } from './index'
-import type { KernelGroupBy, OperatorGroupBy, Overview } from './types'
+import { api, csvUrl, LoadingError, request, requestUrl, routeLink, setBaseUrl, submit, type BodyOf, type PostResponseOf, type QueryOf, type ResponseOf } from './index'
+import type { CaptureAccepted, CaptureForm, KernelGroupBy, OperatorGroupBy, Overview } from './types'
 
 const BASE = 'http://127.0.0.1:6006/data/plugin/torch_prof/'
 
@@ -13,7 +13,7 @@ afterEach(() => {
 })
 
 function reply(status: number, body: string) {
-  const fetch = vi.fn(async (_url: string) => new Response(body, { status }))
+  const fetch = vi.fn(async (_url: string, _init?: RequestInit) => new Response(body, { status }))
   vi.stubGlobal('fetch', fetch)
   return fetch
 }
@@ -47,5 +47,32 @@ describe('request', () => {
     expectTypeOf<KernelGroupBy>().toEqualTypeOf<'kernel' | 'kernel_op_launch'>()
     expectTypeOf<ResponseOf<'overview'>>().toEqualTypeOf<Overview>()
     expectTypeOf<QueryOf<'runs'>>().toEqualTypeOf<Record<string, never>>()
+  })
+
+  it('builds a typed link and fetches only URLs of the route it names', async () => {
+    setBaseUrl(BASE)
+    const url = routeLink('timeline', { run: 'r', worker: 'w', span: 's', start_us: 1.5, width: 800 })
+    expect(url).toBe(`${BASE}timeline?run=r&worker=w&span=s&start_us=1.5&width=800`)
+    const fetch = reply(200, '{"tracks": []}')
+    await expect(requestUrl('timeline', url)).resolves.toEqual({ tracks: [] })
+    expect(fetch.mock.calls[0][0]).toBe(url)
+    // A URL of another route (here /timeline/search, which shares the prefix) is refused unsent.
+    const other = routeLink('timeline/search', { run: 'r', worker: 'w', span: 's', q: 'x' })
+    await expect(requestUrl('timeline', other)).rejects.toThrow('is not a URL of the timeline route')
+    await expect(requestUrl('ranks', url)).rejects.toThrow('is not a URL of the ranks route')
+    expect(fetch).toHaveBeenCalledTimes(1)
+  })
+
+  it('posts the typed body of a POST route as JSON', async () => {
+    setBaseUrl(BASE)
+    const fetch = reply(200, '{"id": "abc", "run": "r", "expected": 1}')
+    const form: CaptureForm = { run: 'r', steps: 3, with_stack: false, memory_snapshot: false, record_shapes: true, profile_memory: true }
+    await expect(submit('capture', form)).resolves.toEqual({ id: 'abc', run: 'r', expected: 1 })
+    const [url, init] = fetch.mock.calls[0]
+    expect(url).toBe(`${BASE}capture`)
+    expect(init?.method).toBe('POST')
+    expect(JSON.parse(String(init?.body))).toEqual(form)
+    expectTypeOf<BodyOf<'capture'>>().toEqualTypeOf<CaptureForm>()
+    expectTypeOf<PostResponseOf<'capture'>>().toEqualTypeOf<CaptureAccepted>()
   })
 })

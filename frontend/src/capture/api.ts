@@ -1,11 +1,11 @@
 // The capture routes (tb_plugin/server/capture_routes.py): which runs listen, ask one of them for
 // a capture (POST), and every worker's answer to that request.
-import { getJson, postJson, routeUrl, type CaptureAccepted, type CaptureForm, type CaptureProgress, type CaptureTargets } from '../api'
+import { request, submit, type CaptureForm, type CaptureProgress } from '../api'
 
 export const captureApi = {
-  targets: (signal?: AbortSignal) => getJson<CaptureTargets>('capture/targets', {}, signal),
-  request: (form: CaptureForm) => postJson<CaptureAccepted>(routeUrl('capture'), form),
-  status: (id: string, signal?: AbortSignal) => getJson<CaptureProgress>('capture/status', { id }, signal),
+  targets: (signal?: AbortSignal) => request('capture/targets', {}, signal),
+  request: (form: CaptureForm) => submit('capture', form),
+  status: (id: string, signal?: AbortSignal) => request('capture/status', { id }, signal),
 }
 
 export type WorkerAnswer = CaptureProgress['workers'][number]

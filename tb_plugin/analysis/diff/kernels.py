@@ -1,11 +1,24 @@
 """Kernel-level diff of two traces: GPU kernels by name, or by operator -> kernel.
 
 Every kernel event of each trace counts (all threads, all streams), grouped by kernel name or
-by (launching operator, kernel name); the operator is the op-tree node that launched it, as in
-the Kernel view's `kernel_op_launch` grouping (`N/A` for kernels launched outside any
-operator). Rows are the outer join of both sides, sorted by |delta| of total time, ties by
-name. On the `per_step` basis each side is divided by its own ProfilerStep count (the Diff
-page's basis, `diff.build_diff`), falling back to totals when a side has no step.
+by (launching operator, kernel name); the operator is the op-tree node that launched it (`N/A`
+for kernels launched outside any operator). Rows are the outer join of both sides, sorted by
+|delta| of total time, ties by name. On the `per_step` basis each side is divided by its own
+ProfilerStep count (the Diff page's basis, `diff.build_diff`), falling back to totals when a
+side has no step.
+
+`operator_kernel` is not the Kernel view's `kernel_op_launch` (`analysis.kernels`), so the two
+keep their names. They differ in exactly three ways: (1) `kernel_op_launch` also splits a
+(kernel, operator) pair by launch configuration (grid, block, registers per thread, shared
+memory): one `operator_kernel` row holds the calls and time of all the Kernel view's rows of
+that pair; (2) a kernel replayed by a CUDA/HIP graph whose launch lies in a host annotation
+and no operator is `N/A` here, where the Kernel view names the annotation
+(`graphs.graph_annotations`): an annotation's name often carries the run's shapes (vLLM's
+`execute_32_context_0(...)_generation_32(sq32sk55086...)`), so two traces' rows would not
+line up by it; (3) a kernel the op trees do not reach (no launch, and no ProfilerStep thread
+whose root takes such kernels: `optree`) counts here as `N/A` and is left out of
+`kernel_op_launch` (not of the Kernel view's `kernel` grouping). Every other kernel has the
+same operator in both (`tests/analysis/test_kernel_groupings.py`, on real traces too).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ class DiffOptions(msgspec.Struct, forbid_unknown_fields=True):
 
 class DiffKernelOptions(msgspec.Struct, forbid_unknown_fields=True):
     group_by: Annotated[Literal["kernel", "operator_kernel"], Meta(description=(
-        "kernel: by kernel name; operator_kernel: by launching operator and kernel name."))
-                        ] = "kernel"
+        "kernel: by kernel name; operator_kernel: by launching operator (`N/A` outside any, "
+        "replayed CUDA/HIP graphs included) and kernel name, not by launch configuration "
+        "(the Kernel view's kernel_op_launch is)."))] = "kernel"
     basis: DiffBasis = "per_step"

@@ -2,7 +2,7 @@
 // (build_diff: one node of the aligned operator trees, its children and operator deltas),
 // `diff/kernels` (every kernel of both traces compared) and `diff/default` (the experiment the
 // server proposes for a baseline).
-import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
+import { csvUrl, request, type QueryOf, type Schemas, type Selection } from '../../api'
 
 export type DiffPayload = Schemas['DiffPayload']
 export type DiffSide = Schemas['DiffSide']
@@ -12,8 +12,9 @@ export type OperatorDelta = Schemas['OperatorDelta']
 export type DiffKernels = Schemas['DiffKernelsPayload']
 export type KernelDelta = Schemas['KernelDelta']
 export type DiffDefault = Schemas['DiffDefault']
-export type Basis = 'per_step' | 'total'
-export type KernelGrouping = 'kernel' | 'operator_kernel'
+/** The Diff routes' options, as views/diff/options.py declares them. */
+export type Basis = NonNullable<QueryOf<'diff'>['basis']>
+export type KernelGrouping = NonNullable<QueryOf<'diff/kernels'>['group_by']>
 
 /** The experiment side of a diff (UI selection, not a payload). */
 export interface Experiment {
@@ -23,21 +24,21 @@ export interface Experiment {
 }
 
 export function fetchDiff(sel: Selection, exp: Experiment, path: string, basis: Basis, signal?: AbortSignal): Promise<DiffPayload> {
-  return getJson<DiffPayload>('diff', { ...sel, ...exp, path, basis }, signal)
+  return request('diff', { ...sel, ...exp, path, basis }, signal)
 }
 
 export function diffCsvUrl(sel: Selection, exp: Experiment, path: string, basis: Basis): string {
-  return routeUrl('diff', { ...sel, ...exp, path, basis, format: 'csv' })
+  return csvUrl('diff', { ...sel, ...exp, path, basis })
 }
 
 export function fetchDiffKernels(sel: Selection, exp: Experiment, groupBy: KernelGrouping, basis: Basis, signal?: AbortSignal): Promise<DiffKernels> {
-  return getJson<DiffKernels>('diff/kernels', { ...sel, ...exp, group_by: groupBy, basis }, signal)
+  return request('diff/kernels', { ...sel, ...exp, group_by: groupBy, basis }, signal)
 }
 
 export function diffKernelsCsvUrl(sel: Selection, exp: Experiment, groupBy: KernelGrouping, basis: Basis): string {
-  return routeUrl('diff/kernels', { ...sel, ...exp, group_by: groupBy, basis, format: 'csv' })
+  return csvUrl('diff/kernels', { ...sel, ...exp, group_by: groupBy, basis })
 }
 
 export function fetchDiffDefault(sel: Selection, signal?: AbortSignal): Promise<DiffDefault> {
-  return getJson<DiffDefault>('diff/default', { ...sel }, signal)
+  return request('diff/default', { ...sel }, signal)
 }

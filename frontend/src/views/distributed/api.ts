@@ -1,6 +1,6 @@
 // API client of the Distributed view: `distributed?run&span` (build_distributed over all the
 // workers of a span). Times are us, sizes bytes.
-import { request, routeUrl, type Schemas } from '../../api'
+import { csvUrl, request, type Schemas } from '../../api'
 
 export type DistributedPayload = Schemas['DistributedPayload']
 export type DistributedDevice = Schemas['DistributedDevice']
@@ -15,5 +15,5 @@ export function fetchDistributed(run: string, span: string, signal?: AbortSignal
 }
 
 export function distributedCsvUrl(run: string, span: string): string {
-  return routeUrl('distributed', { run, span, format: 'csv' })
+  return csvUrl('distributed', { run, span })
 }

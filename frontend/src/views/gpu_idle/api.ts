@@ -1,6 +1,6 @@
 // API client of the GPU Idle view: `gpu_idle?run&worker&span` (analysis/gpu_idle/view.py). Times are
 // trace us; every analysis carries its formula in `formulas`.
-import { request, routeUrl, type Schemas, type Selection } from '../../api'
+import { csvUrl, request, type Schemas, type Selection } from '../../api'
 
 export type GpuIdlePayload = Schemas['GpuIdlePayload']
 export type Histogram = Schemas['Histogram']
@@ -21,7 +21,7 @@ export function fetchGpuIdle(selection: Selection, signal?: AbortSignal): Promis
 }
 
 export function gpuIdleCsvUrl(selection: Selection): string {
-  return routeUrl('gpu_idle', { ...params(selection), format: 'csv' })
+  return csvUrl('gpu_idle', params(selection))
 }
 
 /** `whatif?run&worker&span&edit`: predicted step times under `edit` (analysis/whatif). */

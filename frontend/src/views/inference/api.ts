@@ -1,6 +1,6 @@
 // API client of the Inference view: `inference?run&worker&span` (analysis/inference/view.py).
 // Times are trace us, sizes bytes; every number's rule is in `formulas`.
-import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
+import { csvUrl, request, type Schemas, type Selection } from '../../api'
 
 export type InferencePayload = Schemas['InferencePayload']
 export type StepRow = Schemas['StepRow']
@@ -11,9 +11,9 @@ function params(s: Selection) {
 }
 
 export function fetchInference(selection: Selection, signal?: AbortSignal): Promise<InferencePayload> {
-  return getJson<InferencePayload>('inference', params(selection), signal)
+  return request('inference', params(selection), signal)
 }
 
 export function inferenceCsvUrl(selection: Selection): string {
-  return routeUrl('inference', { ...params(selection), format: 'csv' })
+  return csvUrl('inference', params(selection))
 }

@@ -1,7 +1,7 @@
 // API client of the Memory view: `memory` (build_memory), `memory/timeline` (the
 // export_memory_timeline categories) and `memory/snapshot` (an allocator snapshot of the run).
 // Times are trace us (snapshot: its `clock`), sizes bytes.
-import { ApiError, request, routeUrl, type Schemas, type Selection } from '../../api'
+import { ApiError, csvUrl, request, type QueryOf, type Schemas, type Selection } from '../../api'
 
 /** A growth flag of `/memory` (per device, with the operators allocating what stays) or of
  * `/memory/timeline` (on the export's total). */
@@ -15,14 +15,11 @@ export type MemorySnapshot = Schemas['MemorySnapshotPayload']
 export type SnapshotSegment = Schemas['SnapshotSegment']
 export type SnapshotAllocation = Schemas['SnapshotAllocation']
 
-export interface MemoryQuery {
-  device?: string
-  start_us?: number
-  end_us?: number
-}
+/** The Memory view's options (`MemoryOptions` in views/memory/options.py). */
+export type MemoryQuery = Pick<QueryOf<'memory'>, 'device' | 'start_us' | 'end_us'>
 
 export function memoryCsvUrl(sel: Selection, query: MemoryQuery): string {
-  return routeUrl('memory', { ...sel, ...query, format: 'csv' })
+  return csvUrl('memory', { ...sel, ...query })
 }
 
 export function fetchMemory(sel: Selection, query: MemoryQuery, signal?: AbortSignal): Promise<MemoryPayload> {
@@ -42,13 +39,8 @@ export async function fetchMemoryTimeline(sel: Selection | { run: string }, sign
   }
 }
 
-export interface SnapshotQuery {
-  snapshot?: string
-  device?: string
-  start?: number
-  end?: number
-  at?: number
-}
+/** The snapshot route's options (views/memory/options.py). */
+export type SnapshotQuery = Pick<QueryOf<'memory/snapshot'>, 'snapshot' | 'device' | 'start' | 'end' | 'at'>
 
 /**
  * An allocator snapshot of the run (on the span's clock when `sel` names a span); null when the
@@ -65,5 +57,5 @@ export async function fetchSnapshot(sel: Selection | { run: string }, query: Sna
 }
 
 export function snapshotCsvUrl(sel: Selection | { run: string }, query: SnapshotQuery): string {
-  return routeUrl('memory/snapshot', { ...sel, ...query, format: 'csv' })
+  return csvUrl('memory/snapshot', { ...sel, ...query })
 }

@@ -1,6 +1,6 @@
 // API client of the Module view: `modules?run&worker&span` (build_modules). Times are totals over
 // all calls of a row, in us.
-import { ApiError, getJson, routeUrl, type Schemas, type Selection } from '../../api'
+import { ApiError, csvUrl, request, type Schemas, type Selection } from '../../api'
 
 type ModulesPayload = Schemas['ModulesPayload']
 export type ModuleRow = Schemas['ModuleRow']
@@ -16,13 +16,13 @@ export type Modules = ModulesPayload & { available: true } & Required<Pick<Modul
 export type ModulesResult = Modules | { available: false; message: string }
 
 export function modulesCsvUrl(sel: Selection): string {
-  return routeUrl('modules', { ...sel, format: 'csv' })
+  return csvUrl('modules', { ...sel })
 }
 
 /** The server answers 404 with the reason when the trace has no module events. */
 export async function fetchModules(sel: Selection, signal?: AbortSignal): Promise<ModulesResult> {
   try {
-    return await getJson<Modules>('modules', { ...sel }, signal)
+    return (await request('modules', { ...sel }, signal)) as Modules
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) return { available: false, message: err.message }
     throw err

@@ -1,9 +1,8 @@
 // Client of the multi-rank timeline (`ranks?run&span&ranks&offsets&host&start_us&end_us&width`):
 // one window of the run clock over chosen ranks, shaped like `/timeline` (so the Trace view's
 // engine draws it) plus the lanes, their clock offsets and the collective links.
-import { routeUrl, type Schemas } from '../../api'
-import { getJson as getUrl } from '../../api/http'
-import type { RawTimeline } from '../trace/api'
+import { requestUrl, routeLink, type Schemas } from '../../api'
+import { usParam, type RawTimeline } from '../trace/api'
 import type { TimelineWindow } from '../trace/lod-loader'
 
 export type RanksPayload = Schemas['RanksTimelinePayload']
@@ -27,13 +26,8 @@ export function offsetsParam(offsets: Record<number, number>): string | undefine
   return pairs.length ? pairs.join(',') : undefined
 }
 
-function usParam(value: number | undefined): string | undefined {
-  if (value === undefined) return undefined
-  return Number.isInteger(value) ? String(value) : value.toFixed(3)
-}
-
 export function ranksUrl(q: RanksQuery, win: TimelineWindow): string {
-  return routeUrl('ranks', {
+  return routeLink('ranks', {
     run: q.run,
     span: q.span,
     ranks: q.ranks.length ? q.ranks.join(',') : undefined,
@@ -48,7 +42,7 @@ export function ranksUrl(q: RanksQuery, win: TimelineWindow): string {
 /** One window; `seen` hears every payload (the lanes and links the engine does not keep). */
 export function fetchRanks(seen: (payload: RanksPayload) => void) {
   return async (url: string, signal: AbortSignal): Promise<RawTimeline> => {
-    const payload = await getUrl<RanksPayload>(url, signal)
+    const payload = await requestUrl('ranks', url, signal)
     seen(payload)
     return payload as unknown as RawTimeline
   }

@@ -1,9 +1,9 @@
 // Client of the Trace view's routes (`timeline`, `timeline/event`, `timeline/search`,
-// `trace/download`), through the shared HTTP path (api/http.ts): URLs relative to the module,
-// ApiError / LoadingError (202) as everywhere else.
+// `timeline/range`, `trace/download`), typed by the contract (api/index.ts: each option is
+// declared once, in views/trace/options.py): URLs relative to the module, ApiError /
+// LoadingError (202) as everywhere else.
 
-import { getJson, routeUrl, type Schemas, type Selection } from '../../api'
-import { getJson as getUrl } from '../../api/http'
+import { csvUrl, request, requestUrl, routeLink, type Schemas, type Selection } from '../../api'
 
 export type RawTimeline = Schemas['TimelinePayload']
 export type RawTrack = Schemas['Track']
@@ -17,41 +17,48 @@ export type SearchMatch = Schemas['SearchMatch']
 export type RangeAggregate = Schemas['TimelineRangePayload']
 export type RangeRow = Schemas['RangeRow']
 
-/** Absolute us as a query value: enough digits for sub-us windows on 1.7e15 us timestamps. */
-function usParam(value: number | undefined): string | undefined {
+/** Absolute us as a query value, rounded to ns (a stable request key; enough for sub-us
+ * windows on 1.7e15 us timestamps, where a double holds 0.25 us). */
+export function usParam(value: number): number
+export function usParam(value: number | undefined): number | undefined
+export function usParam(value: number | undefined): number | undefined {
   if (value === undefined) return undefined
-  return Number.isInteger(value) ? String(value) : value.toFixed(3)
+  return Number.isInteger(value) ? value : Number(value.toFixed(3))
+}
+
+function rangeQuery(sel: Selection, start: number, end: number, tracks: number[]) {
+  return { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(',') }
 }
 
 export const traceApi = {
   /** One timeline request by URL (the LOD loader builds the URLs and retries a 202). */
   timeline(url: string, signal: AbortSignal): Promise<RawTimeline> {
-    return getUrl<RawTimeline>(url, signal)
+    return requestUrl('timeline', url, signal)
   },
 
   /** `critical`: a step whose critical path the payload marks (GPU Idle's "Show on Trace"). */
   timelineUrl(sel: Selection, window: { start?: number; end?: number; width: number }, critical?: string | null): string {
-    return routeUrl('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)), critical_step: critical || undefined })
+    return routeLink('timeline', { ...sel, start_us: usParam(window.start), end_us: usParam(window.end), width: Math.max(1, Math.round(window.width)), critical_step: critical || undefined })
   },
 
   event(sel: Selection, id: number, signal?: AbortSignal): Promise<EventDetails> {
-    return getJson<EventDetails>('timeline/event', { ...sel, id }, signal)
+    return request('timeline/event', { ...sel, id }, signal)
   },
 
   search(sel: Selection, q: string, limit: number, startUs?: number, signal?: AbortSignal): Promise<SearchResult> {
-    return getJson<SearchResult>('timeline/search', { ...sel, q, limit, start_us: usParam(startUs) }, signal)
+    return request('timeline/search', { ...sel, q, limit, start_us: usParam(startUs) }, signal)
   },
 
   /** Counts, total and self time by name over [start, end] (absolute us) on `tracks`. */
   range(sel: Selection, start: number, end: number, tracks: number[], signal?: AbortSignal): Promise<RangeAggregate> {
-    return getJson<RangeAggregate>('timeline/range', { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(',') }, signal)
+    return request('timeline/range', rangeQuery(sel, start, end, tracks), signal)
   },
 
   rangeCsvUrl(sel: Selection, start: number, end: number, tracks: number[]): string {
-    return routeUrl('timeline/range', { ...sel, start_us: usParam(start), end_us: usParam(end), tracks: tracks.join(','), format: 'csv' })
+    return csvUrl('timeline/range', rangeQuery(sel, start, end, tracks))
   },
 
   downloadUrl(sel: Selection): string {
-    return routeUrl('trace/download', { ...sel })
+    return routeLink('trace/download', { ...sel })
   },
 }
