@@ -15,7 +15,7 @@ import msgspec
 
 from .scanner import split_batch_elements
 
-_NO_RAW = msgspec.Raw()  # absent; an empty Raw is never produced by the decoder
+NO_RAW = msgspec.Raw()  # absent; an empty Raw is never produced by the decoder
 
 
 _NAN = float("nan")
@@ -37,10 +37,10 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     external_id: Any = msgspec.field(default=_NAN, name="External id")
     sequence_number: Any = msgspec.field(default=_NAN, name="Sequence number")
     fwd_thread_id: Any = msgspec.field(default=_NAN, name="Fwd thread id")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
-    input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
-    input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
-    input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
+    input_types: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input type")
+    input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
+    input_dims_lc: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     device: Any = _NAN
     stream: Any = _NAN
@@ -50,8 +50,8 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     shared_memory: Any = msgspec.field(default=_NAN, name="shared memory")
     blocks_per_sm: Any = msgspec.field(default=_NAN, name="blocks per SM")
     warps_per_sm: Any = msgspec.field(default=_NAN, name="warps per SM")
-    grid: msgspec.Raw = _NO_RAW
-    block: msgspec.Raw = _NO_RAW
+    grid: msgspec.Raw = NO_RAW
+    block: msgspec.Raw = NO_RAW
     occupancy: Any = msgspec.field(default=_NAN, name="est. achieved occupancy %")
     bytes: Any = _NAN
     bandwidth: Any = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
