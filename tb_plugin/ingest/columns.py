@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..heap import release_free_memory
-from .decode import EMPTY_ARGS, NO_RAW, Args, Event
+from .decode import EMPTY_ARGS, NAN, NO_RAW, Args, Event
 from .interning import Interner, id_string, json_repr
 from .schema import CATEGORY_KINDS, MAX_TIME_US, TABLE_COLUMNS, Kind
 
@@ -56,6 +56,14 @@ def _group(objects: list[Any], fields: tuple[str, ...]) -> Optional[list[tuple[A
     if rows.count(_default_tuple(fields)) == len(rows):
         return None
     return rows
+
+
+def _sparse_floats(values: list[Any]) -> np.ndarray:
+    """`floats(values)` of an argument most events lack: all NaN, without converting, when
+    every value is `Args`'s default (one identity comparison each)."""
+    if values.count(NAN) == len(values):
+        return np.full(len(values), np.nan)
+    return floats(values)
 
 
 def _default_tuple(fields: tuple[str, ...]) -> tuple[Any, ...]:
@@ -246,21 +254,17 @@ class ColumnBuilder:
         kind = self._kinds(shared["cat"])
         args = self._args(events)
         external = self._floats(args, "external_id")
-        correlation = np.full(len(args), np.nan)
-        rare = _group(args, _EVENT_RARE)  # None on a CPU trace: no correlation, no "external id"
-        if rare is not None:
-            correlation = floats(_column(rare, _EVENT_RARE, "correlation"))
-            missing_external = np.flatnonzero(np.isnan(external))
-            if missing_external.size:  # "external id" (older Kineto) where "External id" is not
-                external[missing_external] = floats(
-                    _column(_pick(rare, missing_external), _EVENT_RARE, "external_id_lc"))
+        missing_external = np.flatnonzero(np.isnan(external))
+        if missing_external.size:  # "external id" (older Kineto), read only where it may be
+            external[missing_external] = _sparse_floats(
+                _values(_pick(args, missing_external), "external_id_lc"))
         base = self.event_rows
         self._append("events", {
             "ts": ts, "dur": dur, "ph": ph, "cat": shared["cat"], "kind": kind, "name": name,
             "pid": shared["pid"],
             "tid": shared["tid"],
             "external_id": external,
-            "correlation": correlation,
+            "correlation": _sparse_floats(_values(args, "correlation")),
         })
         self.event_rows += len(events)
         self._add_device_args(args, kind, base)
@@ -369,7 +373,7 @@ class ColumnBuilder:
             "event": rows + base,
             "python_id": self._floats(sub, "python_id"),
             "python_parent_id": self._floats(sub, "python_parent_id"),
-            "python_module_id": self._floats(sub, "python_module_id"),
+            "python_module_id": _sparse_floats(_values(sub, "python_module_id")),
         })
 
     # -- a trace parsed in parts by several processes (see parallel.py) -----------------------
@@ -421,8 +425,7 @@ class ColumnBuilder:
 
 _META, _FLOW, _INSTANT, _OTHER_PHASE = 0, 1, 2, 3
 _INTERNER_OF = {"binding": "binding"}
-#: Arguments most events lack, each family read as one `_group` (the order is the columns').
-_EVENT_RARE = ("correlation", "external_id_lc")
+#: Arguments most ops lack, read as one `_group` (the order is the columns').
 _OP_RARE = ("collective", "in_msg_nelems", "out_msg_nelems", "group_size", "dtype",
             "process_group", "seq", "flops", "kernel_file")
 _OP_RARE_CODES = frozenset({"collective", "dtype", "process_group", "kernel_file"})

@@ -22,7 +22,7 @@ from ..settings import (
     Settings,
 )
 from .columns import ColumnBuilder
-from .decode import Event, recover_batch, try_decode_batch
+from .decode import BatchDecoder, Event, recover_batch
 from .interning import MAX_STRING_CHARS
 from .scanner import EventStreamScanner, ScanResult, TokenTooLarge
 from .schema import (
@@ -83,7 +83,7 @@ class TraceParse:
         self.status = ParseStatus()
         self.builder = ColumnBuilder()
         self.limits = limits or Limits.for_file()
-        self.scanner = scanner or EventStreamScanner(try_decode_batch, self.limits.max_token)
+        self.scanner = scanner or EventStreamScanner(BatchDecoder(), self.limits.max_token)
         self.problems = 0  # problems seen, listed or not
         self.record: Optional[list[tuple[str, str]]] = [] if record else None
         self.stopped = False  # a limit stopped the parse (see `stop`)
