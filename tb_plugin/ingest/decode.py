@@ -15,7 +15,7 @@ the columns are the same either way, only the cost differs.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 import msgspec
 
@@ -117,6 +117,10 @@ DEVICE_FIELDS = ("device", "stream", "registers_per_thread", "shared_memory", "b
                  "warps_per_sm", "grid", "block", "occupancy", "bytes", "bandwidth")
 OP_FIELDS = tuple(name for name in Args.__struct_fields__ if name not in {
     *ROW_FIELDS, *META_FIELDS, *MEMORY_FIELDS, *PYTHON_FIELDS, *DEVICE_FIELDS})
+#: The Chrome trace event phases: the tagged union decodes `ph` as one of these shared strings
+#: (their hash computed once, which makes interning them cheaper); another phase falls back.
+PHASES = ("X", "B", "E", "i", "I", "s", "t", "f", "M", "C", "b", "n", "e", "P", "N", "O", "D",
+          "R", "c", "(", ")")
 #: Categories decoded by the tagged union, as Kineto and PyTorch 1.x write them.
 TAGGED_CATEGORIES = (*CATEGORY_KINDS, *(c.capitalize() for c in CATEGORY_KINDS),
                      "cpu_instant_event", "fwdbwd", "ac2g", "async_cpu_to_gpu")
@@ -147,7 +151,8 @@ def _tagged_events() -> tuple[type, ...]:
     """One `Event` per category in TAGGED_CATEGORIES: `cat` is the tag (a class attribute),
     `args` the slim `Args` of the category's kind (the builder's own rule: `cat.lower()`)."""
     slim: dict[tuple[str, ...], type] = {}
-    event_fields = [(f.name, f.type, msgspec.field(default=f.default, name=f.encode_name))
+    event_fields = [(f.name, Optional[Literal[PHASES]] if f.name == "ph" else f.type,
+                     msgspec.field(default=f.default, name=f.encode_name))
                     for f in msgspec.structs.fields(Event) if f.name not in ("cat", "args")]
     variants = []
     for cat in dict.fromkeys(TAGGED_CATEGORIES):

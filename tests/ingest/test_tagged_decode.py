@@ -12,6 +12,7 @@ import pytest
 
 from tb_plugin.ingest.decode import (
     OP_FIELDS,
+    PHASES,
     TAGGED_CATEGORIES,
     Args,
     BatchDecoder,
@@ -134,3 +135,21 @@ def test_malformed_batches_are_none_both_ways() -> None:
     assert decoder(b'[{"ph": "X", "cat": "cpu_op", "ts": }]') is None
     assert decoder(b'[{"ph": "X", "cat": "cpu_op", "args": [1]}]') is None
     assert try_decode_batch(b'[{"ph": "X", "cat": "cpu_op", "args": [1]}]') is None
+
+
+def test_every_phase_and_an_unknown_one_read_the_same() -> None:
+    """`ph` is one of PHASES in the union; any other phase decodes the batch whole."""
+    events = [{"ph": ph, "cat": "cpu_op", "name": f"e{n}", "pid": 1, "tid": 1, "ts": n,
+               "dur": 1, "id": n, "args": {"External id": n, "name": "t"}}
+              for n, ph in enumerate(PHASES)]
+    data = document(events)
+    tagged, decoder = _parse(data, BatchDecoder())
+    whole, _ = _parse(data, try_decode_batch)
+    assert decoder.tries > 0 and decoder.misses == 0
+    assert_same_table(whole, tagged)
+    data = document([*events, {**events[0], "ph": "Q"}])
+    tagged, decoder = _parse(data, BatchDecoder())
+    whole, _ = _parse(data, try_decode_batch)
+    assert decoder.misses == 1  # the batch with "Q"
+    assert_same_table(whole, tagged)
+    assert tagged.events["ph"].tolist()[-1] == "Q"
