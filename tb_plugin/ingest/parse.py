@@ -47,7 +47,7 @@ PROBLEM = "problem"  # a recorded `TraceParse.problem`, as opposed to a `LoadSta
 #: Most bytes the scanner is fed at a time, so at most one batch of events: a chunk read is
 #: cut into pieces of this size. A 2 MB batch's Structs and column temporaries freed at once
 #: made glibc give the heap top back and fault it in again for the next batch: 1 MB pieces cut
-#: the one-core parse's page faults 3.5x and its CPU ~10% (bench/parse_results.md).
+#: the one-core parse's page faults 3x and its CPU ~10% (README, "Parse speed").
 SCAN_PIECE = 1 << 20
 
 
