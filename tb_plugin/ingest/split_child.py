@@ -26,7 +26,7 @@ from fsspec.implementations.local import LocalFileSystem
 from ..children import die_with_parent
 from ..heap import release_free_memory
 from ..storage import CHUNK_SIZE, iter_decompressed, open_file
-from .decode import try_decode_batch
+from .decode import BatchDecoder
 from .parse import Limits, TraceParse
 from .scanner import EventStreamScanner
 from .schema import TABLE_COLUMNS
@@ -102,7 +102,7 @@ def _parse_part(conn: Any, plan: SplitPlan) -> tuple[TraceParse, Optional[int]]:
         # the bytes before our boundary count against the whole file's inflation limit
         parse.limits = dataclasses.replace(
             parse.limits, max_bytes=max(0, parse.limits.max_bytes - boundary))
-        parse.scanner = EventStreamScanner.resume(try_decode_batch, depth,
+        parse.scanner = EventStreamScanner.resume(BatchDecoder(), depth,
                                                   parse.limits.max_token)
         ends = _Ends(conn, boundary, plan.next_mid)
         offset = boundary

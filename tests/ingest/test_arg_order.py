@@ -9,6 +9,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from tb_plugin.ingest import LoadState
 from tb_plugin.load import load_trace
 
@@ -105,3 +107,52 @@ def test_values_of_each_kind(tmp_path: Path) -> None:
     python = table.python_args.iloc[0]
     assert (python["event"], python["python_id"], python["python_parent_id"],
             python["python_module_id"]) == (2, 2, 1, 6)
+
+
+def _ops_table(tmp_path: Path, extra: list[dict[str, Any]]) -> Any:
+    """Four cpu_ops (no rare argument) and a python_function, then `extra` args on new ops."""
+    plain = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "pid": 1, "tid": 1,
+              "ts": 10 + i, "dur": 1, "args": {"External id": i}} for i in range(4)]
+    python = {"ph": "X", "cat": "python_function", "name": "a.py(1): f", "pid": 1, "tid": 1,
+              "ts": 9, "dur": 20, "args": {"Python id": 1}}
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1,
+            "ts": 20 + i, "dur": 1, "args": args} for i, args in enumerate(extra)]
+    path = tmp_path / "w.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": [python, *plain, *ops]}))
+    table = load_trace(str(path), use_cache=False, processes=1)
+    assert table.status.state == LoadState.OK
+    return table
+
+
+RARE_OP_ARGS = {"collective": ("Collective name", "allreduce"),
+                "in_msg_nelems": ("In msg nelems", 1024), "out_msg_nelems": ("Out msg nelems", 512),
+                "group_size": ("Group size", 8), "dtype": ("dtype", "Float"),
+                "process_group": ("Process Group Name", "0"), "seq": ("Seq", 3),
+                "flops": ("flops", 4096.0), "kernel_file": ("kernel_file", "/tmp/k.py")}
+
+
+def test_rare_op_arguments_read_where_one_op_carries_one(tmp_path: Path) -> None:
+    """The rare op arguments are read as one group: one op carrying one of them is enough for
+    every one to be read, each in its own row; where no op carries any, all are missing."""
+    for column, (key, value) in RARE_OP_ARGS.items():
+        table = _ops_table(tmp_path, [{key: value}, {}])
+        values = table.op_args[column].astype(object).tolist()
+        assert [i for i, v in enumerate(values) if pd.isna(v)] == [0, 1, 2, 3, 5], column
+        assert values[4] == value, column
+        for other in RARE_OP_ARGS.keys() - {column}:
+            assert table.op_args[other].isna().all(), (column, other)
+    table = _ops_table(tmp_path, [{}])
+    for column in RARE_OP_ARGS:
+        assert table.op_args[column].isna().all(), column
+    assert table.events["correlation"].isna().all()
+
+
+def test_correlation_and_lowercase_external_id_where_one_event_carries_them(
+        tmp_path: Path) -> None:
+    """`correlation` and "external id" are read as one group: one event carrying one of them
+    puts it in its own row only ("External id" still wins where both are there)."""
+    table = _ops_table(tmp_path, [{"correlation": 7}])
+    assert table.events["correlation"].fillna(-1).tolist() == [-1] * 5 + [7]
+    table = _ops_table(tmp_path, [{"external id": 40}, {"external id": 41, "External id": 9}])
+    assert table.events["external_id"].fillna(-1).tolist() == [-1, 0, 1, 2, 3, 40, 9]
+    assert table.events["correlation"].isna().all()
