@@ -19,6 +19,8 @@ prints its diff. The results of the last full run are in bench/mutation_results.
                                                       # only the mutants of these functions
     python bench/mutation_run.py --rerun nesting      # again, the earlier run's non-killed
                                                       # mutants only, with the current tests
+    python bench/mutation_run.py analysis/findings.py --tests tests/test_findings.py
+                                                      # any module, with the tests named
 
 mutmut is not a dependency of the package: install it where you like
 (`pip install --target /tmp/mutmut mutmut==3.8.1`) and pass `--mutmut-path` (a PYTHONPATH entry)
@@ -97,7 +99,8 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
         f"only_mutate = tb_plugin/{module}\n"
         "also_copy = samples\n"
         f"pytest_add_cli_args_test_selection =\n    {selection}\n"
-        "pytest_add_cli_args = -p no:cacheprovider -q -m unit\n"
+        # one argument a line: mutmut passes a one-line value to pytest as a single argument
+        "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q\n    -m\n    unit\n"
         "timeout_multiplier = 10.0\n",
         encoding="utf-8")
     return work
@@ -166,10 +169,14 @@ def main() -> int:
     parser.add_argument("--survivors", action="store_true", help="list the surviving mutants")
     parser.add_argument("--functions", nargs="+", default=[],
                         help="mutate only these functions of the module(s)")
+    parser.add_argument("--tests", nargs="+", default=[],
+                        help="the unit tests for a module not in MODULES (or instead of its own)")
     parser.add_argument("--rerun", action="store_true",
                         help="re-test the last run's non-killed mutants with the current tests")
     args = parser.parse_args()
     chosen = {m: t for m, t in MODULES.items() if not args.only or any(w in m for w in args.only)}
+    if args.tests:  # `only` names modules (paths under tb_plugin/) run with these tests
+        chosen = {m: tuple(args.tests) for m in args.only}
     print("module\tkilled\tsurvived\ttimeout\tno_tests\ttotal\tscore")
     for module, tests in chosen.items():
         stats = run_module(module, tests, args.mutmut_path, args.children, args.functions,

@@ -12,7 +12,8 @@ over the sorted names) and only those are run. To judge tests written after a ru
 sample with another seed: re-running the sample whose survivors the tests were written for
 would overstate the score.
 
-It prepares a scratch copy like bench/mutation_run.py (tb_plugin/, tests/, bench/, pyproject.toml;
+It prepares a scratch copy like bench/mutation_run.py (tb_plugin/, tests/, bench/, pyproject.toml,
+README.md;
 samples/ and ../shared linked), with `only_mutate = tb_plugin/<package>/*` and the unit-lane
 tests under `--tests`. The first `mutmut run` (with a pattern that matches nothing) generates
 the mutants and records which test reaches which function; `--reuse` keeps that scratch (same
@@ -39,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SCRATCH = Path(os.environ.get("TMPDIR", "/tmp")) / "torch-prof-mutation"
+TEXT_TEST = "tests/analysis/test_flops_torch.py::test_op_schemas_table_is_torchs"
 DETECTED = {"killed", "timeout", "segfault"}
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout",
           -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
@@ -52,16 +54,20 @@ def prepare(work: Path, package: str, tests: str) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "static", "_work")
     for name in ("tb_plugin", "tests", "bench"):  # a flops test runs bench/gen_op_schemas.py
         shutil.copytree(REPO / name, work / name, ignore=ignore)
-    shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
+    for name in ("pyproject.toml", "README.md"):  # a test reads the README's rule table
+        shutil.copy2(REPO / name, work / name)
     (work / "samples").symlink_to(REPO / "samples")
     shared = REPO.parent / "shared"
     if shared.exists():  # tests/support finds ../shared from mutants/
         (work / "shared").symlink_to(shared.resolve())
     (work / "setup.cfg").write_text(
         "[mutmut]\nsource_paths = tb_plugin\n"
-        f"only_mutate = tb_plugin/{package}/*\nalso_copy = samples\n    bench\n"
+        f"only_mutate = tb_plugin/{package}/*\nalso_copy = samples\n    bench\n    README.md\n"
         f"pytest_add_cli_args_test_selection =\n    {tests}\n"
-        "pytest_add_cli_args = -p no:cacheprovider -q -m unit\n"
+        # one argument a line (mutmut passes a one-line value to pytest as a single argument);
+        # TEXT_TEST compares op_schemas.py's source text with its generator: mutmut rewrites it
+        "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q\n    -m\n    unit\n"
+        f"    --deselect\n    {TEXT_TEST}\n"
         "timeout_multiplier = 10.0\n", encoding="utf-8")
 
 
