@@ -65,7 +65,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "analysis/modules.py": (A + "test_modules.py",),
 }
 
-COPIED = ("tb_plugin", "tests", "pyproject.toml")
+COPIED = ("tb_plugin", "tests", "bench", "pyproject.toml", "README.md")  # tests read the last two
 LINKED = ("samples",)
 
 
@@ -83,7 +83,7 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
         source = REPO / name
         if source.is_dir():
             shutil.copytree(source, work / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "static"))
+                            ignore=shutil.ignore_patterns("__pycache__", "static", "_work"))
         else:
             shutil.copy2(source, work / name)
     for name in LINKED:
@@ -97,10 +97,12 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
         "[mutmut]\n"
         "source_paths = tb_plugin\n"
         f"only_mutate = tb_plugin/{module}\n"
-        "also_copy = samples\n"
+        "also_copy = samples\n    bench\n    README.md\n"
         f"pytest_add_cli_args_test_selection =\n    {selection}\n"
         # one argument a line: mutmut passes a one-line value to pytest as a single argument
         "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q\n    -m\n    unit\n"
+        # compares op_schemas.py's source text with its generator: mutmut rewrites the source
+        "    --deselect\n    tests/analysis/test_flops_torch.py::test_op_schemas_table_is_torchs\n"
         "timeout_multiplier = 10.0\n",
         encoding="utf-8")
     return work
