@@ -258,7 +258,7 @@ def _sort_index(value: Any, fallback: Optional[float]) -> float:
     """M sort index, else the numeric id, else last."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    return fallback if fallback is not None else float(2**53)
+    return fallback if fallback is not None else math.inf
 
 
 # ----------------------------------------------------------------------------------------------

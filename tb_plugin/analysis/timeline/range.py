@@ -57,8 +57,10 @@ def build_timeline_range(table: TraceTable, start_us: float, end_us: float,
     child = index.row_depth[row] > 0
     parent = np.searchsorted(index.start_key, (row[child] - 1) * index.span + start[child],
                              side="right") - 1
-    at = np.searchsorted(pos, parent)  # pos is sorted: rows ascending, positions within rows
-    found = (at < pos.size) & (pos[np.minimum(at, max(pos.size - 1, 0))] == parent)
+    # pos is sorted (rows ascending, positions within rows) and a parent's position is below its
+    # child's, so `at` is at most the child's own index in pos: never past its end
+    at = np.searchsorted(pos, parent)
+    found = pos[at] == parent
     np.subtract.at(self_ticks, at[found], inside[child][found])
     scale = index.tick_ns / 1000.0
     return {"start_us": float(start_us), "end_us": float(end_us),

@@ -1,0 +1,138 @@
+"""Rules of the timeline index (tb_plugin/analysis/timeline/index.py) at their boundaries: track
+labels and display order without metadata, the key grouping on both sides of its fast-path
+limit, merge levels derived by hand from the docstring's rule, and the flow columns' shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tb_plugin.analysis.timeline.index import _group, build_timeline_index, merge_levels
+
+from .helpers import CPU_PID, cpu_op, kernel, make_table
+
+
+def _meta(kind: str, pid: Any, tid: Any, **args: Any) -> dict[str, Any]:
+    return {"ph": "M", "name": kind, "pid": pid, "tid": tid, "args": args}
+
+
+def _lane(pid: Any, tid: Any, ts: float = 0) -> dict[str, Any]:
+    return {"ph": "X", "cat": "Trace", "name": "lane", "pid": pid, "tid": tid, "ts": ts,
+            "dur": 1}
+
+
+def _tracks(events, tmp_path) -> list[tuple[str, str, str]]:
+    index = build_timeline_index(make_table(events, tmp_path))
+    return [(t["kind"], t["process"], t["thread"]) for t in index.tracks]
+
+
+def test_labels_without_metadata(tmp_path):
+    # no process_name: a GPU pid is "GPU <pid>", a numeric CPU pid "process <pid>", a named lane
+    # keeps its pid; GPU tids are streams, numeric CPU tids threads, other tids verbatim
+    events = [kernel(0, 1), cpu_op("a", 0, 1), _lane("Spans", "Profiler")]
+    assert _tracks(events, tmp_path) == [
+        ("cpu", f"process {CPU_PID}", "thread 200"),
+        ("gpu", "GPU 0", "stream 7"),
+        ("other", "Spans", "Profiler"),
+    ]
+
+
+def test_named_process_gets_its_pid_or_labels(tmp_path):
+    events = [_meta("process_name", CPU_PID, 0, name="python"), cpu_op("a", 0, 1),
+              _meta("process_name", 0, 0, name="python"),
+              _meta("process_labels", 0, 0, labels="GPU 0"), kernel(0, 1),
+              _meta("process_name", "Spans", 0, name="Traces"), _lane("Spans", "Profiler")]
+    assert _tracks(events, tmp_path) == [
+        ("cpu", f"python ({CPU_PID})", "thread 200"),
+        ("gpu", "python (GPU 0)", "stream 7"),
+        ("other", "Traces", "Profiler"),  # a non-numeric pid is not appended
+    ]
+
+
+def test_threads_sort_by_number_not_text(tmp_path):
+    # as text "10" < "100" < "9"; the numeric id is the fallback sort key
+    events = [cpu_op("a", 0, 1, tid=100), cpu_op("a", 0, 1, tid=9), cpu_op("a", 0, 1, tid=10)]
+    assert [t[2] for t in _tracks(events, tmp_path)] == ["thread 9", "thread 10", "thread 100"]
+
+
+def test_thread_sort_index_beats_the_numeric_id(tmp_path):
+    events = [cpu_op("a", 0, 1, tid=9), cpu_op("a", 0, 1, tid=10),
+              _meta("thread_sort_index", CPU_PID, 10, sort_index=9)]
+    # 10 has index 9, 9 falls back to 9: a tie, broken by the tid text ("10" < "9")
+    assert [t[2] for t in _tracks(events, tmp_path)] == ["thread 10", "thread 9"]
+    events[2] = _meta("thread_sort_index", CPU_PID, 10, sort_index=9.5)
+    assert [t[2] for t in _tracks(events, tmp_path)] == ["thread 9", "thread 10"]
+
+
+def test_processes_without_a_sort_index_or_numeric_pid_sort_last(tmp_path):
+    # "M sort index, else the numeric id, else last": even a huge sort index is before "last"
+    for index in (1, 1e20, 1e300):
+        events = [_lane("Alpha", "x"), _lane("Zed", "x"),
+                  _meta("process_sort_index", "Zed", 0, sort_index=index)]
+        assert [t[1] for t in _tracks(events, tmp_path)] == ["Zed", "Alpha"], index
+    # neither has one: by pid text
+    events = [_lane("Zed", "x"), _lane("Alpha", "x")]
+    assert [t[1] for t in _tracks(events, tmp_path)] == ["Alpha", "Zed"]
+
+
+def test_process_sort_index_orders_numeric_pids(tmp_path):
+    events = [cpu_op("a", 0, 1), {**cpu_op("b", 0, 1), "pid": 5},
+              _meta("process_sort_index", CPU_PID, 0, sort_index=1)]
+    assert [t[1] for t in _tracks(events, tmp_path)] == [f"process {CPU_PID}", "process 5"]
+
+
+def test_group_both_sides_of_the_dense_limit():
+    # below 2**24 keys are counted in a dense array; from 2**24 on they are sorted
+    for top in (2**24 - 1, 2**24, 2**40):
+        keys = np.array([top, 5, top, 7, 5, 0], dtype=np.int64)
+        distinct, group = _group(keys)
+        assert distinct.tolist() == [0, 5, 7, top]
+        assert group.tolist() == [3, 1, 3, 2, 1, 0]
+        assert group.shape == keys.shape
+    distinct, group = _group(np.array([2**30], dtype=np.int64))
+    assert (distinct.tolist(), group.tolist()) == ([2**30], [0])
+    distinct, group = _group(np.zeros(0, dtype=np.int64))
+    assert distinct.size == group.size == 0
+
+
+def test_merge_levels_by_hand():
+    inf = np.inf
+    # span 10: bins 1, 2, 4, 8, 16 (2**ceil(log2(11)) = 16). n = 5, kept starts at 5.
+    # b=1,2: nothing merges (5 items); b=4: gaps 2, 3 merge -> 3 items > 2.5, not kept;
+    # b=8: 5 merges too -> 2 items <= 2.5, kept; b=16: 2 > 1, not kept
+    levels = merge_levels(np.array([inf, 3, 5, inf, 2.0]), 10)
+    assert [b for b, _ in levels] == [0.0, 8.0]
+    assert levels[0][1].tolist() == [0, 1, 2, 3, 4, 5]
+    assert levels[1][1].tolist() == [0, 3, 5]
+
+
+def test_merge_levels_keep_exactly_half_and_a_gap_equal_to_the_bin():
+    inf = np.inf
+    # a gap equal to the bin does not merge (gap < b merges): at b=4 nothing merges; at b=8
+    # 4 -> 2 items, exactly half: kept
+    levels = merge_levels(np.array([inf, 4, 4, inf]), 100)
+    assert [(b, bounds.tolist()) for b, bounds in levels] == [(0.0, [0, 1, 2, 3, 4]),
+                                                              (8.0, [0, 3, 4])]
+    # 3 -> 2 items is more than half: never kept
+    assert [b for b, _ in merge_levels(np.array([inf, 3, inf]), 100)] == [0.0]
+    # the coarsest bin exceeds the span, so a row of any gaps ends as one block
+    levels = merge_levels(np.array([inf, 1000, 1000, 1000]), 1000)
+    assert [(b, bounds.tolist()) for b, bounds in levels] == [(0.0, [0, 1, 2, 3, 4]),
+                                                              (1024.0, [0, 4])]
+    assert [(b, bounds.tolist()) for b, bounds in merge_levels(np.zeros(0), 2)] == [(0.0, [0])]
+    assert [b for b, _ in merge_levels(np.array([inf]), 2)] == [0.0]
+
+
+def test_flow_columns_are_the_same_with_and_without_flows(tmp_path):
+    plain = build_timeline_index(make_table([cpu_op("a", 0, 10)], tmp_path))
+    linked = build_timeline_index(make_table([
+        cpu_op("a", 0, 10), cpu_op("b", 20, 10),
+        {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": CPU_PID, "tid": 200,
+         "ts": 5},
+        {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": CPU_PID, "tid": 200,
+         "ts": 25, "bp": "e"},
+    ], tmp_path))
+    assert linked.flows["id"].tolist() == [1.0] and linked.flow_cats == ["fwdbwd"]
+    assert sorted(plain.flows) == sorted(linked.flows)
+    assert all(v.size == 0 for v in plain.flows.values()) and plain.flow_cats == []
