@@ -189,3 +189,27 @@ def test_of_several_snapshots_a_span_gets_the_one_of_its_period(tmp_path: Path) 
     with pytest.raises(Unreadable, match="evil.pickle: refused"):
         build_view(None, "memory_snapshot", ([evil], names))
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_dump_without_entries_has_empty_curves_and_the_dump_as_peak() -> None:
+    # no recorded history: the curve is empty, the extent unknown, the peak is what the dump
+    # holds (P 8 MiB + C 256 KiB + B 512 KiB allocated, 20 + 2 MiB reserved) at no time
+    data = hand_snapshot()
+    data["device_traces"] = [[]]
+    p = build_memory_snapshot(to_columns(data), "dump.pickle")
+    assert p["entries"] == 0 and p["clock"] == "entry" and p["device"] == "GPU0"
+    assert p["curve"] == {"t": [], "allocated": [], "reserved": []}
+    assert p["extent"] == [None, None]
+    assert p["peak"] == {"bytes": 8 * MIB + 768 * KIB, "t": None, "reserved_bytes": 22 * MIB}
+    assert p["ooms"] == [] and p["steps"] == []
+    assert not any("no times" in m for m in p["messages"])
+
+
+def test_x_values_are_floats_on_every_clock(hand) -> None:
+    data = hand_snapshot()
+    for e in data["device_traces"][0]:
+        del e["time_us"]
+    for snap in (hand, to_columns(data)):
+        p = build_memory_snapshot(snap, "s.pickle")
+        xs = [*p["extent"], *p["curve"]["t"], p["peak"]["t"], p["segments"]["at"]]
+        assert all(type(v) is float for v in xs), xs
