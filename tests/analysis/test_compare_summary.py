@@ -100,3 +100,44 @@ def test_foreign_or_old_baselines_say_why(tmp_path: Path) -> None:
         load_baseline(str(tmp_path), "broken")
     with pytest.raises(BaselineError, match="no baseline 'nope'.*baselines: broken, old"):
         load_baseline(str(tmp_path), "nope")
+
+
+def test_a_step_without_operators_reads_zero(tmp_path: Path) -> None:
+    # step 2 holds no operator at all (no column to fill in the pivot): 0.0, not NaN
+    table = make_table([step(1, 0, 100), cpu_op("aten::mm", 10, 5), step(2, 100, 100),
+                        step(3, 200, 100), cpu_op("aten::mm", 210, 7)], tmp_path)
+    metrics = step_summary(table)["metrics"]
+    assert metrics["operator:aten::mm"] == [5.0, 0.0, 7.0]
+    assert metrics["op_category:GEMM"] == [5.0, 0.0, 7.0]
+
+
+def test_sources_keep_the_heaviest_stacks_user_frames(tmp_path: Path) -> None:
+    deep = ("torch/nn/functional.py(10): linear;model.py(5): forward;train.py(1): main;"
+            "run.py(2): go;cli.py(3): entry")
+    light = "b.py(1): h"
+    internal = "torch/a.py(1): x;<built-in method y>"
+
+    def op(name: str, ts: float, dur: float, stack: str) -> dict:
+        return cpu_op(name, ts, dur, **{"Call stack": stack})
+
+    table = make_table([
+        step(1, 0, 900),
+        op("aten::mm", 100, 50, deep),                              # deep: 50 us
+        op("aten::mm", 200, 30, light), op("aten::mm", 300, 30, light),  # light: 60 us
+        op("aten::add", 400, 20, internal),
+        op("aten::mul", 500, 10, light), op("aten::mul", 600, 10, deep),  # a tie: 10 / 10
+        cpu_op("aten::relu", 700, 5),                                # no stack: no source
+    ], tmp_path)
+    sources = step_summary(table)["sources"]
+    assert sources == {
+        "aten::mm": ["b.py(1): h"],
+        "aten::add": ["torch/a.py(1): x", "<built-in method y>"],  # only torch's: kept
+        # equal times: the first stack in text order ("b.py" < "torch/...") wins
+        "aten::mul": ["b.py(1): h"],
+    }
+    heavy = make_table([step(1, 0, 900), op("aten::mm", 100, 70, deep),
+                        op("aten::mm", 200, 30, light), op("aten::mm", 300, 30, light)],
+                       tmp_path)
+    # deep is now the heavier (70 > 60): its first 3 frames outside torch, innermost first
+    assert step_summary(heavy)["sources"] == {
+        "aten::mm": ["model.py(5): forward", "train.py(1): main", "run.py(2): go"]}
