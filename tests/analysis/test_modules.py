@@ -227,3 +227,34 @@ def test_pytorch19_trace_has_no_modules():
     path = sorted((TRACES / "resnet50_gpu_pt19").glob("*.pt.trace.json*"))[0]
     out = build_modules(load_trace(str(path), use_cache=False))
     assert out["available"] is False and out["message"]
+
+
+def test_every_row_number_is_rounded_to_3_decimals(tmp_path):
+    """Fractional times: each value is the hand-derived sum rounded to 3 decimals (not 4, not
+    to an integer)."""
+    bwd = "autograd::engine::evaluate_function: "
+    events = [
+        step(1, 0, 1000),
+        py("nn.Module: Net_0", 10, 300.56789, 1, module=0),
+        py("nn.Module: Linear_0", 20, 100.5, 2, parent=1, module=0),
+        cpu_op("aten::linear", 25, 80.37654, ext=10),
+        runtime(30, 5, corr=10, ext=10),
+        kernel(40, 30.12345, corr=10, ext=10),
+        flow("s", 7, 25),
+        cpu_op(bwd + "MmBackward0", 400, 40.12345),
+        cpu_op("MmBackward0", 401, 38.5),
+        flow("f", 7, 401),
+        runtime(410, 5, corr=20, ext=20),
+        kernel(420, 20.98765, corr=20, ext=20),
+    ]
+    rows = by_name(build_modules(make_table(events, tmp_path))["rows"])
+    net, linear = rows["Net_0"], rows["Linear_0"]
+    assert linear["host_total_us"] == 100.5
+    assert linear["host_self_us"] == 20.123  # 100.5 - 80.37654 = 20.12346
+    assert linear["device_total_us"] == linear["device_self_us"] == 30.123  # 30.12345
+    assert linear["avg_duration_us"] == 30.123
+    assert linear["backward_host_us"] == net["backward_host_us"] == 40.123  # 40.12345
+    assert linear["backward_device_us"] == net["backward_device_us"] == 20.988  # 20.98765
+    assert net["host_total_us"] == 300.568  # 300.56789
+    assert net["host_self_us"] == 200.068  # 300.56789 - 100.5 = 200.06789
+    assert net["device_total_us"] == 30.123 and net["device_self_us"] == 0
