@@ -17,6 +17,7 @@ from tb_plugin.analysis.op_categories import (
     categorize,
     category_rollup,
     device_categories,
+    dominant,
     operator_categories,
 )
 from tb_plugin.api import open_logdir
@@ -141,3 +142,21 @@ def test_kernel_view_category_column(tmp_path):
     assert {c["category"]: c["time_us"] for c in rollup if c["time_us"]} == {
         "GEMM": 30.0, "other": 10.0}
     assert sum(c["pct"] for c in rollup) == pytest.approx(100.0)
+
+
+def test_dominant_category_by_summed_time_ties_to_the_earlier_category():
+    # CATEGORIES order: GEMM, attention, normalization, elementwise, reduction, communication,
+    # memcpy/memset, other
+    rows = [("a", "elementwise", 3), ("a", "GEMM", 5), ("a", "elementwise", 3),  # 6 > 5
+            ("b", "other", 2), ("b", "attention", 2),  # tie: attention is earlier
+            ("c", "memcpy/memset", 1),  # one category
+            ("d", "attention", 4), ("d", "GEMM", 4),  # tie: GEMM is earlier
+            ("e", "reduction", 1), ("e", "GEMM", 1.5), ("e", "reduction", 1),  # 2 > 1.5
+            ("f", "GEMM", 1), ("f", "other", 1.001)]  # just more: other
+    frame = pd.DataFrame(rows, columns=["key", "category", "dur_us"])
+    assert list(CATEGORIES[:2]) == ["GEMM", "attention"]
+    assert dominant(frame, "key") == {"a": "elementwise", "b": "attention",
+                                      "c": "memcpy/memset", "d": "GEMM", "e": "reduction",
+                                      "f": "other"}
+    # the order of the rows does not matter
+    assert dominant(frame.iloc[::-1], "key") == dominant(frame, "key")
