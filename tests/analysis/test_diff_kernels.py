@@ -102,3 +102,64 @@ def test_default_experiment_order():
     assert "67% of operator names shared" in similar["message"]
     alone = pick_experiment(runs[4], runs[4:])
     assert alone["reason"] == "none" and alone["run"] is None
+
+
+def test_default_experiment_payloads_in_full():
+    runs = [_c("a", "w0", "1", "mm relu"), _c("a", "w0", "2", "mm relu"),
+            _c("a", "w0", "3", "mm"), _c("a", "w1", "5", "mm"), _c("a", "w2", "2", "mm"),
+            _c("a", "w3", "9", "mm")]
+    middle = pick_experiment(runs[1], runs)  # the next span, not the previous
+    assert middle == {"run": "a", "worker": "w0", "span": "3", "reason": "other_span",
+                      "similarity": None, "message": "span 2 vs span 3 of the same worker"}
+    last = pick_experiment(runs[2], runs)
+    assert (last["reason"], last["span"]) == ("other_span", "2")
+    # another worker: the one with the same span id (w2 has span 2), not the first (w0)
+    lone = [_c("a", "w1", "2"), _c("a", "w0", "1"), _c("a", "w2", "2")]
+    assert pick_experiment(lone[0], lone) == {
+        "run": "a", "worker": "w2", "span": "2", "reason": "other_worker", "similarity": None,
+        "message": "worker w1 vs worker w2 of the same run"}
+    # no worker has the span: the first other worker in catalogue order
+    lone = [_c("a", "w0", "1"), _c("a", "w1", "7"), _c("a", "w2", "8")]
+    assert (pick_experiment(lone[1], lone)["worker"], pick_experiment(lone[1], lone)["span"]) \
+        == ("w0", "1")
+    # a worker with one span goes to another worker, even if that worker has several spans
+    assert pick_experiment(runs[3], runs)["worker"] == "w0"
+    assert pick_experiment(runs[3], runs)["span"] == "1"
+
+
+def test_similar_run_scores_ties_and_rounding():
+    base = _c("x", "w", "1", "a b c")
+    others = [_c("p", "w", "1", "a d"),          # 1 / 4 = 0.25
+              _c("q", "w", "1", "a b d"),        # 2 / 4 = 0.5
+              _c("r", "w", "1", "a b e"),        # 2 / 4: a tie, the earlier (q) stays
+              _c("s", "w", "1", "a")]            # 1 / 3
+    picked = pick_experiment(base, [base, *others])
+    assert picked == {"run": "q", "worker": "w", "span": "1", "reason": "similar_run",
+                      "similarity": 0.5,
+                      "message": "the run with the most similar operators (50% of operator "
+                                 "names shared)"}
+    # 2 / 3 rounded to 4 decimals
+    third = pick_experiment(base, [base, _c("t", "w", "1", "a b")])
+    assert third["similarity"] == 0.6667 and "(67% of" in third["message"]
+    # nothing shared (or no operators at all): still the first other run, with 0
+    none = pick_experiment(_c("x", "w", "1"), [_c("x", "w", "1"), _c("m", "w", "1"),
+                                               _c("n", "w", "1", "z")])
+    assert (none["run"], none["similarity"]) == ("m", 0.0)
+    # a run of the base's own is never a "similar run"
+    same_run = pick_experiment(base, [base])
+    assert same_run == {"run": None, "worker": None, "span": None, "reason": "none",
+                        "similarity": None, "message": "no other trace to compare with"}
+
+
+def test_per_step_basis_falls_back_to_total_without_steps(tmp_path):
+    stepless = [event for event in _trace(2, 40, 1) if not event["name"].startswith("Profiler")]
+    with_steps = make_table(_trace(2, 40, 1), tmp_path)
+    without = make_table(stepless, tmp_path)
+    for base, exp in ((with_steps, without), (without, with_steps)):
+        payload = build_diff_kernels(base, exp)  # per_step asked, one side has no steps
+        assert payload["basis"] == "total"
+        # totals, not per step: 2 x (40 + 7) GEMM + 2 x 5 RELU on both sides
+        assert payload["base_total_us"] == payload["exp_total_us"] == 2 * 47 + 2 * 5
+        assert all(type(r["base_calls"]) is int for r in payload["rows"])
+    assert build_diff_kernels(with_steps, with_steps)["basis"] == "per_step"
+    assert build_diff_kernels(with_steps, with_steps)["base_total_us"] == 47 + 5
