@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tb_plugin.analysis.diff.side import merged_ranges
 from tb_plugin.analysis.diff.tree import UnknownDiffPathError, build_diff
 from tb_plugin.ingest.schema import Kind
 from tb_plugin.load import load_trace
@@ -399,3 +400,37 @@ def test_no_verdict_without_steps(tmp_path):
     out = build_diff(make_table(events, tmp_path), make_table(events, tmp_path))
     assert out["verdict"] is None
     assert all(c["interval"] is None for c in out["children"])
+
+
+def test_an_operator_missing_on_one_side_faces_a_blank_and_times_round_to_3(tmp_path):
+    # no anchors: the any-key pass pairs aten::add; aten::div has no partner on the right
+    base = make_table([step(1, 0, 1000), cpu_op("aten::div", 100, 10.12345),
+                       cpu_op("aten::add", 200, 20.5)], tmp_path)
+    exp = make_table([step(1, 0, 1000), cpu_op("aten::add", 200, 30.25)], tmp_path)
+    root = build_diff(base, exp)
+    assert names(root) == [("aten::div", "Blank"), ("aten::add", "aten::add")]
+    div, add = root["children"]
+    assert div["left"] == {"name": "aten::div", "type": "operator", "count": 1,
+                           "host_duration_us": 10.123, "device_duration_us": 0,
+                           "total_duration_us": 10.123}
+    assert div["right"]["count"] == 0 and div["delta"]["host_duration_us"] == -10.123
+    assert add["delta"] == {"host_duration_us": 9.75, "device_duration_us": 0,
+                            "total_duration_us": 9.75}
+    assert root["left"]["host_duration_us"] == 30.623  # 10.12345 + 20.5
+    # the other way round: the right's extra operator faces a blank on the left
+    assert names(build_diff(exp, base)) == [("Blank", "aten::div"), ("aten::add", "aten::add")]
+
+
+@pytest.mark.parametrize(("ranges", "expected"), [
+    ([], ([], [])),
+    ([(3, 5)], ([3], [5])),
+    ([(0, 3), (2, 5)], ([0], [5])),             # overlapping: one
+    ([(0, 2), (2, 4)], ([0, 2], [2, 4])),       # touching half-open ranges stay apart
+    ([(0, 2), (3, 4)], ([0, 3], [2, 4])),
+    ([(5, 12), (0, 10), (2, 3)], ([0], [12])),  # unsorted, one nested in another
+    ([(0, 10), (2, 3), (4, 6), (10, 11)], ([0, 10], [10, 11])),  # a nested one ends early
+])
+def test_merged_ranges(ranges, expected):
+    lo, hi = merged_ranges(np.asarray(ranges, dtype=np.int64).reshape(-1, 2))
+    assert (lo.tolist(), hi.tolist()) == expected
+    assert lo.shape == hi.shape == (len(expected[0]),)

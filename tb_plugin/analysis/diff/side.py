@@ -264,7 +264,7 @@ def _add_backward_nodes(table: TraceTable, side: DiffSide) -> None:
     order = np.lexsort((roots, owners))
     side.backward_owner, side.backward_ops = owners[order], roots[order]
     is_module = np.isin(tree.kind, MODULE_KINDS)
-    side.module_parent = nearest(tree, np.where(tree.parent >= 0, tree.parent, -1), is_module)
+    side.module_parent = nearest(tree, tree.parent, is_module)  # parent: -1 for roots
     modules = np.flatnonzero(is_module & (side.module_parent < 0))  # top-level module calls
     first = np.searchsorted(side.backward_owner, modules)
     modules = modules[first < np.searchsorted(side.backward_owner, tree.subtree_end[modules])]
