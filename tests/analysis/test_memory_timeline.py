@@ -105,6 +105,10 @@ def test_growth_flag_needs_steps_and_ignores_what_is_alive_at_the_end(tmp_path: 
                       "noise_bytes": int(0.005 * 18 * mib)}]
     # no steps, no flag: activations alive at the end are not a leak by themselves
     assert mt.build_memory_timeline(raw)["leaks"] == []
+    # step ends without names: the steps are numbered from 0
+    unnamed = mt.build_memory_timeline(raw, step_ends_us=ends)["leaks"]
+    assert [flag["steps"] for flag in unnamed] == [["0", "1", "2", "3"]]
+    assert unnamed[0]["allocated_at_step_end"] == leaks[0]["allocated_at_step_end"]
 
 
 def test_memory_alive_at_the_end_is_not_a_leak(tmp_path: Path) -> None:
