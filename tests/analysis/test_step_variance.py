@@ -13,9 +13,11 @@ import pytest
 from tb_plugin.analysis.advice.recommendations import Facts, recommend
 from tb_plugin.analysis.advice.slow_steps import CV_PCT, rule_slow_steps
 from tb_plugin.analysis.overview import build_overview
+from tb_plugin.analysis.steps import Steps
 from tb_plugin.analysis.variance.steps import (
     CAUSES,
     Z_THRESHOLD,
+    cause_split,
     robust_z,
     slow_mask,
     step_variance,
@@ -163,3 +165,28 @@ def test_overview_carries_the_variance_and_the_advice(tmp_path):
     # one outlier 1000 us over the median, over 5 steps of 6000 us in all
     assert (item["saving_us"], item["saving_pct"]) == (200.0, round(100 * 1000 / 6000, 2))
     assert (item["evidence_step"], item["evidence_offset_us"]) == ("5", 1000.0)
+
+
+def _r(*pairs: tuple[float, float]):
+    return (np.array([p[0] for p in pairs], dtype=np.float64),
+            np.array([p[1] for p in pairs], dtype=np.float64))
+
+
+def test_cause_split_by_hand_with_causes_missing():
+    # steps [0, 100) and [100, 200) with a gap-free cover; communication [10, 30),
+    # device [20, 60) and [150, 160) and [195, 230) (beyond the last step); no other cause
+    steps = Steps(names=["1", "2"], starts=np.array([0.0, 100.0]), ends=np.array([100.0, 200.0]),
+                  host_starts=np.array([0.0, 100.0]), host_ends=np.array([100.0, 200.0]))
+    roles = {"communication": _r((10, 30)), "device": _r((20, 60), (150, 160), (195, 230))}
+    costs, taken = cause_split(roles, steps)
+    assert list(costs) == list(CAUSES) and list(taken) == list(CAUSES)
+    assert costs["communication"].tolist() == [20.0, 0.0]
+    assert costs["device"].tolist() == [30.0, 15.0]  # [30, 60): 30; [150, 160) + [195, 200)
+    for cause in ("synchronisation", "data_loading", "host_compute"):
+        assert costs[cause].tolist() == [0.0, 0.0] and taken[cause][0].size == 0
+    assert costs["host_stall"].tolist() == [50.0, 85.0]
+    assert [float(sum(costs[c][i] for c in CAUSES)) for i in range(2)] == [100.0, 100.0]
+    assert (taken["device"][0].tolist(), taken["device"][1].tolist()) == (
+        [30.0, 150.0, 195.0], [60.0, 160.0, 200.0])
+    assert (taken["host_stall"][0].tolist(), taken["host_stall"][1].tolist()) == (
+        [0.0, 60.0, 160.0], [10.0, 150.0, 195.0])
