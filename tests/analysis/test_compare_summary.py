@@ -18,7 +18,7 @@ from tb_plugin.baseline_store import (
 )
 from tests.analysis.test_compare_stats import summary as fake_summary
 
-from .helpers import cpu_op, make_table, step
+from .helpers import cpu_op, kernel, make_table, runtime, step
 
 
 def _trace(tmp_path: Path):
@@ -141,3 +141,39 @@ def test_sources_keep_the_heaviest_stacks_user_frames(tmp_path: Path) -> None:
     # deep is now the heavier (70 > 60): its first 3 frames outside torch, innermost first
     assert step_summary(heavy)["sources"] == {
         "aten::mm": ["model.py(5): forward", "train.py(1): main", "run.py(2): go"]}
+
+
+def _gpu_events() -> list:
+    relu = "void relu_kernel<float>()"
+    gemm = "void gemm_kernel<float>()"
+    return [
+        step(1, 0, 100), cpu_op("aten::mm", 10, 30, ext=1), runtime(15, 5, 1, ext=1),
+        kernel(20, 10, 1, ext=1),
+        step(2, 100, 100), cpu_op("aten::mm", 110, 30, ext=2), runtime(115, 5, 2, ext=2),
+        kernel(120, 15, 2, ext=2),
+        cpu_op("aten::relu", 150, 10, ext=3), runtime(152, 3, 3, ext=3),
+        kernel(155, 4, 3, ext=3, name=relu),
+        # after the last step: in no step's operator or kernel metrics
+        cpu_op("aten::mm", 250, 30, ext=4), runtime(255, 5, 4, ext=4), kernel(300, 50, 4, ext=4),
+    ], gemm, relu
+
+
+def test_device_trace_uses_device_self_time_and_kernel_metrics(tmp_path: Path) -> None:
+    events, gemm, relu = _gpu_events()
+    out = step_summary(make_table(events, tmp_path, deviceProperties=[
+        {"id": 0, "name": "NVIDIA H100"}, {"id": 1, "name": "NVIDIA A100"},
+        {"id": 2, "name": "NVIDIA H100"}]))
+    assert out["device"] == "NVIDIA A100, NVIDIA H100"  # distinct, sorted
+    metrics = out["metrics"]
+    assert metrics["operator:aten::mm"] == [10.0, 15.0]  # device self time, not host 30
+    assert metrics["operator:aten::relu"] == [0.0, 4.0]
+    assert metrics[f"kernel:{gemm}"] == [10.0, 15.0]
+    assert metrics[f"kernel:{relu}"] == [0.0, 4.0]
+    assert out["operators"] == ["aten::mm", "aten::relu"]
+
+
+def test_device_names_fall_back_when_unrecorded(tmp_path: Path) -> None:
+    events, _, _ = _gpu_events()
+    assert step_summary(make_table(events, tmp_path))["device"] == "GPU (unnamed)"
+    named_blank = make_table(events, tmp_path, deviceProperties=[{"id": 0, "name": ""}])
+    assert step_summary(named_blank)["device"] == "GPU (unnamed)"
