@@ -10,7 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.memory.snapshot import UnknownSnapshotDeviceError, build_memory_snapshot
+from tb_plugin.analysis.memory.snapshot import (
+    UnknownSnapshotDeviceError,
+    build_memory_snapshot,
+    overlaps_trace,
+)
 from tb_plugin.ingest.snapshot import read_snapshot, to_columns
 from tb_plugin.load import load_trace
 from tb_plugin.views.errors import Unreadable
@@ -213,3 +217,24 @@ def test_x_values_are_floats_on_every_clock(hand) -> None:
         p = build_memory_snapshot(snap, "s.pickle")
         xs = [*p["extent"], *p["curve"]["t"], p["peak"]["t"], p["segments"]["at"]]
         assert all(type(v) is float for v in xs), xs
+
+
+def test_overlaps_trace_at_both_ends(tmp_path: Path, hand) -> None:
+    # the hand snapshot's entries are at T0 + 10 ... T0 + 16 us; the trace covers [0, 4] us
+    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 4}]
+
+    def at(base_us: int) -> bool:
+        table = make_table(events, tmp_path, baseTimeNanoseconds=base_us * 1000)
+        return overlaps_trace(hand, table)
+
+    assert at(T0 + 16)       # the last entry at trace time 0: the trace's start
+    assert not at(T0 + 17)   # the last entry 1 us before it
+    assert at(T0 + 6)        # the first entry at trace time 4: the trace's end
+    assert not at(T0 + 5)    # the first entry 1 us after it
+    data = hand_snapshot()
+    for e in data["device_traces"][0]:
+        del e["time_us"]
+    assert not overlaps_trace(to_columns(data), make_table(events, tmp_path,
+                                                           baseTimeNanoseconds=(T0 + 10) * 1000))
+    empty = make_table([], tmp_path, baseTimeNanoseconds=(T0 + 10) * 1000)
+    assert not overlaps_trace(hand, empty)
