@@ -238,3 +238,18 @@ def test_overlaps_trace_at_both_ends(tmp_path: Path, hand) -> None:
                                                            baseTimeNanoseconds=(T0 + 10) * 1000))
     empty = make_table([], tmp_path, baseTimeNanoseconds=(T0 + 10) * 1000)
     assert not overlaps_trace(hand, empty)
+
+
+def test_a_dump_holding_less_than_the_history_lifts_the_curve_to_zero() -> None:
+    # the dump says nothing is allocated, yet the history ends 768 KiB up: the anchored curve
+    # would start at -768 KiB; lifted, it is the running sum of the history from 0
+    data = hand_snapshot()
+    for segment in data["segments"]:
+        for block in segment["blocks"]:
+            block["state"] = "inactive"
+    p = build_memory_snapshot(to_columns(data), "s.pickle")
+    assert _values(p["curve"], "allocated") == [
+        0, MIB, MIB + 512 * KIB, MIB + 512 * KIB, 512 * KIB, 768 * KIB, 768 * KIB]
+    assert p["peak"] == {"bytes": MIB + 512 * KIB, "t": T0 + 12, "reserved_bytes": 22 * MIB}
+    assert p["messages"] == ["The trace and the dump disagree (allocated memory would go below "
+                             "zero): the curve is lifted to start at zero."]
