@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tb_plugin.analysis.timeline.index import _group, build_timeline_index, merge_levels
+from tb_plugin.analysis.timeline.view import MAX_WIDTH, _TimeFormat, _width, build_timeline
 
 from .helpers import CPU_PID, cpu_op, kernel, make_table
 
@@ -136,3 +138,34 @@ def test_flow_columns_are_the_same_with_and_without_flows(tmp_path):
     assert linked.flows["id"].tolist() == [1.0] and linked.flow_cats == ["fwdbwd"]
     assert sorted(plain.flows) == sorted(linked.flows)
     assert all(v.size == 0 for v in plain.flows.values()) and plain.flow_cats == []
+
+
+def test_time_format_rounds_to_a_twentieth_of_a_pixel(tmp_path):
+    index = build_timeline_index(make_table([cpu_op("a", 0, 10)], tmp_path))
+    assert index.tick_ns == 1
+    # decimals = ceil(-log10(px_us / 20)) within [0, 3]; px in ticks (ns)
+    for px, decimals in ((10**6, 0), (20000, 0), (19999, 1), (2000, 1), (1999, 2), (200, 2),
+                         (199, 3), (1, 3), (0, 3)):
+        assert _TimeFormat(index, 0.0, px).decimals == decimals, px
+    coarse = _TimeFormat(index, 1000.0, 20000)  # whole us, as ints
+    assert coarse([1000, 2499, 2500, 3600]) == [0, 1, 2, 3]  # 1.499, 1.5 (to even), 2.6 us
+    assert all(type(v) is int for v in coarse([1000, 2499]))
+    fine = _TimeFormat(index, 1000.0, 1)
+    assert fine([1000, 1001, 2234]) == [0.0, 0.001, 1.234]
+    assert fine.span([5]) == [0.005]  # a length: not shifted by the window start
+
+
+def test_width_is_at_least_one_pixel_and_capped():
+    assert _width(1) == 1 and _width("7") == 7
+    assert _width(MAX_WIDTH) == MAX_WIDTH and _width(MAX_WIDTH + 1) == MAX_WIDTH
+    with pytest.raises(ValueError, match="bad timeline width 0: need >= 1 pixel"):
+        _width(0)
+
+
+def test_default_window_of_an_instant_only_trace_is_one_us(tmp_path):
+    table = make_table([{"ph": "i", "s": "t", "name": "mark", "pid": CPU_PID, "tid": 200,
+                         "ts": 50, "cat": "user"}], tmp_path)
+    payload = build_timeline(table, width=10)
+    assert (payload["start_us"], payload["end_us"]) == (50.0, 51.0)
+    with pytest.raises(ValueError, match=r"bad timeline window \[50.0, 50.0\]"):
+        build_timeline(table, start_us=50, end_us=50)
