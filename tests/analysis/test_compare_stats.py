@@ -225,3 +225,50 @@ def test_unknown_statistics_are_refused(statistic: str) -> None:
 def test_statistics_just_inside_the_bounds_are_taken(statistic: str, expected) -> None:
     from_stats = quantile_of(statistic)
     assert from_stats == expected
+
+
+def test_min_change_must_not_be_negative() -> None:
+    base = [[summary(100.0, {"aten::mm": 10.0})]]
+    with pytest.raises(ValueError, match="min_change must be >= 0, got -0.01"):
+        compare(base, base, min_change=-0.01)
+    zero = compare(base, copy.deepcopy(base), min_change=0.0)
+    assert zero["floor_us"] == 0.0 and zero["verdict"] == UNCHANGED  # a point interval at 0
+
+
+def test_module_reasons_list_three_names_then_count_the_rest() -> None:
+    def side(*names: str) -> list:
+        return [[summary(1, {"a": 1}, modules=names)]]
+
+    assert incomparable(side("A", "B", "C", "D", "E"), side("A", "X", "Y", "Z")) == [
+        "different model: modules only in the baseline: B, C, D (and 1 more); modules only in "
+        "the experiment: X, Y, Z"]
+    # modules on one side only still differ
+    assert incomparable(side(), side("A")) == [
+        "different model: modules only in the experiment: A"]
+
+
+def test_missing_structure_and_experiment_steps_are_named() -> None:
+    none = summary(1, {"a": 1}, structure=())
+    assert incomparable([[none]], [[summary(1, {"a": 1})]]) == [
+        "different step structure: a baseline step runs (none); an experiment step runs "
+        "module:nn.Module: Net_0"]
+    empty = summary(1, {"a": 1}, steps=0)
+    assert incomparable([[summary(1, {"a": 1})]], [[empty]]) == [
+        "the experiment has no steps"]
+
+
+def test_files_of_a_run_pool_their_steps_and_lack_metrics_as_zero() -> None:
+    # one baseline run of two files (3 steps each; the second has no aten::add) and a file
+    # without steps; the experiment: one file of 2 steps
+    base = [[summary(100.0, {"aten::mm": 10.0, "aten::add": 4.0}),
+             summary(100.0, {"aten::mm": 20.0}), summary(100.0, {"aten::mm": 99.0}, steps=0)]]
+    exp = [[summary(100.0, {"aten::mm": 15.0, "aten::add": 2.0}, steps=2)]]
+    out = compare(base, exp)
+    assert out["base"] == {"runs": 1, "files": 3, "steps": 6, "device": "CPU"}
+    assert out["exp"] == {"runs": 1, "files": 1, "steps": 2, "device": "CPU"}
+    rows = {r["metric"]: r for r in out["metrics"]}
+    assert rows["operator:aten::mm"]["base_us"] == 15.0  # (3 x 10 + 3 x 20) / 6
+    assert rows["operator:aten::add"]["base_us"] == 2.0  # (3 x 4 + 3 x 0) / 6
+    assert rows["operator:aten::add"]["exp_us"] == 2.0
+    assert [r["metric"] for r in out["metrics"]] == [
+        "step:Total", "operator:aten::add", "operator:aten::mm"]
