@@ -12,6 +12,12 @@ import pytest
 
 from tb_plugin.analysis.memory import view as mem
 from tb_plugin.analysis.memory.curves import DEFAULT_MAX_POINTS, downsample
+from tb_plugin.analysis.memory.leaks import (
+    LEAK_GROWTH_BYTES,
+    LEAK_MIN_STEPS,
+    LEAK_NOISE_BYTES,
+    growth_leak,
+)
 from tb_plugin.analysis.memory.records import default_device, device_name
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
@@ -396,3 +402,54 @@ def test_event_table_cap_keeps_the_largest(view_table) -> None:
     events = mem.build_memory(view_table, max_events=3)["events"]
     assert events["total"] == everything["total"] and events["truncated"]
     assert [r["bytes"] for r in events["rows"]] == [1000000, 100, 100]  # time order kept
+
+
+def _levels(values: list[int], names: list[str] | None = None):
+    """Samples at t = 0, 10, 20...; step ends at 5, 15, 25... (one sample per step)."""
+    t = 10.0 * np.arange(len(values))
+    ends = t + 5.0
+    return growth_leak(t, np.asarray(values, dtype=np.float64),
+                       names or [str(i + 1) for i in range(len(values))], ends)
+
+
+def test_growth_leak_total_rise_boundary():
+    mib = 1 << 20
+    assert mib == LEAK_GROWTH_BYTES and LEAK_MIN_STEPS == 3 and LEAK_NOISE_BYTES == 16 << 10
+    # 3 step ends rising to exactly 1 MiB: flagged; noise max(16 KiB, 0.5% of 1 MiB) = 16 KiB
+    assert _levels([0, mib // 2, mib]) == {
+        "kind": "growth", "steps": ["1", "2", "3"],
+        "allocated_at_step_end": [0, mib // 2, mib], "growth_bytes": mib,
+        "per_step_bytes": mib // 2, "noise_bytes": 16 << 10}
+    assert _levels([0, mib // 2, mib - 1]) is None  # 1 byte short
+    assert _levels([0, mib]) is None  # 2 steps: fewer than LEAK_MIN_STEPS
+    assert _levels([0, mib, mib // 2, 2 * mib]) is None  # one step fell
+
+
+def test_growth_leak_rises_must_exceed_the_noise_strictly():
+    # 65 step ends, each rise r: the total is 64 r >= 1 MiB for r >= 16 KiB; the highest level
+    # 64 r is below 16 KiB / 0.5%, so the noise is 16 KiB
+    noise = LEAK_NOISE_BYTES
+    flagged = _levels([k * (noise + 1) for k in range(65)])
+    assert flagged is not None
+    assert (flagged["noise_bytes"], flagged["per_step_bytes"], flagged["growth_bytes"]) == (
+        noise, noise + 1, 64 * (noise + 1))
+    assert _levels([k * noise for k in range(65)]) is None  # rises equal to the noise
+
+
+def test_growth_leak_noise_is_a_fraction_of_the_highest_level():
+    mib = 1 << 20
+    # highest 800 MiB: noise 0.5% = 4 MiB; rises of 4 MiB + 1 byte pass, 4 MiB do not
+    base = 800 * mib - 2 * (4 * mib + 1)
+    assert _levels([base, base + 4 * mib + 1, base + 8 * mib + 2])["noise_bytes"] == 4 * mib
+    base = 800 * mib - 8 * mib
+    assert _levels([base, base + 4 * mib, base + 8 * mib]) is None
+
+
+def test_growth_leak_needs_a_sample_before_every_step_end():
+    t = np.array([10.0, 20.0, 30.0])
+    level = np.array([0.0, 1 << 20, 2 << 20])
+    names = ["a", "b", "c"]
+    # a step end at the first sample counts it (the level after it); one before it: no flag
+    assert growth_leak(t, level, names, np.array([10.0, 20.0, 30.0]))["steps"] == names
+    assert growth_leak(t, level, names, np.array([9.0, 20.0, 30.0])) is None
+    assert growth_leak(np.zeros(0), np.zeros(0), names, np.array([1.0, 2.0, 3.0])) is None
