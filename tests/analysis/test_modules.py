@@ -258,3 +258,30 @@ def test_every_row_number_is_rounded_to_3_decimals(tmp_path):
     assert net["host_total_us"] == 300.568  # 300.56789
     assert net["host_self_us"] == 200.068  # 300.56789 - 100.5 = 200.06789
     assert net["device_total_us"] == 30.123 and net["device_self_us"] == 0
+
+
+def test_a_cycle_of_plain_calls_makes_the_modules_under_it_roots(tmp_path):
+    events = [
+        py("f", 0, 100, 1, parent=2),  # 1 -> 2 -> 1, neither a module
+        py("g", 5, 90, 2, parent=1),
+        py("nn.Module: M_0", 10, 20, 3, parent=1, module=0),
+        py("nn.Module: N_0", 40, 10, 4, parent=3, module=0),
+    ]
+    out = build_modules(make_table(events, tmp_path))
+    assert [r["name"] for r in out["rows"]] == ["M_0"]  # a root, with N_0 below it
+    assert [c["name"] for c in out["rows"][0]["children"]] == ["N_0"]
+    assert "The Python parent ids form a cycle; the modules on it are shown as roots." \
+        in out["warnings"]
+
+
+def test_repeated_python_ids_use_the_first_call(tmp_path):
+    events = [
+        py("nn.Module: A_0", 0, 100, 1, module=0),
+        py("nn.Module: B_0", 200, 100, 1, module=0),  # the same id again
+        py("nn.Module: C_0", 10, 20, 2, parent=1, module=0),
+    ]
+    out = build_modules(make_table(events, tmp_path))
+    assert "Some Python ids repeat; the first call with each id is used." in out["warnings"]
+    rows = by_name(out["rows"])
+    assert [c["name"] for c in rows["A_0"]["children"]] == ["C_0"]
+    assert rows["B_0"]["children"] == []
