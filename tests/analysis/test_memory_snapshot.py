@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tb_plugin.analysis.memory import snapshot_state
 from tb_plugin.analysis.memory.snapshot import (
     UnknownSnapshotDeviceError,
     build_memory_snapshot,
@@ -253,3 +254,32 @@ def test_a_dump_holding_less_than_the_history_lifts_the_curve_to_zero() -> None:
     assert p["peak"] == {"bytes": MIB + 512 * KIB, "t": T0 + 12, "reserved_bytes": 22 * MIB}
     assert p["messages"] == ["The trace and the dump disagree (allocated memory would go below "
                              "zero): the curve is lifted to start at zero."]
+
+
+def test_segment_and_block_caps_keep_the_largest(hand, monkeypatch) -> None:
+    # at the peak: P 8 MiB in PRE (20 MiB); A 1 MiB and B 512 KiB in SEG (2 MiB)
+    full = build_memory_snapshot(hand, "s.pickle")["segments"]
+    assert not full["truncated"] and (full["segment_count"], full["block_count"]) == (2, 3)
+    monkeypatch.setattr(snapshot_state, "MAX_BLOCKS", 3)
+    assert not build_memory_snapshot(hand, "s.pickle")["segments"]["truncated"]  # at the cap
+    monkeypatch.setattr(snapshot_state, "MAX_BLOCKS", 2)
+    capped = build_memory_snapshot(hand, "s.pickle")["segments"]
+    assert capped["truncated"] and capped["block_count"] == 3
+    assert [[b["size"] for b in r["blocks"]] for r in capped["rows"]] == [[8 * MIB], [MIB]]
+    assert capped["allocated_bytes"] == 9 * MIB + 512 * KIB  # totals still count every block
+    assert [r["allocated_bytes"] for r in capped["rows"]] == [8 * MIB, MIB + 512 * KIB]
+    monkeypatch.setattr(snapshot_state, "MAX_BLOCKS", 100)
+    monkeypatch.setattr(snapshot_state, "MAX_SEGMENTS", 1)
+    one = build_memory_snapshot(hand, "s.pickle")["segments"]
+    assert one["truncated"] and one["segment_count"] == 2
+    assert [r["address"] for r in one["rows"]] == [PRE]  # the larger segment
+    assert one["reserved_bytes"] == 22 * MIB
+
+
+def test_an_empty_snapshot_has_no_segment_rows() -> None:
+    data = hand_snapshot()
+    data["segments"] = []
+    data["device_traces"] = [[]]
+    seg = build_memory_snapshot(to_columns(data), "s.pickle")["segments"]
+    assert (seg["rows"], seg["reserved_bytes"], seg["largest_free_bytes"]) == ([], 0, 0)
+    assert (seg["segment_count"], seg["block_count"], seg["truncated"]) == (0, 0, False)
