@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tb_plugin.analysis.diff.kernels import build_diff_kernels
 from tb_plugin.analysis.diff.side import merged_ranges
 from tb_plugin.analysis.diff.tree import UnknownDiffPathError, build_diff
 from tb_plugin.ingest.schema import Kind
@@ -434,3 +435,25 @@ def test_merged_ranges(ranges, expected):
     lo, hi = merged_ranges(np.asarray(ranges, dtype=np.int64).reshape(-1, 2))
     assert (lo.tolist(), hi.tolist()) == expected
     assert lo.shape == hi.shape == (len(expected[0]),)
+
+
+def test_bad_basis_and_group_by_are_refused(pair):
+    with pytest.raises(ValueError, match="unknown diff basis 'steps'; expected one of "):
+        build_diff(*pair, basis="steps")
+    with pytest.raises(ValueError, match="unknown group_by 'op'; expected one of kernel"):
+        build_diff_kernels(*pair, group_by="op")
+
+
+def test_a_trace_without_operators_faces_blanks(tmp_path):
+    full = make_table(base_events(), tmp_path)
+    empty = make_table([{"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 1, "ts": 0,
+                         "cat": "user"}], tmp_path)
+    root = build_diff(full, empty)
+    assert not root["per_step"] and root["base"]["steps"] == 1 and root["exp"]["steps"] == 0
+    assert root["right"]["count"] == 0 and root["right"]["host_duration_us"] == 0
+    # the step's 5 children (loader 50, module 300, add 20, mul 40, optimizer 100) have no
+    # partner: one composite against a blank
+    assert names(root) == [("CompositeNodes", "Blank")]
+    composite = root["children"][0]["left"]
+    assert (composite["count"], composite["host_duration_us"]) == (5, 50 + 300 + 20 + 40 + 100)
+    assert root["left"]["host_duration_us"] == 510
