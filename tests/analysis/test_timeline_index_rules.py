@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis.timeline.index import _group, build_timeline_index, merge_levels
-from tb_plugin.analysis.timeline.view import MAX_WIDTH, _TimeFormat, _width, build_timeline
+from tb_plugin.analysis.timeline.view import (
+    MAX_WIDTH,
+    _TimeFormat,
+    _width,
+    build_timeline,
+    search_timeline,
+)
 
 from .helpers import CPU_PID, cpu_op, kernel, make_table
 
@@ -169,3 +175,32 @@ def test_default_window_of_an_instant_only_trace_is_one_us(tmp_path):
     assert (payload["start_us"], payload["end_us"]) == (50.0, 51.0)
     with pytest.raises(ValueError, match=r"bad timeline window \[50.0, 50.0\]"):
         build_timeline(table, start_us=50, end_us=50)
+
+
+def test_search_fields_page_boundary_limits_and_literal_queries(tmp_path):
+    events = [cpu_op("outer", 0, 100), cpu_op("a.b[0]", 10, 5.5), cpu_op("axb[0]", 20, 5),
+              cpu_op("a.b[0]", 500, 2, tid=300)]
+    table = make_table(events, tmp_path)
+    tracks = {t["tid"]: t["id"] for t in build_timeline_index(table).tracks}
+    result = search_timeline(table, "A.B[0]")  # literal: "." and "[" are not patterns
+    assert result["names"] == ["a.b[0]"] and result["name_count"] == 1
+    assert result["matches"] == [
+        {"id": 1, "name": "a.b[0]", "track": tracks["200"], "depth": 1, "ts": 10.0,
+         "dur": 5.5},
+        {"id": 3, "name": "a.b[0]", "track": tracks["300"], "depth": 0, "ts": 500.0,
+         "dur": 2.0}]
+    # paging: from start_us on, inclusive
+    assert [m["ts"] for m in search_timeline(table, "a.b", start_us=500)["matches"]] == [500.0]
+    assert search_timeline(table, "a.b", start_us=500.001)["matches"] == []
+    for limit, shown in ((0, 0), (-3, 0), (1, 1), (2, 2), (3, 2)):
+        page = search_timeline(table, "a.b", limit=limit)
+        assert (len(page["matches"]), page["total"], page["truncated"]) == (
+            shown, 2, shown < 2), limit
+
+
+def test_search_lists_at_most_50_names_but_counts_all(tmp_path):
+    events = [cpu_op(f"op{i:02d}", i * 10, 5) for i in range(60)]
+    result = search_timeline(make_table(events, tmp_path), "OP", limit=5)
+    assert result["name_count"] == 60 and len(result["names"]) == 50
+    assert result["total"] == 60 and len(result["matches"]) == 5 and result["truncated"]
+    assert [m["name"] for m in result["matches"]] == ["op00", "op01", "op02", "op03", "op04"]
