@@ -18,7 +18,7 @@ from tb_plugin.analysis.timeline.view import (
     search_timeline,
 )
 
-from .helpers import CPU_PID, cpu_op, kernel, make_table
+from .helpers import CPU_PID, cpu_op, kernel, make_table, step
 
 
 def _meta(kind: str, pid: Any, tid: Any, **args: Any) -> dict[str, Any]:
@@ -204,3 +204,15 @@ def test_search_lists_at_most_50_names_but_counts_all(tmp_path):
     assert result["name_count"] == 60 and len(result["names"]) == 50
     assert result["total"] == 60 and len(result["matches"]) == 5 and result["truncated"]
     assert [m["name"] for m in result["matches"]] == ["op00", "op01", "op02", "op03", "op04"]
+
+
+def test_steps_touching_the_window_edges_are_in_it(tmp_path):
+    events = [step(1, 0, 100), step(2, 100, 100), step(3, 200, 100), step(4, 300, 100),
+              cpu_op("a", 5, 10)]
+    table = make_table(events, tmp_path)
+    steps = build_timeline(table, start_us=100, end_us=200, width=100)["steps"]
+    # step 1 ends at the window start, step 3 starts at its end: both overlap [100, 200]
+    assert steps == {"total": 3, "capped": False, "name": ["1", "2", "3"],
+                     "start": [-100, 0, 100], "end": [0, 100, 200]}
+    inside = build_timeline(table, start_us=100.5, end_us=199.5, width=99)["steps"]
+    assert inside["name"] == ["2"]
