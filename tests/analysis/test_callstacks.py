@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from tb_plugin.analysis.callstacks import FRAME_RE, MAX_FRAMES, python_call_stacks
+from tb_plugin.analysis.callstacks import FRAME_RE, MAX_FRAMES, _threads, python_call_stacks
 from tb_plugin.analysis.operators import build_call_stacks, build_operators
 from tb_plugin.load import load_trace
 
@@ -276,3 +277,27 @@ def test_scaled_sample_keeps_its_stacks(tmp_path):
     count = np.bincount(many.code[many.code >= 0], minlength=len(many.stacks))
     base = np.bincount(one.code[one.code >= 0], minlength=len(one.stacks))
     assert dict(zip(many.stacks, count)) == {s: 8 * n for s, n in zip(one.stacks, base)}
+
+
+@pytest.mark.parametrize("n_ids", [3, 60])  # a dense table, then sparse keys (a sort)
+def test_thread_groups_are_shared_dense_and_ordered(n_ids):
+    rng = np.random.default_rng(n_ids)
+    ids = [str(i) for i in range(n_ids)]
+    n = 50
+    events = pd.DataFrame({
+        "pid": pd.Categorical(rng.choice(ids, size=n), categories=ids),
+        "tid": pd.Categorical(rng.choice(ids, size=n), categories=ids)})
+    space = (n_ids + 1) ** 2
+    assert (space > 4 * n + 1024) == (n_ids == 60)
+    py_rows, op_rows = np.arange(0, 20), np.arange(15, 50)  # overlapping row sets
+    py_group, op_group = _threads(events, py_rows, op_rows)
+    keys = sorted({(int(events["pid"].cat.codes[r]), int(events["tid"].cat.codes[r]))
+                   for r in np.concatenate((py_rows, op_rows))})
+    number = {k: i for i, k in enumerate(keys)}
+
+    def expected(rows):
+        return [number[(int(events["pid"].cat.codes[r]), int(events["tid"].cat.codes[r]))]
+                for r in rows]
+
+    assert py_group.tolist() == expected(py_rows)
+    assert op_group.tolist() == expected(op_rows)
