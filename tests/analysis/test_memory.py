@@ -18,7 +18,7 @@ from tb_plugin.analysis.memory.leaks import (
     LEAK_NOISE_BYTES,
     growth_leak,
 )
-from tb_plugin.analysis.memory.records import default_device, device_name
+from tb_plugin.analysis.memory.records import _device_sort_key, default_device, device_name
 from tb_plugin.load import load_trace
 from tests.analysis.helpers import make_table
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
@@ -257,6 +257,18 @@ def test_device_name_helper() -> None:
     assert device_name(12, 0) == "XPU0"
     assert device_name(6, 0) == "HIP0" and device_name(13, 0) == "MPS0"
     assert device_name(19, 2) == "MTIA2" and device_name(20, 1) == "PrivateUse1:1"
+
+
+def test_devices_sort_cpu_then_cuda_by_id_then_other_types_then_unknown() -> None:
+    nan = float("nan")
+    devices = [(nan, 0.0), (1.0, 1.0), (3.0, 0.0), (0.0, 5.0), (1.0, 0.0), (2.0, 5.0),
+               (1.0, nan), (2.0, 1.0), (0.0, -1.0)]
+    ranked = sorted(devices, key=lambda d: _device_sort_key(*d))
+    assert [(k if k == k else "nan", i if i == i else "nan") for k, i in ranked] == [
+        (0.0, -1.0), (0.0, 5.0),                 # CPU (by id, as given)
+        (1.0, "nan"), (1.0, 0.0), (1.0, 1.0),    # CUDA: no id first, then by id
+        (2.0, 1.0), (2.0, 5.0), (3.0, 0.0),      # other types by (type, id)
+        ("nan", 0.0)]                            # unknown type last
 
 
 @pytest.mark.parametrize(("devices", "expected"), [
