@@ -163,3 +163,17 @@ def test_per_step_basis_falls_back_to_total_without_steps(tmp_path):
         assert all(type(r["base_calls"]) is int for r in payload["rows"])
     assert build_diff_kernels(with_steps, with_steps)["basis"] == "per_step"
     assert build_diff_kernels(with_steps, with_steps)["base_total_us"] == 47 + 5
+
+
+def test_per_step_numbers_are_rounded_to_3_decimals(tmp_path):
+    base = make_table(_trace(3, 40.12345, 1), tmp_path)  # GEMM 40.12345 + 7 per step
+    exp = make_table(_trace(2, 30.5, 2), tmp_path)       # GEMM 30.5 + 7, RELU 2 x 5
+    out = build_diff_kernels(base, exp)
+    rows = {r["name"]: r for r in out["rows"]}
+    assert rows[GEMM] == {"name": GEMM, "base_calls": 2.0, "exp_calls": 2.0, "delta_calls": 0.0,
+                          "base_total_us": 47.123, "exp_total_us": 37.5,
+                          "delta_total_us": -9.623,  # 37.5 - 47.12345
+                          "base_mean_us": 23.562,    # 47.12345 / 2
+                          "exp_mean_us": 18.75}
+    assert (out["base_total_us"], out["exp_total_us"], out["delta_total_us"]) == (
+        52.123, 47.5, -4.623)  # 47.12345 + 5, 37.5 + 10

@@ -104,3 +104,19 @@ def test_brute_force_on_a_sample():
         assert 0 <= row["self_us"] <= row["total_us"] + 1e-6
     assert out["events"] == sum(r["count"] for r in got.values())
     assert out["events"] - sum(c for n, c in counts.items() if n not in skip) <= len(skip)
+
+
+def test_range_numbers_round_to_3_decimals(tmp_path):
+    # three calls of 10, 10 and 11 us under a 100 us parent: avg 31 / 3 = 10.3333...
+    table = make_table([cpu_op("outer", 0, 100), cpu_op("a", 0, 10), cpu_op("a", 20, 10),
+                        cpu_op("a", 40, 11), cpu_op("b", 60, 0.0004)], tmp_path)
+    rows = {r["name"]: r for r in build_timeline_range(table, 0, 100)["rows"]}
+    assert rows["a"] == {"name": "a", "count": 3, "total_us": 31.0, "self_us": 31.0,
+                         "avg_us": 10.333}
+    # 0.4 ns is 0 ticks of 1 ns: no time, but the call is counted
+    assert rows["b"] == {"name": "b", "count": 1, "total_us": 0.0, "self_us": 0.0,
+                         "avg_us": 0.0}
+    assert rows["outer"]["self_us"] == 69.0
+    # a range that is not whole ns: [0.0005, 29.9995] holds 9.9995 us of a's first call
+    part = {r["name"]: r for r in build_timeline_range(table, 0.0005, 29.9995)["rows"]}
+    assert part["a"]["count"] == 2 and part["a"]["total_us"] == 19.999
