@@ -213,3 +213,19 @@ def test_amd_kernels_without_launch_args():
     result = build_kernels(load_trace(path, use_cache=False), "kernel_op_launch")
     assert result["rows"] and not result["has_blocks_per_sm"]
     assert all(r["grid"] is None and r["blocks_per_sm"] is None for r in result["rows"])
+
+
+def test_kernel_numbers_round_as_documented(tmp_path):
+    """Durations with 3 decimals, blocks/SM and occupancy with 2, pie values with 3."""
+    args = {"blocks per SM": 1.23456, "est. achieved occupancy %": 12.34567}
+    events = [op("aten::mm", 0, 100, 1), runtime(1, 1, 1, 1),
+              kernel(10, 10.12345, 1, 1, name="k", **args), runtime(2, 1, 2, 1),
+              kernel(30, 10.0, 2, 1, name="k", **args), runtime(3, 1, 3, 1),
+              kernel(50, 11.0, 3, 1, name="k", **args)]
+    table = make_table(events, tmp_path)
+    (row,) = build_kernels(table)["rows"]
+    assert (row["calls"], row["total_us"], row["mean_us"], row["max_us"], row["min_us"]) == (
+        3, 31.123, 10.374, 11.0, 10.0)  # 31.12345, 31.12345 / 3 = 10.37448...
+    assert (row["blocks_per_sm"], row["occupancy_pct"]) == (1.23, 12.35)
+    (slice_,) = build_kernel_pies(table)["total"]
+    assert slice_ == {"name": "k", "value": 31.123}
