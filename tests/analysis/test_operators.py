@@ -17,7 +17,7 @@ from tb_plugin.analysis.optree import build_op_tree
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES, import_torch, needs_shared
 
-from .helpers import make_table
+from .helpers import cpu_op, make_table
 from .legacy_events import kernel, op, runtime
 
 SHARED = str(SHARED_TRACES)
@@ -283,3 +283,26 @@ def test_matches_torch_profiler_key_averages(tmp_path):
     extra = set(theirs) - set(ours)
     assert all(name.startswith(("Optimizer.", "ProfilerStep#", "enumerate(")) for name in extra)
     assert ours["torchprof_test::rec"]["calls"] == 3
+
+
+def test_pies_keep_positive_values_ties_by_name_and_round_to_3(tmp_path):
+    events = [cpu_op("aten::b", 0, 10.5), cpu_op("aten::a", 20, 10.5),
+              cpu_op("aten::c", 40, 3.12345), cpu_op("aten::zero", 50, 0)]
+    table = make_table(events, tmp_path)
+    pies = build_operator_pies(table, top_n=2)
+    assert pies["host_self"] == [{"name": "aten::a", "value": 10.5},
+                                 {"name": "aten::b", "value": 10.5}]  # a tie: by name
+    assert pies["device_self"] is None and pies["device_total"] is None  # no value > 0
+    everything = build_operator_pies(table, top_n=None)["host_total"]
+    assert everything == [{"name": "aten::a", "value": 10.5}, {"name": "aten::b", "value": 10.5},
+                          {"name": "aten::c", "value": 3.123}]  # not the zero one
+    assert build_operator_pies(table, top_n=0)["host_self"] is None
+    assert build_operator_pies(table, top_n=-1)["host_self"] is None
+    assert len(build_operator_pies(table, top_n=3)["host_self"]) == 3
+    rows = {r["name"]: r for r in build_operators(table)["rows"]}
+    assert (rows["aten::c"]["host_self_us"], rows["aten::c"]["host_total_us"]) == (3.123, 3.123)
+    assert rows["aten::zero"]["calls"] == 1 and rows["aten::zero"]["host_self_us"] == 0
+    assert (rows["aten::a"]["tc_self_pct"], rows["aten::a"]["tc_total_pct"]) == (0, 0)
+    # without device work the rows sort by host self time, ties by name
+    assert [r["name"] for r in build_operators(table)["rows"]] == [
+        "aten::a", "aten::b", "aten::c", "aten::zero"]
