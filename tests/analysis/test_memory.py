@@ -288,6 +288,15 @@ def test_peak_against_capacity(tmp_path: Path) -> None:
     events = [_record(1, 1, 0, 1, 950, 950, 1000), _record(2, 1, 0, 1, -950, 0, 1000)]
     peak = mem.build_memory(make_table(events, tmp_path, deviceProperties=props))["peaks"]["GPU0"]
     assert peak["capacity_bytes"] == 1000 and peak["fraction_of_capacity"] == 0.95
+    assert (peak["bytes"], peak["t_us"], peak["reserved_bytes"], peak["end_bytes"]) == (
+        950, 1.0, 1000, 0)
+    props = [{"id": 0, "name": "A100", "totalGlobalMem": 3000}]
+    peak = mem.build_memory(make_table(events, tmp_path, deviceProperties=props))["peaks"]["GPU0"]
+    assert peak["fraction_of_capacity"] == 0.3167  # 950 / 3000, 4 decimals
+    no_capacity = [{"id": 0, "name": "A100", "totalGlobalMem": 0}]
+    peak = mem.build_memory(make_table(events, tmp_path, deviceProperties=no_capacity))[
+        "peaks"]["GPU0"]
+    assert peak["capacity_bytes"] is None and peak["fraction_of_capacity"] is None
 
 
 def test_records_without_address_or_totals(tmp_path: Path) -> None:
