@@ -43,10 +43,10 @@ def test_cv_and_the_mad_zero_fallback_are_hand_derived(tmp_path):
     # MAD 0, so z = 100 / (1.253314 * mean |t - 100| = 20) = 3.9894 > 3.5
     v = step_variance(make_table(_steps([100, 100, 100, 100, 200]), tmp_path))
     assert (v["steps"], v["mean_us"], v["median_us"], v["std_us"]) == (5, 120.0, 100.0, 40.0)
-    assert v["cv_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert v["cv_pct"] == 33.333  # 100 / 3, 3 decimals
     (outlier,) = v["outliers"]
     assert outlier["step"] == "5" and outlier["excess_us"] == 100.0
-    assert outlier["z"] == pytest.approx(100 / (1.253314 * 20), abs=1e-3)
+    assert outlier["z"] == 3.989  # 100 / (1.253314 * 20) = 3.98942..., 3 decimals
 
 
 def test_the_threshold_is_strict(tmp_path):
