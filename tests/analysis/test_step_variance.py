@@ -60,7 +60,7 @@ def test_the_threshold_is_strict(tmp_path):
     assert below["outliers"] == []
     above = step_variance(make_table(_steps([*base, 1014.28]), tmp_path))
     assert [o["step"] for o in above["outliers"]] == ["8"]
-    assert above["outliers"][0]["z"] == 3.503  # 0.6745 * 14.28 / m = 3.50253...
+    assert above["outliers"][0]["z"] == 3.502  # 0.6745 * 14.28 / m = 9.63186 / 2.75 = 3.50249
 
 
 def test_fast_steps_two_steps_and_equal_steps_hold_no_outlier(tmp_path):
