@@ -216,3 +216,44 @@ def test_steps_touching_the_window_edges_are_in_it(tmp_path):
                      "start": [-100, 0, 100], "end": [0, 100, 200]}
     inside = build_timeline(table, start_us=100.5, end_us=199.5, width=99)["steps"]
     assert inside["name"] == ["2"]
+
+
+def test_numeric_pids_sort_by_number(tmp_path):
+    events = [{**cpu_op("a", 0, 1), "pid": pid} for pid in (100, 5, 20)]
+    assert [t[1] for t in _tracks(events, tmp_path)] == ["process 5", "process 20",
+                                                         "process 100"]
+
+
+def test_gpu_by_process_label_and_stream_tids(tmp_path):
+    # no device kernel on pid 3, but its label starts with "GPU": a GPU track, its tid a stream;
+    # a label "gpu 4" (lower case) does not count
+    events = [{**cpu_op("a", 0, 1), "pid": 3, "tid": 9},
+              _meta("process_labels", 3, 0, labels="GPU 3"),
+              {**cpu_op("b", 0, 1), "pid": 4, "tid": 9},
+              _meta("process_labels", 4, 0, labels="gpu 4"),
+              {**kernel(0, 1), "tid": "stream 12"}]  # a tid already named "stream ..."
+    assert _tracks(events, tmp_path) == [
+        ("cpu", "process 4 (gpu 4)", "thread 9"),
+        ("gpu", "GPU 0", "stream 12"),
+        ("gpu", "GPU 3 (GPU 3)", "stream 9"),
+    ]
+
+
+def test_an_event_without_pid_is_drawn_on_a_no_pid_lane(tmp_path):
+    event = cpu_op("a", 0, 1)
+    del event["pid"]
+    assert _tracks([event], tmp_path) == [("other", "(no pid)", "thread 200")]
+
+
+def test_merge_levels_edge_bins():
+    inf = np.inf
+    # gaps of 0 (instants at one tick) merge at the first bin, 1
+    assert [(b, x.tolist()) for b, x in merge_levels(np.array([inf, 0, 0, 0]), 2)] == [
+        (0.0, [0, 1, 2, 3, 4]), (1.0, [0, 4])]
+    # a gap equal to the kept level's bin starts a block there
+    gap = np.array([inf, 1, 1, 1, 1, 1, 2, 1])
+    assert [(b, x.tolist()) for b, x in merge_levels(gap, 8)] == [
+        (0.0, list(range(9))), (2.0, [0, 6, 8]), (4.0, [0, 8])]
+    # times are in [0, span): a gap can be span - 1 = 2; the bins reach 4 > 2
+    assert [(b, x.tolist()) for b, x in merge_levels(np.array([inf, 2, 2, 2]), 3)] == [
+        (0.0, [0, 1, 2, 3, 4]), (4.0, [0, 4])]
