@@ -302,7 +302,7 @@ def merge_levels(gap: np.ndarray, span: int) -> list[tuple[float, np.ndarray]]:
     if n == 0:
         return levels
     finite = np.sort(gap[np.isfinite(gap)])
-    bins = 2.0 ** np.arange(0, max(1, math.ceil(math.log2(span + 1))) + 1)
+    bins = 2.0 ** np.arange(0, math.ceil(math.log2(span + 1)) + 1)  # the last exceeds any gap
     kept = n
     for b in bins:
         items = n - int(np.searchsorted(finite, b, side="left"))  # pairs with gap < b merge
