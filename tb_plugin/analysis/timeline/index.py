@@ -203,8 +203,8 @@ def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         present = np.bincount(keys) > 0
         rank = np.cumsum(present) - 1
         return np.flatnonzero(present), rank[keys]
-    distinct, inverse = np.unique(keys, return_inverse=True)
-    return distinct, inverse.reshape(-1)
+    distinct, inverse = np.unique(keys, return_inverse=True)  # keys are 1-D: so is inverse
+    return distinct, inverse
 
 
 def _code_str(names: pd.Index, code: int) -> str:
