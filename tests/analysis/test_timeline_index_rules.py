@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_plugin.analysis.timeline.index import _group, build_timeline_index, merge_levels
+from tb_plugin.analysis.timeline.index import (
+    _group,
+    _tick_ns,
+    build_timeline_index,
+    merge_levels,
+)
 from tb_plugin.analysis.timeline.view import (
     MAX_WIDTH,
     _TimeFormat,
@@ -257,3 +262,41 @@ def test_merge_levels_edge_bins():
     # times are in [0, span): a gap can be span - 1 = 2; the bins reach 4 > 2
     assert [(b, x.tolist()) for b, x in merge_levels(np.array([inf, 2, 2, 2]), 3)] == [
         (0.0, [0, 1, 2, 3, 4]), (4.0, [0, 4])]
+
+
+def test_tick_is_1_ns_until_the_keys_could_overflow():
+    # (extent ns / tick + 2) * (n + 1) must stay below 2**62; with n + 1 = 2**19 that is
+    # extent ns + 2 < 2**43 = 8796093022208: 1 ns above the limit, then 1 ns below it
+    assert _tick_ns(8796093022.207, 2**19 - 1) == 10
+    assert _tick_ns(8796093022.205, 2**19 - 1) == 1
+    assert _tick_ns(8796093022.207, 2**19 - 2) == 1  # one row fewer
+    assert _tick_ns(8796093022.207 * 100, 2**19 - 1) == 1000  # 10 and 100 are still too fine
+    assert _tick_ns(1e300, 0) == 1  # nothing drawn: no keys
+
+
+def test_last_metadata_entry_wins(tmp_path):
+    events = [_meta("process_name", CPU_PID, 0, name="first"),
+              _meta("process_name", CPU_PID, 0, name="second"),
+              _meta("thread_name", CPU_PID, 200, name="t1"),
+              _meta("thread_name", CPU_PID, 200, name="  t2  "),  # stripped
+              cpu_op("a", 0, 1)]
+    assert _tracks(events, tmp_path) == [("cpu", f"second ({CPU_PID})", "t2")]
+
+
+def test_drawn_events_slices_instants_not_counters(tmp_path):
+    events = [cpu_op("x", 0, 10),
+              {"ph": "i", "s": "t", "name": "inst", "pid": CPU_PID, "tid": 200, "ts": 5},
+              {"ph": "I", "s": "t", "name": "inst2", "pid": CPU_PID, "tid": 200, "ts": 6},
+              {"ph": "C", "name": "ctr", "pid": CPU_PID, "tid": 200, "ts": 7,
+               "args": {"v": 1}},
+              {"ph": "X", "name": "nodur", "pid": CPU_PID, "tid": 200, "ts": 8, "cat": "x"}]
+    table = make_table(events, tmp_path)
+    index = build_timeline_index(table)
+    names = table.events["name"].astype(str).tolist()
+    drawn = {names[int(e)]: (int(index.starts(np.array([p]))[0]),
+                             int(index.ends(np.array([p]))[0]))
+             for p, e in enumerate(index.event)}
+    # ticks (ns) from the first start; an instant or a slice without dur is zero-length
+    assert drawn == {"x": (0, 10_000), "inst": (5_000, 5_000), "inst2": (6_000, 6_000),
+                     "nodur": (8_000, 8_000)}
+    assert index.position[names.index("ctr")] == -1
