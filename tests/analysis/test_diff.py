@@ -457,3 +457,34 @@ def test_a_trace_without_operators_faces_blanks(tmp_path):
     composite = root["children"][0]["left"]
     assert (composite["count"], composite["host_duration_us"]) == (5, 50 + 300 + 20 + 40 + 100)
     assert root["left"]["host_duration_us"] == 510
+
+
+def test_operator_deltas_per_step_are_rounded_means_with_ties_by_name(tmp_path):
+    # 3 steps each side; base: aten::mm once (10 us) in step 1 and aten::b 5 us in each step;
+    # exp: aten::mm 10 us in every step and aten::a 5 us in each step
+    def trace(mm_steps: int, other: str) -> list[dict[str, Any]]:
+        events = []
+        for s in range(3):
+            events += [step(s + 1, 1000 * s, 900), cpu_op(other, 1000 * s + 500, 5)]
+            if s < mm_steps:
+                events.append(cpu_op("aten::mm", 1000 * s + 100, 10))
+        return events
+
+    root = build_diff(make_table(trace(1, "aten::b"), tmp_path),
+                      make_table(trace(3, "aten::a"), tmp_path))
+    assert root["operator_sort"] == "delta_host_total_us"
+    rows = root["operator_deltas"]
+    # |delta| 6.667 (mm), then 5 and -5: a tie, by name (a before b)
+    assert [r["name"] for r in rows] == ["aten::mm", "aten::a", "aten::b"]
+    mm = rows[0]
+    assert (mm["base_calls"], mm["exp_calls"], mm["delta_calls"]) == (0.333, 1.0, 0.667)
+    assert (mm["base_host_total_us"], mm["exp_host_total_us"], mm["delta_host_total_us"]) == (
+        3.333, 10.0, 6.667)  # 10 / 3 per step
+    assert (rows[1]["delta_host_total_us"], rows[2]["delta_host_total_us"]) == (5.0, -5.0)
+    # on the total basis: plain counts, as ints
+    total = build_diff(make_table(trace(1, "aten::b"), tmp_path),
+                       make_table(trace(3, "aten::a"), tmp_path), basis="total")
+    mm = total["operator_deltas"][0]
+    assert (mm["name"], mm["base_calls"], mm["exp_calls"], mm["delta_host_total_us"]) == (
+        "aten::mm", 1, 3, 20.0)
+    assert type(mm["base_calls"]) is int
