@@ -474,3 +474,21 @@ def test_growth_leak_needs_a_sample_before_every_step_end():
     assert growth_leak(t, level, names, np.array([10.0, 20.0, 30.0]))["steps"] == names
     assert growth_leak(t, level, names, np.array([9.0, 20.0, 30.0])) is None
     assert growth_leak(np.zeros(0), np.zeros(0), names, np.array([1.0, 2.0, 3.0])) is None
+
+
+def test_event_rows_are_rounded_and_capped_to_the_largest_in_time_order(tmp_path: Path) -> None:
+    events = [_op("aten::empty", 0, 100),
+              _record(10.12345, 1, 0, 1, 100), _record(20.5, 1, 0, 1, -100),
+              _record(30, 1, 0, 2, 300), _record(40, 1, 0, 2, -300),
+              _record(50, 1, 0, 3, 200)]
+    table = make_table(events, tmp_path)
+    rows = mem.build_memory(table, device="GPU0")["events"]
+    assert rows["total"] == 3
+    assert rows["rows"][0] == {"device": "GPU0", "op": "aten::empty", "bytes": 100,
+                               "alloc_t_us": 10.123, "free_t_us": 20.5,
+                               "duration_us": 10.377}  # 20.5 - 10.12345 = 10.37655
+    capped = mem.build_memory(table, device="GPU0", max_events=2)["events"]
+    assert capped["total"] == 3  # all are counted, the 2 largest are listed, in time order
+    assert [(r["bytes"], r["alloc_t_us"]) for r in capped["rows"]] == [(300, 30.0), (200, 50.0)]
+    assert [r["bytes"] for r in mem.build_memory(table, device="GPU0", max_events=3)[
+        "events"]["rows"]] == [100, 300, 200]
