@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_plugin.analysis.compare.summary import SUMMARY_VERSION, step_summary
+from tb_plugin.analysis.compare.summary import SUMMARY_VERSION, step_summary, user_frames
 from tb_plugin.baseline_store import (
     BaselineError,
     list_baselines,
@@ -177,3 +177,28 @@ def test_device_names_fall_back_when_unrecorded(tmp_path: Path) -> None:
     assert step_summary(make_table(events, tmp_path))["device"] == "GPU (unnamed)"
     named_blank = make_table(events, tmp_path, deviceProperties=[{"id": 0, "name": ""}])
     assert step_summary(named_blank)["device"] == "GPU (unnamed)"
+
+
+def test_other_operators_take_the_category_of_their_device_time(tmp_path: Path) -> None:
+    events, gemm, _ = _gpu_events()
+    # a custom op (no rule matches its name) launching a GEMM kernel in step 2: GEMM
+    events += [cpu_op("custom::fused", 170, 20, ext=5), runtime(172, 3, 5, ext=5),
+               kernel(180, 6, 5, ext=5)]
+    metrics = step_summary(make_table(events, tmp_path))["metrics"]
+    assert metrics["operator:custom::fused"] == [0.0, 6.0]
+    assert metrics["op_category:GEMM"] == [10.0, 15.0 + 6.0]
+    assert metrics["op_category:elementwise"] == [0.0, 4.0]
+    assert "op_category:other" not in metrics
+    # on a CPU trace an unmatched op stays "other"
+    cpu = step_summary(make_table([step(1, 0, 100), cpu_op("aten::arange", 10, 5),
+                                   cpu_op("custom::fused", 20, 7)], tmp_path))["metrics"]
+    assert cpu["op_category:other"] == [12.0]
+
+
+def test_user_frames_skip_frozen_and_site_packages_frames() -> None:
+    stack = ("<frozen importlib._bootstrap>(1): _load;"
+             "/usr/lib/python3/site-packages/lib/mod.py(3): helper;"
+             "app.py(7): run;site-packages/x.py(1): y;main.py(2): main")
+    assert user_frames(stack) == ["app.py(7): run", "main.py(2): main"]
+    assert user_frames("  ;torch/a.py(1): f; ;") == ["torch/a.py(1): f"]  # blanks dropped
+    assert user_frames("") == []

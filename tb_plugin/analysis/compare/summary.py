@@ -49,10 +49,9 @@ def step_summary(table: TraceTable) -> dict[str, Any]:
     operators = _operator_steps(table, steps.host_starts, steps.host_ends, device)
     for name, values in operators.items():
         metrics[f"operator:{name}"] = values
-    names = np.asarray(list(operators), dtype=object)
-    if len(names):
-        frame = pd.DataFrame(list(operators.values()), index=names)
-        by_category = frame.groupby(operator_categories(table, names)).sum()
+    if operators:  # rows: operators, columns: steps
+        frame = pd.DataFrame(list(operators.values()))
+        by_category = frame.groupby(operator_categories(table, list(operators))).sum()
         for category, row in by_category.iterrows():
             metrics[f"op_category:{category}"] = [float(v) for v in row]
     for name, values in _kernel_steps(table, steps.starts, steps.ends).items():
