@@ -18,7 +18,7 @@ from tb_plugin.baseline_store import (
 )
 from tests.analysis.test_compare_stats import summary as fake_summary
 
-from .helpers import cpu_op, kernel, make_table, runtime, step
+from .helpers import cpu_op, kernel, make_table, py, runtime, step
 
 
 def _trace(tmp_path: Path):
@@ -202,3 +202,26 @@ def test_user_frames_skip_frozen_and_site_packages_frames() -> None:
     assert user_frames(stack) == ["app.py(7): run", "main.py(2): main"]
     assert user_frames("  ;torch/a.py(1): f; ;") == ["torch/a.py(1): f"]  # blanks dropped
     assert user_frames("") == []
+
+
+def test_record_keys_modules_structure_and_markers(tmp_path: Path) -> None:
+    events = []
+    for s in range(2):
+        t = 1000 * s
+        events += [step(s + 1, t, 900),
+                   py("nn.Module: Net_0", t + 10, 300, 10 * s + 1, module=0),
+                   py("nn.Module: Linear_0", t + 20, 100, 10 * s + 2, parent=10 * s + 1,
+                      module=0),
+                   cpu_op("aten::mm", t + 30, 50),
+                   py("nn.Module: Head_0", t + 400, 100, 10 * s + 3, module=0),
+                   cpu_op("aten::add", t + 410, 20)]
+    out = step_summary(make_table(events, tmp_path))
+    assert set(out) == {"version", "steps", "from_markers", "device", "modules", "operators",
+                        "structure", "metrics", "sources", "state", "messages"}
+    assert out["from_markers"] is True
+    assert out["modules"] == ["nn.Module: Head_0", "nn.Module: Linear_0", "nn.Module: Net_0"]
+    # the anchors directly under a step: the two top-level modules, in order
+    assert out["structure"] == ["module:nn.Module: Net_0", "module:nn.Module: Head_0"]
+    plain = step_summary(make_table([cpu_op("aten::mm", 0, 10)], tmp_path))
+    assert plain["from_markers"] is False and plain["modules"] == []
+    assert plain["structure"] == []
