@@ -225,3 +225,16 @@ def test_record_keys_modules_structure_and_markers(tmp_path: Path) -> None:
     plain = step_summary(make_table([cpu_op("aten::mm", 0, 10)], tmp_path))
     assert plain["from_markers"] is False and plain["modules"] == []
     assert plain["structure"] == []
+
+
+def test_one_step_and_no_step_traces(tmp_path: Path) -> None:
+    # one (fallback) step holds every operator; an empty trace has no steps and no metrics
+    plain = step_summary(make_table([cpu_op("aten::mm", 0, 10), cpu_op("aten::mm", 20, 5)],
+                                    tmp_path))
+    assert plain["steps"] == ["0"] and plain["metrics"]["operator:aten::mm"] == [15.0]
+    empty = step_summary(make_table([], tmp_path))
+    assert (empty["steps"], empty["operators"], empty["sources"]) == ([], [], {})
+    assert empty["metrics"]["step:Total"] == []
+    assert not any(k.startswith(("operator:", "kernel:", "op_category:"))
+                   for k in empty["metrics"])
+    assert empty["messages"] == ["the trace has no events"]

@@ -66,7 +66,7 @@ def step_summary(table: TraceTable) -> dict[str, Any]:
         "operators": sorted(operators),
         "structure": _structure(table),
         "metrics": metrics,
-        "sources": _sources(table, steps.host_starts, steps.host_ends),
+        "sources": _sources(table),
         "state": str(table.status.state),
         "messages": list(table.status.messages),
     }
@@ -133,7 +133,7 @@ def _structure(table: TraceTable) -> list[str]:
     return list(shapes.most_common(1)[0][0]) if shapes else []
 
 
-def _sources(table: TraceTable, lows: np.ndarray, highs: np.ndarray) -> dict[str, list[str]]:
+def _sources(table: TraceTable) -> dict[str, list[str]]:
     """Per operator with recorded stacks: the first frames of its heaviest call stack."""
     frame = operator_frame(table)
     frame = frame[frame["has_call_stack"]]
