@@ -238,3 +238,14 @@ def test_one_step_and_no_step_traces(tmp_path: Path) -> None:
     assert not any(k.startswith(("operator:", "kernel:", "op_category:"))
                    for k in empty["metrics"])
     assert empty["messages"] == ["the trace has no events"]
+
+
+def test_an_operator_starting_on_a_step_boundary_belongs_to_the_later_step(tmp_path: Path
+                                                                          ) -> None:
+    # steps [0, 100) and [100, 200): [low, high) holds a start
+    table = make_table([step(1, 0, 100), step(2, 100, 100), cpu_op("aten::mm", 0, 5),
+                        cpu_op("aten::mm", 100, 7), cpu_op("aten::add", 200, 3),
+                        cpu_op("aten::add", 199.5, 0.25)], tmp_path)
+    metrics = step_summary(table)["metrics"]
+    assert metrics["operator:aten::mm"] == [5.0, 7.0]
+    assert metrics["operator:aten::add"] == [0.0, 0.25]  # the one at 200 is in no step
