@@ -300,3 +300,46 @@ def test_drawn_events_slices_instants_not_counters(tmp_path):
     assert drawn == {"x": (0, 10_000), "inst": (5_000, 5_000), "inst2": (6_000, 6_000),
                      "nodur": (8_000, 8_000)}
     assert index.position[names.index("ctr")] == -1
+
+
+def _flow_event(ph: str, cat: str, flow_id: Any, ts: float, tid: Any = 200) -> dict[str, Any]:
+    event = {"ph": ph, "cat": cat, "name": cat, "id": flow_id, "pid": CPU_PID, "tid": tid,
+             "ts": ts}
+    if ph == "f":
+        event["bp"] = "e"
+    return event
+
+
+def test_flow_pairs_by_category_and_id_earliest_end_wins(tmp_path):
+    events = [cpu_op("A", 0, 10), cpu_op("B", 20, 10), cpu_op("C", 40, 10, tid=300),
+              _flow_event("s", "fwdbwd", 1, 5), _flow_event("f", "fwdbwd", 1, 25),
+              _flow_event("s", "fwdbwd", 1, 45, tid=300),  # the same id later: ignored
+              _flow_event("s", "ac2g", 1, 8), _flow_event("f", "ac2g", 1, 42, tid=300),
+              _flow_event("s", "ac2g", 2, 9),                 # no f: no pair
+              _flow_event("f", "ac2g", 3, 26),                # no s: no pair
+              _flow_event("s", "ac2g", 4, 1, tid=999),        # on no drawn track
+              _flow_event("f", "ac2g", 4, 2),
+              _flow_event("s", "ac2g", 5, 60), _flow_event("f", "ac2g", 5, 70),  # outside ops
+              _flow_event("s", "ac2g", 6, 3), _flow_event("f", "ac2g", 6, 65)]  # first by lo
+    table = make_table(events, tmp_path)
+    index = build_timeline_index(table)
+    names = table.events["name"].astype(str).tolist()
+    track = {t["tid"]: t["id"] for t in index.tracks}
+    flows = index.flows
+    got = [(index.flow_cats[int(flows["cat"][k])], float(flows["id"][k]),
+            int(flows["track_s"][k]), int(flows["tick_s"][k]),
+            names[int(index.event[flows["pos_s"][k]])] if flows["pos_s"][k] >= 0 else None,
+            int(flows["track_f"][k]), int(flows["tick_f"][k]),
+            names[int(index.event[flows["pos_f"][k]])] if flows["pos_f"][k] >= 0 else None)
+           for k in range(len(flows["cat"]))]
+    # ordered by the earlier end (lo); ticks are ns from the first event (0 us)
+    assert got == [
+        ("ac2g", 6.0, track["200"], 3000, "A", track["200"], 65000, None),
+        ("fwdbwd", 1.0, track["200"], 5000, "A", track["200"], 25000, "B"),
+        ("ac2g", 1.0, track["200"], 8000, "A", track["300"], 42000, "C"),
+        ("ac2g", 5.0, track["200"], 60000, None, track["200"], 70000, None),
+    ]
+    assert flows["lo"].tolist() == [3000, 5000, 8000, 60000]
+    assert flows["hi"].tolist() == [65000, 25000, 42000, 70000]
+    assert flows["by_hi"].tolist() == [1, 2, 0, 3]
+    assert flows["hi_sorted"].tolist() == [25000, 42000, 65000, 70000]
