@@ -99,7 +99,7 @@ def _operator_steps(table: TraceTable, lows: np.ndarray, highs: np.ndarray, devi
     nodes = np.flatnonzero(tree.is_operator)
     values = (tree.device_self if device else tree.host_self)[nodes]
     step = _step_index(tree.start[nodes], lows, highs)
-    return _per_step(tree.names[nodes], step, np.asarray(values, dtype=float), len(lows))
+    return _per_step(tree.names[nodes], step, values, len(lows))  # float64 per node
 
 
 def _kernel_steps(table: TraceTable, lows: np.ndarray, highs: np.ndarray
@@ -109,8 +109,7 @@ def _kernel_steps(table: TraceTable, lows: np.ndarray, highs: np.ndarray
         return {}
     starts = table.events["ts"].to_numpy()[frame["event"].to_numpy()]
     step = _step_index(starts, lows, highs)
-    return _per_step(np.asarray(frame["name"], dtype=object), step,
-                     frame["dur"].to_numpy(dtype=float), len(lows))
+    return _per_step(frame["name"].to_numpy(), step, frame["dur"].to_numpy(), len(lows))
 
 
 def _device(table: TraceTable, device_work: bool) -> str:
