@@ -283,3 +283,20 @@ def test_an_empty_snapshot_has_no_segment_rows() -> None:
     seg = build_memory_snapshot(to_columns(data), "s.pickle")["segments"]
     assert (seg["rows"], seg["reserved_bytes"], seg["largest_free_bytes"]) == ([], 0, 0)
     assert (seg["segment_count"], seg["block_count"], seg["truncated"]) == (0, 0, False)
+
+
+def test_block_labels_skip_framework_frames_or_fall_back_to_the_first() -> None:
+    internal = [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"},
+                {"filename": "C:\\py\\Lib\\torch\\nn\\x.py", "line": 3, "name": "fwd"},
+                {"filename": "<frozen runpy>", "line": 1, "name": "run"}]
+    user = [*internal, {"filename": "/home/me/run.py", "line": 5, "name": "main"}]
+
+    def label_of_c(stack: list) -> str:
+        data = hand_snapshot()
+        data["device_traces"][0][5]["frames"] = stack  # alloc C at t = 15
+        data["segments"][1]["blocks"][0]["frames"] = stack
+        seg = build_memory_snapshot(to_columns(data), "s.pickle", at=T0 + 15)["segments"]
+        return seg["rows"][1]["blocks"][0]["frame"]
+
+    assert label_of_c(user) == "main (run.py:5)"
+    assert label_of_c(internal) == "c10::cuda::CUDACachingAllocator::malloc (??:0)"
