@@ -249,3 +249,24 @@ def test_an_operator_starting_on_a_step_boundary_belongs_to_the_later_step(tmp_p
     metrics = step_summary(table)["metrics"]
     assert metrics["operator:aten::mm"] == [5.0, 7.0]
     assert metrics["operator:aten::add"] == [0.0, 0.25]  # the one at 200 is in no step
+
+
+def test_structure_is_the_most_common_step_shape(tmp_path: Path) -> None:
+    # step 1 runs Net then Head; steps 2 and 3 run Net only: the majority wins
+    events = []
+    for s in range(3):
+        t = 1000 * s
+        events += [step(s + 1, t, 900), py("nn.Module: Net_0", t + 10, 300, 10 * s + 1,
+                                           module=0), cpu_op("aten::mm", t + 20, 50)]
+        if s == 0:
+            events += [py("nn.Module: Head_0", t + 400, 100, 10 * s + 2, module=0),
+                       cpu_op("aten::add", t + 410, 20)]
+    assert step_summary(make_table(events, tmp_path))["structure"] == [
+        "module:nn.Module: Net_0"]
+
+
+def test_device_names_skip_blank_and_malformed_entries(tmp_path: Path) -> None:
+    events, _, _ = _gpu_events()
+    table = make_table(events, tmp_path, deviceProperties=[
+        {"id": 0, "name": ""}, "not a dict", {"id": 1, "name": "NVIDIA H100"}])
+    assert step_summary(table)["device"] == "NVIDIA H100"
