@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tb_plugin.analysis.memory import snapshot as snapshot_module
 from tb_plugin.analysis.memory import snapshot_state
 from tb_plugin.analysis.memory.snapshot import (
     UnknownSnapshotDeviceError,
@@ -28,6 +29,7 @@ from tests.ingest.snapshots import (
     SEG,
     T0,
     Simulated,
+    entry,
     evil_pickles,
     hand_snapshot,
     into_trace_period,
@@ -300,3 +302,14 @@ def test_block_labels_skip_framework_frames_or_fall_back_to_the_first() -> None:
 
     assert label_of_c(user) == "main (run.py:5)"
     assert label_of_c(internal) == "c10::cuda::CUDACachingAllocator::malloc (??:0)"
+
+
+def test_ooms_in_order_capped_and_without_device_free(monkeypatch) -> None:
+    data = hand_snapshot()
+    data["device_traces"][0].append(entry("oom", 0, 32 * MIB, 17))  # no device_free recorded
+    snap = to_columns(data)
+    assert build_memory_snapshot(snap, "s.pickle")["ooms"] == [
+        {"t": T0 + 16, "bytes": 64 * MIB, "device_free": 3 * MIB},
+        {"t": T0 + 17, "bytes": 32 * MIB, "device_free": None}]
+    monkeypatch.setattr(snapshot_module, "MAX_OOMS", 1)
+    assert [o["t"] for o in build_memory_snapshot(snap, "s.pickle")["ooms"]] == [T0 + 16]
