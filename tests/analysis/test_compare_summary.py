@@ -270,3 +270,19 @@ def test_device_names_skip_blank_and_malformed_entries(tmp_path: Path) -> None:
     table = make_table(events, tmp_path, deviceProperties=[
         {"id": 0, "name": ""}, "not a dict", {"id": 1, "name": "NVIDIA H100"}])
     assert step_summary(table)["device"] == "NVIDIA H100"
+
+
+def test_sources_weigh_host_and_device_self_time(tmp_path: Path) -> None:
+    # stack A: 20 us of host time; stack B: at most 10 us of host time but a 15 us kernel
+    def op(ts: float, dur: float, stack: str, ext: int) -> dict:
+        return cpu_op("aten::mm", ts, dur, ext=ext, **{"Call stack": stack})
+
+    events = [step(1, 0, 900), op(100, 20, "a.py(1): f", 1),
+              op(200, 10, "b.py(2): g", 2), runtime(202, 2, 2, ext=2), kernel(210, 15, 2, ext=2),
+              op(300, 1, "z.py(3): h", 3)]
+    sources = step_summary(make_table(events, tmp_path))["sources"]
+    assert sources == {"aten::mm": ["b.py(2): g"]}
+    more = events + [cpu_op("aten::add", 400, 5, **{"Call stack": "c.py(1): x"}),
+                     cpu_op("aten::abs", 500, 5, **{"Call stack": "d.py(1): y"})]
+    assert list(step_summary(make_table(more, tmp_path))["sources"]) == [
+        "aten::abs", "aten::add", "aten::mm"]  # by name

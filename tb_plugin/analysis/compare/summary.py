@@ -144,12 +144,10 @@ def _sources(table: TraceTable) -> dict[str, list[str]]:
                            "stack": frame["call_stack"].astype(str).to_numpy(),
                            "time": tree.host_self[nodes] + tree.device_self[nodes]})
     heaviest = stacks.groupby(["name", "stack"])["time"].sum().reset_index()
-    heaviest = heaviest.sort_values(["name", "time"], ascending=[True, False], kind="stable")
-    out = {}
-    for name, stack in heaviest.drop_duplicates("name")[["name", "stack"]].itertuples(
-            index=False):
-        out[name] = user_frames(stack)
-    return out
+    # a sort on two columns is a stable lexsort: equal times keep the stacks' text order
+    heaviest = heaviest.sort_values(["name", "time"], ascending=[True, False])
+    first = heaviest.drop_duplicates("name")
+    return {name: user_frames(stack) for name, stack in zip(first["name"], first["stack"])}
 
 
 def user_frames(stack: str) -> list[str]:
