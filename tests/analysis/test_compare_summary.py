@@ -286,3 +286,11 @@ def test_sources_weigh_host_and_device_self_time(tmp_path: Path) -> None:
                      cpu_op("aten::abs", 500, 5, **{"Call stack": "d.py(1): y"})]
     assert list(step_summary(make_table(more, tmp_path))["sources"]) == [
         "aten::abs", "aten::add", "aten::mm"]  # by name
+
+
+def test_structure_leaves_out_plain_operators(tmp_path: Path) -> None:
+    events = [step(1, 0, 900), cpu_op("aten::relu", 5, 3),
+              py("nn.Module: Net_0", 10, 300, 1, module=0), cpu_op("aten::mm", 20, 50),
+              cpu_op("aten::add", 600, 5)]  # relu and add sit directly under the step
+    assert step_summary(make_table(events, tmp_path))["structure"] == [
+        "module:nn.Module: Net_0"]
