@@ -120,3 +120,12 @@ def test_range_numbers_round_to_3_decimals(tmp_path):
     # a range that is not whole ns: [0.0005, 29.9995] holds 9.9995 us of a's first call
     part = {r["name"]: r for r in build_timeline_range(table, 0.0005, 29.9995)["rows"]}
     assert part["a"]["count"] == 2 and part["a"]["total_us"] == 19.999
+
+
+def test_range_rows_by_total_then_name(tmp_path):
+    table = make_table([cpu_op("zeta", 0, 10), cpu_op("alpha", 20, 10), cpu_op("mid", 40, 10.5),
+                        cpu_op("beta", 60, 2)], tmp_path)
+    out = build_timeline_range(table, 0, 100)
+    assert [r["name"] for r in out["rows"]] == ["mid", "alpha", "zeta", "beta"]
+    assert out["events"] == 4 and out["start_us"] == 0.0 and out["end_us"] == 100.0
+    assert build_timeline_range(table, 80, 100)["rows"] == []  # nothing overlaps
