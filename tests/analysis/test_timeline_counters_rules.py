@@ -19,8 +19,9 @@ from tb_plugin.analysis.timeline.counters import (
     sample,
     timeline_extras,
 )
+from tb_plugin.analysis.timeline.view import build_timeline
 
-from .helpers import CPU_PID, CPU_TID, cpu_op, make_table
+from .helpers import CPU_PID, CPU_TID, cpu_op, kernel, make_table
 
 
 def _drop_repeats(t: list[float], v: list[float]) -> tuple[list[float], list[float]]:
@@ -146,3 +147,18 @@ def test_memory_series_without_totals_are_the_running_sum_of_bytes(tmp_path):
     assert (gpu.mode, gpu.unit, gpu.kind, gpu.device) == ("peak", "bytes", "memory_allocated",
                                                           "GPU 0")
     assert series["CPU Memory Reserved"].value.tolist() == [16]
+
+
+def test_counter_payload_rounds_fractions_to_4_decimals_and_bytes_to_integers(tmp_path):
+    def mem(ts: float, total: float) -> dict:
+        return {"ph": "i", "s": "t", "name": "[memory]", "pid": CPU_PID, "tid": CPU_TID,
+                "ts": ts, "cat": "cpu_instant_event",
+                "args": {"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": 1,
+                         "Total Allocated": total, "Total Reserved": 2 * total}}
+
+    events = [cpu_op("a", 0, 3), kernel(0, 1), mem(1, 10.6)]
+    counters = {c["name"]: c for c in build_timeline(make_table(events, tmp_path), start_us=0,
+                                                     end_us=3, width=1)["counters"]}
+    assert counters["GPU 0 Utilization"]["v"] == [0.3333]  # 1 us busy of 3
+    assert counters["GPU 0 Memory Allocated"]["v"] == [11]  # 10.6 bytes: rounded
+    assert counters["GPU 0 Memory Reserved"]["v"] == [21]   # 21.2
