@@ -488,3 +488,13 @@ def test_operator_deltas_per_step_are_rounded_means_with_ties_by_name(tmp_path):
     assert (mm["name"], mm["base_calls"], mm["exp_calls"], mm["delta_host_total_us"]) == (
         "aten::mm", 1, 3, 20.0)
     assert type(mm["base_calls"]) is int
+
+
+def test_verdict_numbers_round_to_3_and_relative_to_5_decimals(tmp_path):
+    base = make_table(_verdict_steps([300, 300, 300]), tmp_path)
+    exp = make_table(_verdict_steps([304.1234] * 3), tmp_path)
+    verdict = build_diff(base, exp)["verdict"]
+    assert (verdict["delta_us"], verdict["low_us"], verdict["high_us"]) == (4.123, 4.123, 4.123)
+    assert verdict["relative"] == 0.01031  # 4.1234 / 400 = 0.0103085
+    assert verdict["floor_us"] == 4.0 and verdict["min_change"] == 0.01
+    assert verdict["verdict"] == "regressed" and verdict["confidence"] == 0.95
