@@ -177,3 +177,14 @@ def test_per_step_numbers_are_rounded_to_3_decimals(tmp_path):
                           "exp_mean_us": 18.75}
     assert (out["base_total_us"], out["exp_total_us"], out["delta_total_us"]) == (
         52.123, 47.5, -4.623)  # 47.12345 + 5, 37.5 + 10
+
+
+def test_kernels_outside_any_operator_are_na(tmp_path):
+    events = [cpu_op("aten::mm", 0, 50, ext=1), runtime(10, 5, 1, ext=1), kernel(20, 4, 1),
+              runtime(60, 5, 2), kernel(70, 6, 2),     # launched outside any operator
+              kernel(90, 8, None, name=RELU)]           # no launch at all
+    table = make_table(events, tmp_path)
+    rows = build_diff_kernels(table, table, group_by="operator_kernel", basis="total")["rows"]
+    assert [(r["operator"], r["name"], r["base_calls"], r["base_total_us"]) for r in rows] == [
+        ("N/A", GEMM, 1, 6.0), ("N/A", RELU, 1, 8.0), ("aten::mm", GEMM, 1, 4.0)]
+    assert all(r["delta_total_us"] == 0 for r in rows)  # the same trace: ties by the keys
