@@ -4,6 +4,7 @@ limit, merge levels derived by hand from the docstring's rule, and the flow colu
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,10 @@ from tb_plugin.analysis.timeline.index import (
     _group,
     _tick_ns,
     build_timeline_index,
+    concat_ranges,
+    level_for,
     merge_levels,
+    merge_threshold,
 )
 from tb_plugin.analysis.timeline.view import (
     MAX_WIDTH,
@@ -343,3 +347,38 @@ def test_flow_pairs_by_category_and_id_earliest_end_wins(tmp_path):
     assert flows["hi"].tolist() == [65000, 25000, 42000, 70000]
     assert flows["by_hi"].tolist() == [1, 2, 0, 3]
     assert flows["hi_sorted"].tolist() == [25000, 42000, 65000, 70000]
+
+
+def test_merge_threshold_by_hand():
+    start = np.array([0, 5, 20, 0, 3])
+    end = np.array([2, 10, 21, 1, 3])
+    row = np.array([0, 0, 0, 1, 1])
+    # pair threshold max(previous dur, dur, gap between); a row's first event: inf
+    assert merge_threshold(start, end, row).tolist() == [math.inf, 5.0, 10.0, math.inf, 2.0]
+    assert merge_threshold(np.array([4]), np.array([9]), np.array([0])).tolist() == [math.inf]
+    assert merge_threshold(np.zeros(0), np.zeros(0), np.zeros(0)).size == 0
+
+
+def test_level_for_picks_the_coarsest_bin_at_most_the_merge_size(tmp_path):
+    # 1 ns events in pairs 1 ns apart, pairs of pairs 6 ns apart, then 40 ns: several levels
+    events, t = [], 0
+    for i in range(64):
+        events.append(cpu_op("a", t / 1000, 0.001))
+        t += 1 + (1 if i % 2 == 0 else 6 if i % 4 == 1 else 40)
+    table = make_table(events, tmp_path)
+    index = build_timeline_index(table)
+    assert len(index.levels) >= 3
+    for k, (bin_ticks, bounds) in enumerate(index.levels):
+        assert level_for(index, bin_ticks) is bounds  # a bin equal to the size counts
+        if k:
+            assert level_for(index, bin_ticks - 0.5) is index.levels[k - 1][1]
+    assert level_for(index, 1e18) is index.levels[-1][1]
+    assert level_for(index, -1.0) is index.levels[0][1]
+
+
+def test_tick_with_one_row_and_concat_ranges():
+    assert _tick_ns(3e15, 1) == 10  # (3e18 + 2) * 2 >= 2**62
+    assert _tick_ns(3e15, 0) == 1
+    assert concat_ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist() == [5, 6, 9, 10, 11]
+    assert concat_ranges(np.array([5]), np.array([0])).tolist() == []
+    assert concat_ranges(np.array([2**40]), [2]).tolist() == [2**40, 2**40 + 1]
