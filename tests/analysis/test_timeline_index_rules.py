@@ -382,3 +382,9 @@ def test_tick_with_one_row_and_concat_ranges():
     assert concat_ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist() == [5, 6, 9, 10, 11]
     assert concat_ranges(np.array([5]), np.array([0])).tolist() == []
     assert concat_ranges(np.array([2**40]), [2]).tolist() == [2**40, 2**40 + 1]
+
+
+def test_flows_with_only_start_events_make_no_pairs(tmp_path):
+    index = build_timeline_index(make_table([cpu_op("A", 0, 10),
+                                             _flow_event("s", "ac2g", 1, 5)], tmp_path))
+    assert index.flow_cats == [] and all(v.size == 0 for v in index.flows.values())
