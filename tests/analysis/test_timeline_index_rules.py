@@ -350,11 +350,11 @@ def test_flow_pairs_by_category_and_id_earliest_end_wins(tmp_path):
 
 
 def test_merge_threshold_by_hand():
-    start = np.array([0, 5, 20, 0, 3])
-    end = np.array([2, 10, 21, 1, 3])
+    start = np.array([0, 20, 30, 0, 3])
+    end = np.array([10, 21, 31, 1, 3])
     row = np.array([0, 0, 0, 1, 1])
     # pair threshold max(previous dur, dur, gap between); a row's first event: inf
-    assert merge_threshold(start, end, row).tolist() == [math.inf, 5.0, 10.0, math.inf, 2.0]
+    assert merge_threshold(start, end, row).tolist() == [math.inf, 10.0, 9.0, math.inf, 2.0]
     assert merge_threshold(np.array([4]), np.array([9]), np.array([0])).tolist() == [math.inf]
     assert merge_threshold(np.zeros(0), np.zeros(0), np.zeros(0)).size == 0
 
