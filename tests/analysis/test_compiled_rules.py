@@ -1,0 +1,89 @@
+"""`analysis.efficiency.compiled` on hand-built traces: each number of a region (host, guard,
+launch and device time, kernel count), of an Inductor kernel row and of an extern op row is
+summed here from the events written, and the rows' order (device time, then host time
+descending, then name) is pinned on ties."""
+
+from __future__ import annotations
+
+from tb_plugin.analysis.efficiency.compiled import build_compiled
+from tests.analysis.helpers import cpu_op, kernel, make_table, runtime
+
+REGION_A = "Torch-Compiled Region: 0/0"
+REGION_B = "Torch-Compiled Region: 1/0"
+
+
+def _launched(name, ts, dur, ext, kernel_dur, **args):
+    """An op at ts..ts+dur launching one kernel (a 2 us cudaLaunchKernel at ts+1)."""
+    return [cpu_op(name, ts, dur, ext=ext, **args), runtime(ts + 1, 2, corr=ext, ext=ext),
+            kernel(ts + 3, kernel_dur, corr=ext, ext=ext)]
+
+
+def _events():
+    return [
+        # eager work before any region: its 5 us kernel belongs to no region
+        *_launched("aten::mm", 0, 20, 1, 5),
+        cpu_op("TorchDynamo Cache Lookup", 25, 3),
+        cpu_op(REGION_A, 30, 100, ext=2),
+        *_launched("triton_poi_fused_add_cos_0", 40, 10, 3, 7),
+        *_launched("aten::mm", 55, 20, 4, 11),
+        *_launched("aten::addmm", 80, 20, 5, 11),
+        cpu_op("aten::bmm", 101, 25),
+        cpu_op("my_triton_x", 127, 2),  # not an Inductor kernel: the name does not start so
+        # the second call of region A (no guard before it)
+        cpu_op(REGION_A, 200, 50, ext=6),
+        *_launched("triton_poi_fused_add_cos_0", 210, 10, 7, 9),
+        # region B: more device time than A, so it comes first
+        cpu_op("TorchDynamo Cache Lookup", 290, 6),
+        cpu_op(REGION_B, 300, 80, ext=8),
+        *_launched("triton_red_fused_sum_1", 310, 20, 9, 60),
+    ]
+
+
+def test_regions_sum_their_instances(tmp_path):
+    payload = build_compiled(make_table(_events(), tmp_path))
+    assert payload["available"] is True and payload["inductor_kernels"] == 3
+    b, a = payload["regions"]
+    assert {k: v for k, v in b.items() if k not in ("inductor_kernels", "extern_ops")} == {
+        "name": REGION_B, "calls": 1, "host_us": 80.0, "guard_us": 6.0, "launch_us": 2.0,
+        "device_us": 60.0, "device_kernels": 1}
+    assert {k: v for k, v in a.items() if k not in ("inductor_kernels", "extern_ops")} == {
+        "name": REGION_A, "calls": 2, "host_us": 150.0, "guard_us": 3.0,
+        "launch_us": 2.0 * 4, "device_us": 7 + 11 + 11 + 9.0, "device_kernels": 4}
+
+
+def test_inductor_kernel_rows(tmp_path):
+    b, a = build_compiled(make_table(_events(), tmp_path))["regions"]
+    assert a["inductor_kernels"] == [{
+        "name": "triton_poi_fused_add_cos_0", "file": None, "line": None, "hash": None,
+        "backend": None, "fused": "add_cos", "calls": 2, "host_us": 20.0, "device_us": 16.0,
+        "device_kernels": 2}]
+    assert [k["name"] for k in b["inductor_kernels"]] == ["triton_red_fused_sum_1"]
+    assert b["inductor_kernels"][0]["fused"] == "sum"
+    assert b["inductor_kernels"][0]["device_us"] == 60.0
+
+
+def test_extern_rows_by_device_then_host_then_name(tmp_path):
+    b, a = build_compiled(make_table(_events(), tmp_path))["regions"]
+    # mm and addmm tie on device (11) and host (20) time: by name; bmm launches nothing
+    assert a["extern_ops"] == [
+        {"name": "aten::addmm", "calls": 1, "host_us": 20.0, "device_us": 11.0},
+        {"name": "aten::mm", "calls": 1, "host_us": 20.0, "device_us": 11.0},
+        {"name": "aten::bmm", "calls": 1, "host_us": 25.0, "device_us": 0.0},
+    ]
+    assert b["extern_ops"] == []
+
+
+def test_regions_tied_on_device_time_go_by_host_time_then_name(tmp_path):
+    events = [cpu_op("Torch-Compiled Region: 9/0", 0, 50),
+              cpu_op("Torch-Compiled Region: 2/0", 100, 40),
+              cpu_op("Torch-Compiled Region: 5/0", 200, 50),
+              cpu_op("Torch-Compiled Region: 1/0", 300, 60)]
+    names = [r["name"] for r in build_compiled(make_table(events, tmp_path))["regions"]]
+    assert names == ["Torch-Compiled Region: 1/0", "Torch-Compiled Region: 5/0",
+                     "Torch-Compiled Region: 9/0", "Torch-Compiled Region: 2/0"]
+
+
+def test_a_trace_without_regions(tmp_path):
+    payload = build_compiled(make_table(_launched("triton_poi_fused_add_0", 0, 10, 1, 3),
+                                        tmp_path))
+    assert payload == {"available": False, "regions": [], "inductor_kernels": 0}
