@@ -226,7 +226,7 @@ def build_compiled(table: TraceTable) -> dict[str, Any]:
             launch_us=("launch_us", "sum"), device_us=("device_us", "sum"),
             kernels=("kernels", "sum")).reset_index()
         summed = summed.sort_values(["device_us", "host_us", "name"],
-                                    ascending=[False, False, True], kind="stable")
+                                    ascending=[False, False, True])
         for r in summed.itertuples(index=False):
             out.append({"name": r.name, "calls": int(r.calls), "host_us": _us(r.host_us),
                         "guard_us": _us(r.guard_us), "launch_us": _us(r.launch_us),
@@ -250,7 +250,7 @@ def _kernel_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
         calls=("node", "size"), host_us=("host_us", "sum"), device_us=("device_us", "sum"),
         device_kernels=("device_kernels", "sum")).reset_index()
     grouped = grouped.sort_values(["device_us", "host_us", "name"],
-                                  ascending=[False, False, True], kind="stable")
+                                  ascending=[False, False, True])
     return [{"name": r.name, "file": r.file or None,
              "line": int(r.line) if r.line is not None and int(r.line) >= 0 else None,
              "hash": r.hash or None, "backend": r.backend or None, "fused": fused_ops(r.name),
@@ -264,6 +264,6 @@ def _extern_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     grouped = frame.groupby("name", sort=False).agg(
         calls=("name", "size"), host_us=("host_us", "sum"), device_us=("device_us", "sum")
     ).reset_index().sort_values(["device_us", "host_us", "name"],
-                                ascending=[False, False, True], kind="stable")
+                                ascending=[False, False, True])
     return [{"name": r.name, "calls": int(r.calls), "host_us": _us(r.host_us),
              "device_us": _us(r.device_us)} for r in grouped.itertuples(index=False)]
