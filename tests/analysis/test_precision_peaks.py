@@ -175,6 +175,17 @@ def test_amd_fp32_on_matrix_cores_is_fp32_not_tf32(tmp_path) -> None:
     ("sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize32x32x16", "fp64"),
     ("volta_h884gemm_64x64_ldg8_nn", "fp16"),
     ("Cijk_Alik_Bljk_SB_MT64x16x32_MI16x16x1_SN_ISA90a", None),  # tile shapes name no format
+    # mixed inputs joined by "x": the wider input, whichever comes first, in any case
+    ("_matmul_mxfp4xbf16_128x128", "bf16"), ("_matmul_MXFP4xBF16_128x128", "bf16"),
+    ("gemm_e2m1xe4m3", "fp8"),
+    ("gemm_fp4_fp16xbf16xfp8_1", "fp16"),  # equal widths: the first of them
+    ("x_fp16xbf16_fp4xfp8", "fp16"),  # the first joined group naming two formats
+    # mixed but not joined (or joined with one format only): the first format named
+    ("gemm_fp8_fp16", "fp8"), ("gemm_fp4_bf16_128x128x64", "fp4"), ("gemm_fp4_bf16x128", "fp4"),
+    ("HGEMM_FP16", "fp16"),
+    # TensorRT-LLM: the A/B pair after the output, the wider of the two
+    ("bmm_Fp16_E2m1E4m3_Fp32_t1", "fp8"), ("bmm_E4m3_Bfloat16Bfloat16_Fp32_t1", "bf16"),
+    ("bmm_Fp32_AbCd_x", None),
 ])
 def test_kernel_name_precision(name, precision) -> None:
     assert kernel_precision(name) == precision
