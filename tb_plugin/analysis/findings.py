@@ -43,7 +43,7 @@ _GPU_KEYS = ("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct",
              "tensor_core_pct", "mfu_pct")
 
 
-def build_findings(table: TraceTable, top: int = 5) -> FindingsPayload:
+def build_findings(table: TraceTable, top: int) -> FindingsPayload:
     overview = build_overview(table)
     counts = features(table)
     gpu = counts["kernels"] + counts["memcpy"] + counts["memset"] > 0
