@@ -418,3 +418,20 @@ def test_graph_modes_in_health(tmp_path):
         "id": "graphs", "ok": False, "affects": ["overview", "roofline", "gpu_idle"],
         "detail": "a graph capture trace: its kernels were recorded in stream capture, not "
                   "run, so utilization and MFU do not apply"}
+
+
+def test_the_steps_check_needs_markers_and_one_step(tmp_path):
+    table = make_table([cpu_op("aten::add", 10, 30)], tmp_path)
+    counts = F.features(table)
+
+    def check(from_markers, count):
+        [out] = [c for c in F.health(table, counts, {"from_markers": from_markers,
+                                                      "count": count}) if c["id"] == "steps"]
+        return out
+
+    assert check(True, 1) == {"id": "steps", "ok": True, "detail": "1 steps", "affects": []}
+    assert check(True, 2)["ok"] is True
+    assert check(True, 0) == {"id": "steps", "ok": False, "detail": "0 steps",
+                              "affects": _AFFECTS["steps"]}
+    assert check(False, 1) == {"id": "steps", "ok": False, "affects": _AFFECTS["steps"],
+                               "detail": '1 steps (no ProfilerStep#N markers: one step "0")'}
