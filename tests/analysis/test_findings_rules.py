@@ -435,3 +435,25 @@ def test_the_steps_check_needs_markers_and_one_step(tmp_path):
                               "affects": _AFFECTS["steps"]}
     assert check(False, 1) == {"id": "steps", "ok": False, "affects": _AFFECTS["steps"],
                                "detail": '1 steps (no ProfilerStep#N markers: one step "0")'}
+
+
+def test_one_of_each_passes_its_check(tmp_path):
+    """Each count check is `count > 0`: one event of each kind passes."""
+    table = make_table([
+        step(1, 0, 100), step(2, 100, 100),
+        cpu_op("aten::mm", 10, 50, ext=1, **{"Input Dims": [[2, 3]]}),
+        cpu_op("aten::add", 110, 30, **{"Call stack": "a.py(1)"}),
+        runtime(20, 5, corr=11, ext=1), kernel(30, 40, corr=11, ext=1),
+        flow("s", 1, 10), _memory(11, 512),
+        py("nn.Module: Linear_0", 105, 40, python_id=1, module=7),
+    ], tmp_path)
+    checks = _health(table)
+    assert all(c["ok"] is True and c["affects"] == [] for c in checks.values())
+    assert checks["gpu"]["detail"] == "1 kernels, 0 memcpy, 0 memset"
+    assert checks["shapes"]["detail"] == (
+        "1 operator calls with input shapes (record_shapes=True)")
+    assert checks["call_stacks"]["detail"] == (
+        "1 operator calls with a call stack (with_stack=True)")
+    assert checks["memory"]["detail"] == "1 memory events (profile_memory=True)"
+    assert checks["modules"]["detail"] == "1 module events (with_modules=True)"
+    assert checks["flows"]["detail"] == "1 flow events"
