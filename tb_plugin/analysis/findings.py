@@ -28,7 +28,7 @@ from .breakdown import CATEGORIES
 from .features import features
 from .graphs import graph_summary
 from .inference.annotations import serving_annotation_mask
-from .operators import GROUP_BY_OPERATOR, operator_table
+from .operators import operator_table
 from .overview import build_overview
 from .steps import compute_steps
 
@@ -153,7 +153,7 @@ def _recommendation(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _top_operators(table: TraceTable, gpu: bool) -> list[dict[str, Any]]:
-    ops = operator_table(table, GROUP_BY_OPERATOR)
+    ops = operator_table(table)  # grouped by operator name (its default)
     column = "device_self_us" if gpu else "host_self_us"
     total = float(ops[column].sum()) if len(ops) else 0.0
     top = ops.nlargest(TOP_OPERATORS, column) if len(ops) else ops
