@@ -6,7 +6,7 @@ descending, then name) is pinned on ties."""
 from __future__ import annotations
 
 from tb_plugin.analysis.efficiency.compiled import build_compiled
-from tests.analysis.helpers import cpu_op, kernel, make_table, runtime
+from tests.analysis.helpers import cpu_op, kernel, make_table, py, runtime
 
 REGION_A = "Torch-Compiled Region: 0/0"
 REGION_B = "Torch-Compiled Region: 1/0"
@@ -87,3 +87,41 @@ def test_a_trace_without_regions(tmp_path):
     payload = build_compiled(make_table(_launched("triton_poi_fused_add_0", 0, 10, 1, 3),
                                         tmp_path))
     assert payload == {"available": False, "regions": [], "inductor_kernels": 0}
+
+
+def test_guards_sources_and_backends(tmp_path):
+    """A guard counts for the region right after it on its thread only: not from another
+    thread, not across a region in between. A C++ kernel's source is the enclosing generated
+    module frame (file and line), a Triton kernel's its `kernel_file` (no line); a kernel
+    outside any such frame (or sticking out of it) has none."""
+    frame = "/tmp/torchinductor_u/ab/cab.py"
+    events = [
+        cpu_op("TorchDynamo Cache Lookup", 0, 4),
+        cpu_op(REGION_A, 10, 100),
+        py(f"{frame}(42): call", 15, 80, python_id=1),
+        cpu_op("cpp_fused_add_mul_0", 20, 10),
+        cpu_op("triton_poi_fused_relu_1", 40, 10, kernel_file="/tmp/torchinductor_u/xy/k.py",
+               kernel_hash="abc", kernel_backend="triton"),
+        cpu_op("cpp_fused_sub_2", 90, 10),  # ends after the frame (95)
+        cpu_op("TorchDynamo Cache Lookup", 120, 3, tid=7),  # another thread
+        cpu_op(REGION_A, 130, 50),
+        cpu_op("cpp_fused_div_3", 140, 5),  # no frame at all
+        cpu_op("TorchDynamo Cache Lookup", 190, 2),
+        cpu_op(REGION_B, 195, 5),
+        cpu_op(REGION_A, 201, 5),  # region B sits between it and the guard
+    ]
+    a, b = build_compiled(make_table(events, tmp_path))["regions"]
+    assert (a["name"], a["calls"], a["host_us"], a["guard_us"]) == (REGION_A, 3, 155.0, 4.0)
+    assert (b["name"], b["calls"], b["guard_us"]) == (REGION_B, 1, 2.0)
+    rows = {k["name"]: k for k in a["inductor_kernels"]}
+    # no device time: by host time (div's 5 us last), then by name
+    assert [k["name"] for k in a["inductor_kernels"]] == [
+        "cpp_fused_add_mul_0", "cpp_fused_sub_2", "triton_poi_fused_relu_1", "cpp_fused_div_3"]
+    assert {n: (k["file"], k["line"], k["hash"], k["backend"], k["fused"])
+            for n, k in rows.items()} == {
+        "cpp_fused_add_mul_0": (frame, 42, None, "cpp", "add_mul"),
+        "triton_poi_fused_relu_1": ("/tmp/torchinductor_u/xy/k.py", None, "abc", "triton",
+                                    "relu"),
+        "cpp_fused_sub_2": (None, None, None, "cpp", "sub"),
+        "cpp_fused_div_3": (None, None, None, "cpp", "div"),
+    }
