@@ -155,8 +155,8 @@ def _recommendation(r: dict[str, Any]) -> dict[str, Any]:
 def _top_operators(table: TraceTable, gpu: bool) -> list[dict[str, Any]]:
     ops = operator_table(table)  # grouped by operator name (its default)
     column = "device_self_us" if gpu else "host_self_us"
-    total = float(ops[column].sum()) if len(ops) else 0.0
-    top = ops.nlargest(TOP_OPERATORS, column) if len(ops) else ops
+    total = float(ops[column].sum())  # 0.0, and no rows below, for an empty table
+    top = ops.nlargest(TOP_OPERATORS, column)
     return [{"name": str(row["name"]), "self_us": round(float(row[column]), 1),
              "self_pct": round(100.0 * float(row[column]) / total, 1) if total > 0 else None}
             for _, row in top.iterrows() if row[column] > 0]

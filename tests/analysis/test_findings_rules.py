@@ -457,3 +457,9 @@ def test_one_of_each_passes_its_check(tmp_path):
     assert checks["memory"]["detail"] == "1 memory events (profile_memory=True)"
     assert checks["modules"]["detail"] == "1 module events (with_modules=True)"
     assert checks["flows"]["detail"] == "1 flow events"
+
+
+def test_no_operators_no_top_operators(tmp_path):
+    assert F.build_findings(make_table([], tmp_path), top=5)["top_operators"] == []
+    gpu_only = make_table([kernel(1, 2, corr=1)], tmp_path)
+    assert F.build_findings(gpu_only, top=5)["top_operators"] == []
