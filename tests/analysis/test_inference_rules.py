@@ -12,6 +12,7 @@ from tb_plugin.analysis.inference.annotations import (
     serving_annotation_mask,
 )
 from tb_plugin.analysis.inference.steps import serving_steps
+from tb_plugin.analysis.inference.view import MAX_STEPS, build_inference
 
 from .helpers import cpu_op, kernel, make_table, runtime
 
@@ -78,3 +79,48 @@ def test_step_names_are_plain_strings(tmp_path):
                                      tmp_path))
     assert [type(n) for n in steps["name"]] == [str]
     assert steps["name"].tolist() == ["step[DECODE bs=1]"]
+
+
+def test_payload_rows_phases_and_notes(tmp_path):
+    """Two decode steps [0, 100) and [100, 200) launching a 10 and a 20 us kernel, an idle step
+    [200, 250), a prefill step [300, 340) of 8 tokens launching nothing (its time is its host
+    length, 40 us). Decode median 15 us: no warm-up (10 <= 30). No shapes: no bytes."""
+    events = [
+        cpu_op("step[DECODE bs=2]", 0, 100, cat="user_annotation"),
+        runtime(10, 1, corr=1), kernel(20, 10, corr=1),
+        cpu_op("step[DECODE bs=2]", 100, 100, cat="user_annotation"),
+        runtime(110, 1, corr=2), kernel(120, 20, corr=2),
+        cpu_op("step[idle]", 200, 50, cat="user_annotation"),
+        cpu_op("step[EXTEND bs=1 toks=8]", 300, 40, cat="user_annotation"),
+    ]
+    payload = build_inference(make_table(events, tmp_path))
+    assert payload["total_steps"] == 4 and payload["max_steps"] == MAX_STEPS
+    assert payload["steady"] == {"steps": 3, "first_step": 0, "last_step": 3, "warmup": 0,
+                                 "capture": 0, "idle": 1, "warmup_factor": 2.0}
+    no_gemm = "no GEMM (aten::mm/addmm) input shapes inside the step"
+    first, _, idle, prefill = payload["steps"]
+    assert first == {
+        "step": 0, "name": "step[DECODE bs=2]", "phase": "decode", "state": "steady",
+        "source": "sglang", "mode": "DECODE", "requests": 2, "context_requests": 0,
+        "generation_requests": 2, "tokens": 2, "kv_tokens": None, "start_us": 0.0,
+        "host_us": 100.0, "device_events": 1, "gpu_us": 10.0, "span_us": 10.0,
+        "time_us": 10.0, "us_per_token": 5.0, "bytes": None, "bandwidth_tbps": None,
+        "bandwidth_pct": None, "bytes_reason": no_gemm}
+    assert (idle["phase"], idle["state"], idle["tokens"], idle["us_per_token"]) == (
+        "idle", "idle", None, None)
+    assert (prefill["device_events"], prefill["gpu_us"], prefill["span_us"],
+            prefill["time_us"], prefill["us_per_token"]) == (0, 0.0, None, 40.0, 5.0)
+    decode, pre = sorted(payload["phases"], key=lambda p: p["phase"])
+    assert {k: v for k, v in decode.items() if k != "categories"} == {
+        "phase": "decode", "steps": 2, "mean_requests": 2.0, "tokens": 4, "time_us": 30.0,
+        "mean_step_us": 15.0, "us_per_token": 7.5, "tokens_per_s": 4 / 30e-6,
+        "inter_token_latency_us": 15.0, "bandwidth_steps": 0, "mean_bytes": None,
+        "bandwidth_tbps": None, "bandwidth_pct": None}
+    assert sum(c["time_us"] for c in decode["categories"]) == 30.0
+    assert sum(c["pct"] for c in decode["categories"]) == pytest.approx(100.0)
+    assert (pre["steps"], pre["tokens"], pre["us_per_token"], pre["tokens_per_s"],
+            pre["inter_token_latency_us"]) == (1, 8, 5.0, 200_000.0, None)  # 8 tokens / 40 us
+    assert [c["pct"] for c in pre["categories"]] == [0.0] * len(pre["categories"])
+    assert payload["notes"] == [f"Decode memory bandwidth is not estimable here: {no_gemm}."]
+    assert payload["device"] == {"device": 0, "name": None, "peaks_model": None,
+                                 "memory_tbps": None}
