@@ -463,3 +463,23 @@ def test_no_operators_no_top_operators(tmp_path):
     assert F.build_findings(make_table([], tmp_path), top=5)["top_operators"] == []
     gpu_only = make_table([kernel(1, 2, corr=1)], tmp_path)
     assert F.build_findings(gpu_only, top=5)["top_operators"] == []
+
+
+def test_a_sub_microsecond_operator_is_a_top_operator(tmp_path):
+    out = F.build_findings(make_table([cpu_op("tiny", 0, 0.5)], tmp_path), top=5)
+    assert out["top_operators"] == [{"name": "tiny", "self_us": 0.5, "self_pct": 100.0}]
+    two = F.build_findings(make_table([cpu_op("a", 0, 0.25), cpu_op("b", 1, 0.5)], tmp_path),
+                           top=5)["top_operators"]
+    assert two == [{"name": "b", "self_us": 0.5, "self_pct": round(50 / 0.75, 1)},
+                   {"name": "a", "self_us": 0.2, "self_pct": round(25 / 0.75, 1)}]
+
+
+def test_gpu_pointer_texts(tmp_path):
+    out = F.build_findings(make_table(_rich_events(), tmp_path), top=5)["pointers"]
+    by_view = {p["view"]: p for p in out}
+    assert by_view["kernels"]["why"] == "every kernel's time and occupancy"
+    assert by_view["gpu_idle"]["why"] == "why the GPU waits: idle time per step and queue"
+    assert by_view["roofline"]["why"] == "FLOPs, achieved TFLOP/s, MFU per step"
+    assert by_view["whatif"]["why"] == ("the predicted step time without launch overhead (any "
+                                        "edit: README, What if)")
+    assert by_view["timeline_range"]["why"].startswith("the events of the slowest step (")
