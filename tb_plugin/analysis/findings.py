@@ -121,7 +121,7 @@ def _present(frame: Any, column: str) -> int:
 
 def _steps(overview: dict[str, Any]) -> dict[str, Any]:
     steps = overview["steps"]
-    totals = np.array([s["total_us"] for s in steps], dtype=np.float64)
+    totals = np.array([float(s["total_us"]) for s in steps])  # float64, also when empty
     mean = overview["average"]["total_us"]
     breakdown = overview["average"]["breakdown_us"]
     from_markers = not any(n.startswith("No ProfilerStep#N markers") for n in overview["notes"])

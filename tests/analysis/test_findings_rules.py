@@ -115,17 +115,19 @@ def _overview(totals, mean, breakdown, notes=()):
 
 
 def test_steps_statistics_and_shares():
-    totals = [10.04, 30.06, 20.0, 29.99]
-    mean = sum(totals) / 4  # 22.5225
+    totals = [10.26, 30.06, 20.0, 29.99]
+    mean = sum(totals) / 4  # 22.5775
     kernel_us, runtime_us = 11.26, mean - 11.26
     out = F._steps(_overview(totals, mean, {"Kernel": kernel_us, "Runtime": runtime_us}))
     assert out == {
-        "count": 4, "from_markers": True, "mean_us": 22.5, "min_us": 10.0, "max_us": 30.1,
+        "count": 4, "from_markers": True, "mean_us": 22.6, "min_us": 10.3, "max_us": 30.1,
         "slowest": "s1",
-        "breakdown_pct": {"Kernel": round(100 * 11.26 / 22.5225, 1),
-                          "Runtime": round(100 * (22.5225 - 11.26) / 22.5225, 1)},
+        "breakdown_pct": {"Kernel": round(100 * 11.26 / 22.5775, 1),
+                          "Runtime": round(100 * (22.5775 - 11.26) / 22.5775, 1)},
     }
-    assert out["breakdown_pct"] == {"Kernel": 50.0, "Runtime": 50.0}
+    assert out["breakdown_pct"] == {"Kernel": 49.9, "Runtime": 50.1}
+    assert all(type(v) is float for v in (out["mean_us"], out["min_us"], out["max_us"],
+                                          *out["breakdown_pct"].values()))
     # shares are in the categories' order, whichever order the dict was written in
     every = {c: float(i + 1) for i, c in enumerate(CATEGORIES)}
     shares = F._steps(_overview([5.0], 5.0, dict(reversed(every.items()))))["breakdown_pct"]
