@@ -98,6 +98,10 @@ def test_memory_event_frame(tmp_path):
     assert gpu1["bytes"].tolist() == [2048, 1024]
     window = Fr.memory_event_frame(_memory_table(tmp_path), None, 100.0, 200.0)
     assert window["device"].tolist() == ["GPU1", "GPU1", "GPU0"]
+    window = Fr.memory_event_frame(_memory_table(tmp_path), None, 100.0, 140.0)
+    assert window["bytes"].tolist() == [2048, 1024]
+    window = Fr.memory_event_frame(_memory_table(tmp_path), None, 0.0, 50.0)
+    assert window["bytes"].tolist() == [512]
 
 
 def test_memory_operator_frame_selects_the_device(tmp_path):
@@ -110,6 +114,16 @@ def test_memory_operator_frame_selects_the_device(tmp_path):
     row = gpu1.iloc[0]
     assert (row["calls"], row["alloc_bytes"], row["alloc_count"]) == (1, 3072, 2)
     assert (row["self_alloc_bytes"], row["self_alloc_count"]) == (3072, 2)
+    assert list(gpu1.columns) == list(every.columns) == [
+        "device", "name", "calls", "self_increase_bytes", "self_alloc_bytes",
+        "self_alloc_count", "increase_bytes", "alloc_bytes", "alloc_count"]
+    # [start_us, end_us]: only aten::zeros' allocations, or only aten::empty's
+    assert Fr.memory_operator_frame(table, None, 100.0, 140.0)["name"].tolist() == [
+        "aten::zeros"]
+    assert Fr.memory_operator_frame(table, None, 0.0, 50.0)["name"].tolist() == [
+        "aten::empty"]
+    assert Fr.memory_operator_frame(table, None, 140.0, None)["name"].tolist() == [
+        "aten::ones"]
     gpu0 = Fr.memory_operator_frame(table, "GPU0")
     assert gpu0["name"].tolist() == ["aten::ones"] and gpu0.index.tolist() == [0]
     assert gpu0.iloc[0]["alloc_bytes"] == 4096
@@ -132,7 +146,7 @@ def test_module_frame_keys_parents_and_depths(tmp_path):
     assert frame["parent_key"].tolist()[1:] == ["0", "0"] and frame["parent_key"].isna()[0]
     assert frame["depth"].tolist() == [0, 1, 1]
     assert frame["host_total_us"].tolist() == [100.0, 30.0, 20.0]
-    assert "children" not in frame.columns
+    assert "children" not in frame.columns and "missing_calls" not in frame.columns
     empty = Fr.module_frame(make_table([cpu_op("aten::add", 0, 10)], tmp_path))
     assert empty.empty and list(empty.columns) == ["key", "parent_key", "depth"]
 
@@ -153,3 +167,18 @@ def test_collective_frame(tmp_path):
                                                   runtime(1, 1, corr=1),
                                                   kernel(3, 4, corr=1)], tmp_path)})
     assert none.empty and list(none.columns) == Fr._COLLECTIVE_COLUMNS
+
+
+def test_module_frame_missing_calls_are_ints_and_zero_elsewhere(tmp_path):
+    """A module call without a duration has no tree node: its row says missing_calls 1; the
+    rows without missing calls read 0 (an int column)."""
+    table = make_table([
+        py("nn.Module: Net_0", 0, 100, 1, module=0),
+        py("nn.Module: Linear_0", 10, 50, 2, parent=1, module=0),
+        py("nn.Module: Broken_0", 70, None, 3, parent=1, module=0),
+        cpu_op("aten::mm", 20, 10),
+    ], tmp_path)
+    frame = Fr.module_frame(table)
+    by_name = dict(zip(frame["name"], frame["missing_calls"]))
+    assert by_name == {"Net_0": 0, "Linear_0": 0, "Broken_0": 1}
+    assert str(frame["missing_calls"].dtype) == "int64"
