@@ -87,7 +87,7 @@ def _analysis_counts(table: TraceTable) -> Features:
         module_ids.to_numpy(dtype=np.float64, na_value=np.nan)).sum())
     names = events["name"]
     pl = np.flatnonzero(names.cat.categories.astype(str).str.startswith("[pl][module]"))
-    lightning = int(np.isin(names.cat.codes.to_numpy(), pl).sum()) if pl.size else 0
+    lightning = int(np.isin(names.cat.codes.to_numpy(), pl).sum())  # 0 when pl is empty
     return {"comm_ops": int(comm_op_mask(events).sum()),
             "module_events": python_modules + lightning}
 

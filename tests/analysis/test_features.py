@@ -99,6 +99,9 @@ def test_operator_names_are_distinct_sorted_and_cut(tmp_path):
     kernel_names = make_table([cpu_op("aten::b", 0, 5, ext=1), runtime(1, 1, corr=1, ext=1),
                                kernel(2, 1, corr=1, ext=1, name="aten::a")], tmp_path)
     assert FE.features(kernel_names)["operator_names"] == ["aten::b"]
+    # every distinct name, the empty one too (the parser's first category)
+    empty = make_table([cpu_op("", 0, 1), cpu_op("b", 2, 1), cpu_op("", 4, 1)], tmp_path)
+    assert FE.features(empty)["operator_names"] == ["", "b"]
 
 
 def test_summarize(tmp_path):
