@@ -11,6 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from tb_plugin.analysis.efficiency import roofline as R
+from tb_plugin.analysis.efficiency.hardware import PEAKS
+
+from .helpers import cpu_op, make_table
 
 KEY = "A100-40GB"
 INFO = {"memory_tbps": 2.0}
@@ -75,3 +78,44 @@ def test_above_roof_in_fp32_names_a_faster_precision():
     row = R._row(_r(21e9, 1e6, precision="fp32"), KEY, INFO)
     assert (row["peak_tflops"], row["above_roof"]) == (19.5, "precision")
     assert R._row(_r(20.475e9, 1e6, precision="fp32"), KEY, INFO)["above_roof"] is None
+
+
+H100 = {"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0,
+        "numSms": 132, "totalGlobalMem": 85e9}
+MI300 = {"id": 1, "name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4,
+         "numSms": 304}
+
+
+def test_device_info(tmp_path):
+    table = make_table([cpu_op("aten::add", 0, 5)], tmp_path, deviceProperties=[H100, MI300])
+    info = R.device_info(table, 0)
+    assert info == {"id": 0, "name": "NVIDIA H100 80GB HBM3", "vendor": "NVIDIA",
+                    "architecture": "Hopper (sm_90)", "peaks_model": "H100-SXM",
+                    "matrix_units": "tensor cores",
+                    "peak_tflops": dict(PEAKS["H100-SXM"].tflops), "memory_tbps": 3.35,
+                    "peaks_reason": None}
+    amd = R.device_info(table, 1)
+    assert (amd["vendor"], amd["architecture"], amd["peaks_model"], amd["matrix_units"],
+            amd["memory_tbps"]) == ("AMD", "CDNA3 (gfx942)", "MI300X", "matrix cores", 5.3)
+    # GPU 5 is not listed and the listed GPUs differ: nothing known
+    unknown = R.device_info(table, 5)
+    assert (unknown["name"], unknown["vendor"], unknown["peaks_model"], unknown["peak_tflops"],
+            unknown["memory_tbps"], unknown["matrix_units"]) == (
+        None, None, None, None, None, "tensor cores")
+
+
+def test_device_info_of_an_unlisted_gpu_of_a_one_model_machine(tmp_path):
+    table = make_table([cpu_op("aten::add", 0, 5)], tmp_path,
+                       deviceProperties=[H100, {**H100, "id": 1}])
+    assert R.device_info(table, 3)["peaks_model"] == "H100-SXM"
+    assert R.device_info(table, 3)["id"] == 3
+
+
+def test_device_info_says_why_it_cannot_read_the_properties(tmp_path):
+    odd = {"id": 0, "name": "NVIDIA A100", "totalGlobalMem": "lots"}  # not a number
+    table = make_table([cpu_op("aten::add", 0, 5)], tmp_path, deviceProperties=[odd])
+    info = R.device_info(table, 0)
+    assert info["peaks_reason"].startswith("device properties not understood: TypeError: ")
+    assert len(info["peaks_reason"]) <= 200
+    assert (info["peaks_model"], info["peak_tflops"], info["name"]) == (None, None,
+                                                                         "NVIDIA A100")
