@@ -221,7 +221,7 @@ def build_compiled(table: TraceTable) -> dict[str, Any]:
     regions, kernels, extern = frames["regions"], frames["kernels"], frames["extern"]
     out = []
     if len(regions):
-        summed = regions.groupby("name", sort=False).agg(
+        summed = regions.groupby("name").agg(
             calls=("node", "size"), host_us=("host_us", "sum"), guard_us=("guard_us", "sum"),
             launch_us=("launch_us", "sum"), device_us=("device_us", "sum"),
             kernels=("kernels", "sum")).reset_index()
@@ -261,7 +261,7 @@ def _kernel_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def _extern_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     if not len(frame):
         return []
-    grouped = frame.groupby("name", sort=False).agg(
+    grouped = frame.groupby("name").agg(
         calls=("name", "size"), host_us=("host_us", "sum"), device_us=("device_us", "sum")
     ).reset_index().sort_values(["device_us", "host_us", "name"],
                                 ascending=[False, False, True])
