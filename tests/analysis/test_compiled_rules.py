@@ -125,3 +125,32 @@ def test_guards_sources_and_backends(tmp_path):
         "cpp_fused_sub_2": (None, None, None, "cpp", "sub"),
         "cpp_fused_div_3": (None, None, None, "cpp", "div"),
     }
+
+
+def test_fx_graph_calls_and_backward_regions(tmp_path):
+    """An Inductor graph call outside any Dynamo region is a region; inside one it is the same
+    work (the Dynamo region counts it). `CompiledFunctionBackward` is a region. Only launch
+    calls ("launch" in the name) count as launch time; a memcpy call does not."""
+    fx = "## Call CompiledFxGraph fabc123 ##"
+    events = [
+        cpu_op(fx, 0, 50, cat="user_annotation"),
+        *_launched("triton_poi_fused_mul_0", 10, 10, 1, 4),
+        cpu_op(REGION_A, 100, 60),
+        cpu_op(fx, 105, 50, cat="user_annotation"),
+        *_launched("triton_poi_fused_add_1", 110, 10, 2, 6),
+        runtime(125, 7, corr=50, name="cudaMemcpyAsync"),
+        cpu_op("CompiledFunctionBackward", 200, 40),
+        *_launched("triton_red_fused_sum_2", 210, 10, 3, 8),
+        cpu_op("CompiledFunctionBackwardX", 250, 5),  # not a region name
+    ]
+    regions = {r["name"]: r for r in build_compiled(make_table(events, tmp_path))["regions"]}
+    assert set(regions) == {fx, REGION_A, "CompiledFunctionBackward"}
+    assert (regions[fx]["calls"], regions[fx]["device_us"], regions[fx]["launch_us"]) == (
+        1, 4.0, 2.0)
+    assert [k["name"] for k in regions[fx]["inductor_kernels"]] == ["triton_poi_fused_mul_0"]
+    assert (regions[REGION_A]["device_us"], regions[REGION_A]["launch_us"]) == (6.0, 2.0)
+    assert [k["name"] for k in regions[REGION_A]["inductor_kernels"]] == [
+        "triton_poi_fused_add_1"]
+    assert regions["CompiledFunctionBackward"]["device_us"] == 8.0
+    # by device time: backward 8, region A 6, the graph call 4
+    assert list(regions) == ["CompiledFunctionBackward", REGION_A, fx]
