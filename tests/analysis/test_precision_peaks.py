@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis.efficiency.hardware import PEAKS, match_peaks, peak_tflops
-from tb_plugin.analysis.efficiency.precision import kernel_precision, op_precision
+from tb_plugin.analysis.efficiency.precision import _overlaps, kernel_precision, op_precision
 from tb_plugin.analysis.efficiency.roofline import _row as roofline_row
 from tb_plugin.analysis.efficiency.roofline import build_roofline, mbu_pct
 from tb_plugin.load import load_trace
@@ -285,3 +285,22 @@ def test_bound_is_compute_from_the_ridge_point_on() -> None:
     unit = roofline_row(_op_row(2e12, 1e12), key, info)
     assert unit["achieved_tflops"] == 2.0 and unit["achieved_tbps"] == 1.0
     assert unit["mbu_pct"] == pytest.approx(100.0 / 2.039, rel=1e-12)
+
+
+def _hits(*kernels):
+    start, end, owner = (np.array([k[i] for k in kernels], dtype=float) for i in range(3))
+    return _overlaps(start, end, owner).tolist()
+
+
+def test_overlaps_mark_kernels_running_while_another_groups_runs() -> None:
+    """Each kernel is compared with the one of the longest reach among those that started
+    before it; both are marked when they overlap for a positive time and differ in owner."""
+    assert _hits((0, 10, 1), (5, 15, 2)) == [True, True]
+    assert _hits((0, 10, 1), (10, 20, 2)) == [False, False]  # touching is not overlapping
+    assert _hits((0, 10, 1), (5, 15, 1)) == [False, False]  # the same group
+    # C [5, 6) is compared with B (the longest reach), not with A (which it overlaps too)
+    assert _hits((0, 10, 1), (1, 20, 1), (5, 6, 2)) == [False, True, True]
+    # the result follows the input order, not the start order
+    assert _hits((5, 15, 2), (30, 31, 3), (0, 10, 1)) == [True, False, True]
+    assert _hits((0, 10, 1)) == [False]
+    assert _hits() == []
