@@ -154,3 +154,11 @@ def test_fx_graph_calls_and_backward_regions(tmp_path):
     assert regions["CompiledFunctionBackward"]["device_us"] == 8.0
     # by device time: backward 8, region A 6, the graph call 4
     assert list(regions) == ["CompiledFunctionBackward", REGION_A, fx]
+
+
+def test_extern_ops_tied_on_device_time_go_by_host_time(tmp_path):
+    events = [cpu_op(REGION_A, 0, 100), cpu_op("aten::cat", 10, 5), cpu_op("aten::bmm", 20, 25),
+              cpu_op("aten::add", 50, 15)]
+    [region] = build_compiled(make_table(events, tmp_path))["regions"]
+    assert [(e["name"], e["host_us"]) for e in region["extern_ops"]] == [
+        ("aten::bmm", 25.0), ("aten::add", 15.0), ("aten::cat", 5.0)]

@@ -227,7 +227,7 @@ def build_compiled(table: TraceTable) -> dict[str, Any]:
             kernels=("kernels", "sum")).reset_index()
         summed = summed.sort_values(["device_us", "host_us", "name"],
                                     ascending=[False, False, True])
-        for r in summed.itertuples(index=False):
+        for r in summed.itertuples():
             out.append({"name": r.name, "calls": int(r.calls), "host_us": _us(r.host_us),
                         "guard_us": _us(r.guard_us), "launch_us": _us(r.launch_us),
                         "device_us": _us(r.device_us), "device_kernels": int(r.kernels),
@@ -255,7 +255,7 @@ def _kernel_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
              "line": int(r.line) if r.line is not None and int(r.line) >= 0 else None,
              "hash": r.hash or None, "backend": r.backend or None, "fused": fused_ops(r.name),
              "calls": int(r.calls), "host_us": _us(r.host_us), "device_us": _us(r.device_us),
-             "device_kernels": int(r.device_kernels)} for r in grouped.itertuples(index=False)]
+             "device_kernels": int(r.device_kernels)} for r in grouped.itertuples()]
 
 
 def _extern_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -266,4 +266,4 @@ def _extern_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     ).reset_index().sort_values(["device_us", "host_us", "name"],
                                 ascending=[False, False, True])
     return [{"name": r.name, "calls": int(r.calls), "host_us": _us(r.host_us),
-             "device_us": _us(r.device_us)} for r in grouped.itertuples(index=False)]
+             "device_us": _us(r.device_us)} for r in grouped.itertuples()]
