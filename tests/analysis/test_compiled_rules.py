@@ -162,3 +162,15 @@ def test_extern_ops_tied_on_device_time_go_by_host_time(tmp_path):
     [region] = build_compiled(make_table(events, tmp_path))["regions"]
     assert [(e["name"], e["host_us"]) for e in region["extern_ops"]] == [
         ("aten::bmm", 25.0), ("aten::add", 15.0), ("aten::cat", 5.0)]
+
+
+def test_a_guard_counts_up_to_the_region_start_and_only_as_its_sibling(tmp_path):
+    """A guard ending exactly where the region starts counts; one nested in another op (not
+    the region's sibling) does not."""
+    touching = [cpu_op("TorchDynamo Cache Lookup", 10, 5), cpu_op(REGION_A, 15, 20)]
+    [region] = build_compiled(make_table(touching, tmp_path))["regions"]
+    assert region["guard_us"] == 5.0
+    nested = [cpu_op("wrapper", 0, 10), cpu_op("TorchDynamo Cache Lookup", 2, 3),
+              cpu_op(REGION_A, 20, 20)]
+    [region] = build_compiled(make_table(nested, tmp_path))["regions"]
+    assert region["guard_us"] == 0.0

@@ -110,7 +110,6 @@ def _compiled(table: TraceTable) -> dict[str, Any]:
     regions = pd.DataFrame({
         "node": region_nodes,
         "name": _names(tree, region_nodes),
-        "start": tree.start[region_nodes],
         "host_us": tree.end[region_nodes] - tree.start[region_nodes],
         "device_us": sub[ends] - sub[region_nodes],
         "kernels": sub_count[ends] - sub_count[region_nodes],
