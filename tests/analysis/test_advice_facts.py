@@ -35,7 +35,8 @@ def test_grade_is_inclusive_at_both_cut_offs():
 
 @pytest.mark.parametrize(("us", "text"), [
     (0.0, "0 us"), (12.4, "12 us"), (999.0, "999 us"), (1000.0, "1.0 ms"), (1549.0, "1.5 ms"),
-    (999_000.0, "999.0 ms"), (1_000_000.0, "1.0 s"), (12_345_678.0, "12.3 s"),
+    (999_000.0, "999.0 ms"), (1_000_000.0, "1.0 s"), (1_050_000.0, "1.1 s"),
+    (12_345_678.0, "12.3 s"),
 ])
 def test_fmt_time_units(us, text):
     assert fmt_time(us) == text
@@ -90,3 +91,13 @@ def test_make_item():
     assert (bare["start_us"], bare["end_us"], bare["link"], bare["links"], bare["saving_us"],
             bare["saving_pct"], bare["metric"]) == (None, None, None, [], None, None, 3.0)
     assert make_item("r", LOW, "T", "X", "V", 0.0, "%", where=(0.0, 0.0))["start_us"] == 0.0
+
+
+def test_savings_and_shares_below_one_us():
+    """Only a zero (or negative) step time or total is "nothing to price": half a microsecond
+    is priced."""
+    assert steps_saving(Facts(average={}, steps_us=0.5, step_count=1), 0.25) == (0.25, 50.0)
+    small = Facts(average={"Total": 0.5, "DataLoader": 0.25})
+    assert share_saving(small, "DataLoader") == (0.25, 50.0)
+    assert pct_saving(small, 10.0) == (0.05, 10.0)
+    assert share_pct(small, "DataLoader") == 50.0
