@@ -124,3 +124,18 @@ def test_payload_rows_phases_and_notes(tmp_path):
     assert payload["notes"] == [f"Decode memory bandwidth is not estimable here: {no_gemm}."]
     assert payload["device"] == {"device": 0, "name": None, "peaks_model": None,
                                  "memory_tbps": None}
+
+
+@pytest.mark.parametrize(("name", "context", "generation", "phase", "tokens"), [
+    # explicit c= / g= win over the mode's defaults, and the counts decide the phase
+    ("step[EXTEND bs=4 c=3 g=1]", 3, 1, "mixed", None),
+    ("step[DECODE bs=4 c=1 g=3]", 1, 3, "mixed", 3),  # decode: one token per generation req.
+    ("step[PREFILL bs=4 c=2]", 2, 0, "prefill", None),
+    ("step[DECODE bs=4 g=2]", 0, 2, "decode", 2),
+    ("step[EXTEND bs=4]", 4, 0, "prefill", None),
+    ("step[DECODE bs=4]", 0, 4, "decode", 4),
+])
+def test_sglang_explicit_request_counts(name, context, generation, phase, tokens):
+    parsed = parse_step_name(name)
+    assert (parsed["context_requests"], parsed["generation_requests"], parsed["requests"],
+            parsed["phase"], parsed["tokens"]) == (context, generation, 4, phase, tokens)
