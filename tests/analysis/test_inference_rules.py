@@ -139,3 +139,34 @@ def test_sglang_explicit_request_counts(name, context, generation, phase, tokens
     parsed = parse_step_name(name)
     assert (parsed["context_requests"], parsed["generation_requests"], parsed["requests"],
             parsed["phase"], parsed["tokens"]) == (context, generation, 4, phase, tokens)
+
+
+def test_steps_after_a_nested_one_are_read_and_a_launch_in_row_zero_counts(tmp_path):
+    """A launch that is the trace's first event (row 0) is a launch like any other; after a
+    nested annotation (one step) the next annotation is a step of its own."""
+    events = [
+        runtime(10, 1, corr=1),  # row 0
+        cpu_op("execute_context_0(0)_generation_4(4)", 0, 200, cat="user_annotation"),
+        cpu_op("step[DECODE bs=4]", 5, 150, cat="user_annotation"),
+        kernel(20, 5, corr=1),
+        cpu_op("step[DECODE bs=2]", 300, 100, cat="user_annotation"),
+        runtime(310, 1, corr=2), kernel(320, 7, corr=2),
+    ]
+    steps = serving_steps(make_table(events, tmp_path))
+    assert steps["requests"].tolist() == [4.0, 2.0]
+    assert steps["device_events"].tolist() == [1, 1]
+    assert steps["gpu_start"].tolist() == [20.0, 320.0]
+    assert steps["gpu_end"].tolist() == [25.0, 327.0]
+
+
+def test_a_capture_launch_at_the_step_start_makes_a_capture_step(tmp_path):
+    events = [
+        cpu_op("step[DECODE bs=4]", 100, 100, cat="user_annotation"),
+        runtime(50, 2, corr=1, name="cudaStreamBeginCapture"),
+        runtime(100, 3, corr=2),  # at the step's start
+        runtime(250, 2, corr=3, name="cudaStreamEndCapture"),
+        cpu_op("step[DECODE bs=4]", 300, 100, cat="user_annotation"),
+        runtime(310, 1, corr=4), kernel(320, 7, corr=4),
+    ]
+    assert serving_steps(make_table(events, tmp_path))["state"].tolist() == ["capture",
+                                                                              "steady"]
