@@ -52,7 +52,7 @@ def _device_work(table: TraceTable) -> pd.DataFrame:
     })
     frame["dur"] = frame["end"] - frame["start"]
     frame = frame[np.isfinite(frame["device"].to_numpy())]
-    return frame.sort_values(["device", "stream", "start", "end"], kind="stable",
+    return frame.sort_values(["device", "stream", "start", "end"],
                              ignore_index=True)
 
 

@@ -75,19 +75,18 @@ def features(table: TraceTable) -> Features:
 def _operator_names(table: TraceTable, kinds: np.ndarray) -> list[str]:
     """Distinct cpu_op names, sorted, at most MAX_OPERATOR_NAMES."""
     codes = np.unique(table.events["name"].cat.codes.to_numpy()[kinds == Kind.CPU_OP])
-    names = table.events["name"].cat.categories.to_numpy(dtype=object)[codes[codes >= 0]]
+    names = table.events["name"].cat.categories.to_numpy()[codes[codes >= 0]]
     return sorted(str(n) for n in names)[:MAX_OPERATOR_NAMES]
 
 
 def _analysis_counts(table: TraceTable) -> Features:
     """Communication ops and module events (name and argument scans, no op tree)."""
     events = table.events
-    module_ids = table.python_args.get("python_module_id")
-    python_modules = 0 if module_ids is None else int(np.isfinite(
-        module_ids.to_numpy(dtype=np.float64, na_value=np.nan)).sum())
+    # the column is always there (float64, NaN where a call has no module id: ingest.schema)
+    python_modules = int(np.isfinite(table.python_args["python_module_id"].to_numpy()).sum())
     names = events["name"]
     pl = np.flatnonzero(names.cat.categories.astype(str).str.startswith("[pl][module]"))
-    lightning = int(np.isin(names.cat.codes.to_numpy(), pl).sum()) if pl.size else 0
+    lightning = int(np.isin(names.cat.codes.to_numpy(), pl).sum())  # 0 when pl is empty
     return {"comm_ops": int(comm_op_mask(events).sum()),
             "module_events": python_modules + lightning}
 

@@ -28,7 +28,7 @@ from .breakdown import CATEGORIES
 from .features import features
 from .graphs import graph_summary
 from .inference.annotations import serving_annotation_mask
-from .operators import GROUP_BY_OPERATOR, operator_table
+from .operators import operator_table
 from .overview import build_overview
 from .steps import compute_steps
 
@@ -43,7 +43,7 @@ _GPU_KEYS = ("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct",
              "tensor_core_pct", "mfu_pct")
 
 
-def build_findings(table: TraceTable, top: int = 5) -> FindingsPayload:
+def build_findings(table: TraceTable, top: int) -> FindingsPayload:
     overview = build_overview(table)
     counts = features(table)
     gpu = counts["kernels"] + counts["memcpy"] + counts["memset"] > 0
@@ -121,7 +121,7 @@ def _present(frame: Any, column: str) -> int:
 
 def _steps(overview: dict[str, Any]) -> dict[str, Any]:
     steps = overview["steps"]
-    totals = np.array([s["total_us"] for s in steps], dtype=np.float64)
+    totals = np.array([float(s["total_us"]) for s in steps])  # float64, also when empty
     mean = overview["average"]["total_us"]
     breakdown = overview["average"]["breakdown_us"]
     from_markers = not any(n.startswith("No ProfilerStep#N markers") for n in overview["notes"])
@@ -153,10 +153,10 @@ def _recommendation(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _top_operators(table: TraceTable, gpu: bool) -> list[dict[str, Any]]:
-    ops = operator_table(table, GROUP_BY_OPERATOR)
+    ops = operator_table(table)  # grouped by operator name (its default)
     column = "device_self_us" if gpu else "host_self_us"
-    total = float(ops[column].sum()) if len(ops) else 0.0
-    top = ops.nlargest(TOP_OPERATORS, column) if len(ops) else ops
+    total = float(ops[column].sum())  # 0.0, and no rows below, for an empty table
+    top = ops.nlargest(TOP_OPERATORS, column)
     return [{"name": str(row["name"]), "self_us": round(float(row[column]), 1),
              "self_pct": round(100.0 * float(row[column]) / total, 1) if total > 0 else None}
             for _, row in top.iterrows() if row[column] > 0]

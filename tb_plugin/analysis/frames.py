@@ -91,7 +91,7 @@ def module_frame(table: TraceTable) -> pd.DataFrame:
 
     def walk(rows: list[dict[str, Any]], parent: Optional[str], depth: int) -> None:
         for row in rows:
-            fields = {k: v for k, v in row.items() if k not in ("children", "key")}
+            fields = {k: v for k, v in row.items() if k != "children"}  # "key" stays first
             records.append({"key": row["key"], "parent_key": parent, "depth": depth, **fields})
             walk(row["children"], row["key"], depth + 1)
 

@@ -72,6 +72,7 @@ def test_no_or_ambiguous_link_keeps_the_reason(tmp_path, nodes, why) -> None:
 
 BACKWARD_TYPES = ["float", "float", "float", "GenericList", "GenericList", "GenericList", "Int",
                   "Bool", "Bool", "Bool", "GenericList"]
+MASK_REASON = "output_mask not recorded, and no *_backward_input/_weight call under it"
 G = [2, 8, 5, 5]  # grad_output of x[2,4,9,9] * w[8,4,3,3], stride 2, padding 1
 
 
@@ -127,3 +128,32 @@ def test_resnet50_pt19_forward_equals_its_backward_input(tmp_path) -> None:
              if r["name"] == "aten::cudnn_convolution_backward"]
     assert row["flops"] == 2 * forward - 6 * first_flops
     assert np.isclose(forward / 6 / 32, 8.18e9, rtol=0.01)  # ResNet-50: 4.09 GMACs per image
+
+
+def test_a_one_position_output_is_sized_and_an_empty_one_is_not(tmp_path) -> None:
+    """The link needs an output of at least one element per dimension: 1x1 is counted, a 0
+    dimension leaves the call unknown."""
+    per_output = 2 * 4 * 9
+    flops, reasons = _conv_flops([_conv(0, 7), _node(100, 7, [2, 8, 1, 1])], tmp_path)
+    assert (flops, reasons) == ([per_output * 2 * 8 * 1 * 1], [None])
+    flops, reasons = _conv_flops([_conv(0, 7), _node(100, 7, [2, 8, 0, 5])], tmp_path)
+    assert math.isnan(flops[0])
+    assert reasons == ["stride not recorded (the trace has no Concrete Inputs for it)"]
+
+
+def test_a_backward_outside_the_op_tree_counts_no_gradient_calls(tmp_path) -> None:
+    """A conv backward without a duration is no node of the op tree: it has no calls under it,
+    so it stays unknown even though the trace's first op holds a `_backward_input` call."""
+    backward = cpu_op("aten::cudnn_convolution_backward", 0, 100, **{
+        "Input Dims": [X, G, W, [], [], [], [], [], [], [], []], "Input type": BACKWARD_TYPES})
+    del backward["dur"]
+    table = make_table([cpu_op("outer", 200, 100),
+                        cpu_op("aten::cudnn_convolution_backward_input", 210, 20, **{
+                            "Input Dims": [[], G, W], "Input type": ["GenericList"]}),
+                        backward], tmp_path)
+    rows = op_flops(table)
+    names = table.events["name"].to_numpy()[rows["event"].to_numpy()]
+    [row] = rows[names == "aten::cudnn_convolution_backward"].itertuples()
+    assert math.isnan(row.flops) and row.reason == MASK_REASON
+    [inner] = rows[names == "aten::cudnn_convolution_backward_input"].itertuples()
+    assert inner.flops == 2 * math.prod(G) * 4 * 9

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis.efficiency.hardware import PEAKS, match_peaks, peak_tflops
-from tb_plugin.analysis.efficiency.precision import kernel_precision, op_precision
+from tb_plugin.analysis.efficiency.precision import _overlaps, kernel_precision, op_precision
 from tb_plugin.analysis.efficiency.roofline import _row as roofline_row
 from tb_plugin.analysis.efficiency.roofline import build_roofline, mbu_pct
 from tb_plugin.load import load_trace
@@ -175,6 +175,17 @@ def test_amd_fp32_on_matrix_cores_is_fp32_not_tf32(tmp_path) -> None:
     ("sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize32x32x16", "fp64"),
     ("volta_h884gemm_64x64_ldg8_nn", "fp16"),
     ("Cijk_Alik_Bljk_SB_MT64x16x32_MI16x16x1_SN_ISA90a", None),  # tile shapes name no format
+    # mixed inputs joined by "x": the wider input, whichever comes first, in any case
+    ("_matmul_mxfp4xbf16_128x128", "bf16"), ("_matmul_MXFP4xBF16_128x128", "bf16"),
+    ("gemm_e2m1xe4m3", "fp8"),
+    ("gemm_fp4_fp16xbf16xfp8_1", "fp16"),  # equal widths: the first of them
+    ("x_fp16xbf16_fp4xfp8", "fp16"),  # the first joined group naming two formats
+    # mixed but not joined (or joined with one format only): the first format named
+    ("gemm_fp8_fp16", "fp8"), ("gemm_fp4_bf16_128x128x64", "fp4"), ("gemm_fp4_bf16x128", "fp4"),
+    ("HGEMM_FP16", "fp16"),
+    # TensorRT-LLM: the A/B pair after the output, the wider of the two
+    ("bmm_Fp16_E2m1E4m3_Fp32_t1", "fp8"), ("bmm_E4m3_Bfloat16Bfloat16_Fp32_t1", "bf16"),
+    ("bmm_Fp32_AbCd_x", None),
 ])
 def test_kernel_name_precision(name, precision) -> None:
     assert kernel_precision(name) == precision
@@ -274,3 +285,22 @@ def test_bound_is_compute_from_the_ridge_point_on() -> None:
     unit = roofline_row(_op_row(2e12, 1e12), key, info)
     assert unit["achieved_tflops"] == 2.0 and unit["achieved_tbps"] == 1.0
     assert unit["mbu_pct"] == pytest.approx(100.0 / 2.039, rel=1e-12)
+
+
+def _hits(*kernels):
+    start, end, owner = (np.array([k[i] for k in kernels], dtype=float) for i in range(3))
+    return _overlaps(start, end, owner).tolist()
+
+
+def test_overlaps_mark_kernels_running_while_another_groups_runs() -> None:
+    """Each kernel is compared with the one of the longest reach among those that started
+    before it; both are marked when they overlap for a positive time and differ in owner."""
+    assert _hits((0, 10, 1), (5, 15, 2)) == [True, True]
+    assert _hits((0, 10, 1), (10, 20, 2)) == [False, False]  # touching is not overlapping
+    assert _hits((0, 10, 1), (5, 15, 1)) == [False, False]  # the same group
+    # C [5, 6) is compared with B (the longest reach), not with A (which it overlaps too)
+    assert _hits((0, 10, 1), (1, 20, 1), (5, 6, 2)) == [False, True, True]
+    # the result follows the input order, not the start order
+    assert _hits((5, 15, 2), (30, 31, 3), (0, 10, 1)) == [True, False, True]
+    assert _hits((0, 10, 1)) == [False]
+    assert _hits() == []

@@ -74,7 +74,7 @@ NO_COSTS = DeviceCosts(None, 0.0, 0.0, 0.0, 0.0)
 def device_gaps(work: pd.DataFrame) -> pd.DataFrame:
     """Every idle gap of every device (streams merged): device, start, end, launch_start,
     launch_end (of the event that ends the gap; NaN without a launch)."""
-    work = work.sort_values(["device", "start"], kind="stable")
+    work = work.sort_values(["device", "start"])
     dev, start, end = (work[c].to_numpy() for c in ("device", "start", "end"))
     if len(work) == 0:
         return pd.DataFrame({c: np.empty(0) for c in

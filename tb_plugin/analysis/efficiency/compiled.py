@@ -110,7 +110,6 @@ def _compiled(table: TraceTable) -> dict[str, Any]:
     regions = pd.DataFrame({
         "node": region_nodes,
         "name": _names(tree, region_nodes),
-        "start": tree.start[region_nodes],
         "host_us": tree.end[region_nodes] - tree.start[region_nodes],
         "device_us": sub[ends] - sub[region_nodes],
         "kernels": sub_count[ends] - sub_count[region_nodes],
@@ -221,13 +220,13 @@ def build_compiled(table: TraceTable) -> dict[str, Any]:
     regions, kernels, extern = frames["regions"], frames["kernels"], frames["extern"]
     out = []
     if len(regions):
-        summed = regions.groupby("name", sort=False).agg(
+        summed = regions.groupby("name").agg(
             calls=("node", "size"), host_us=("host_us", "sum"), guard_us=("guard_us", "sum"),
             launch_us=("launch_us", "sum"), device_us=("device_us", "sum"),
             kernels=("kernels", "sum")).reset_index()
         summed = summed.sort_values(["device_us", "host_us", "name"],
-                                    ascending=[False, False, True], kind="stable")
-        for r in summed.itertuples(index=False):
+                                    ascending=[False, False, True])
+        for r in summed.itertuples():
             out.append({"name": r.name, "calls": int(r.calls), "host_us": _us(r.host_us),
                         "guard_us": _us(r.guard_us), "launch_us": _us(r.launch_us),
                         "device_us": _us(r.device_us), "device_kernels": int(r.kernels),
@@ -250,20 +249,20 @@ def _kernel_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
         calls=("node", "size"), host_us=("host_us", "sum"), device_us=("device_us", "sum"),
         device_kernels=("device_kernels", "sum")).reset_index()
     grouped = grouped.sort_values(["device_us", "host_us", "name"],
-                                  ascending=[False, False, True], kind="stable")
+                                  ascending=[False, False, True])
     return [{"name": r.name, "file": r.file or None,
              "line": int(r.line) if r.line is not None and int(r.line) >= 0 else None,
              "hash": r.hash or None, "backend": r.backend or None, "fused": fused_ops(r.name),
              "calls": int(r.calls), "host_us": _us(r.host_us), "device_us": _us(r.device_us),
-             "device_kernels": int(r.device_kernels)} for r in grouped.itertuples(index=False)]
+             "device_kernels": int(r.device_kernels)} for r in grouped.itertuples()]
 
 
 def _extern_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     if not len(frame):
         return []
-    grouped = frame.groupby("name", sort=False).agg(
+    grouped = frame.groupby("name").agg(
         calls=("name", "size"), host_us=("host_us", "sum"), device_us=("device_us", "sum")
     ).reset_index().sort_values(["device_us", "host_us", "name"],
-                                ascending=[False, False, True], kind="stable")
+                                ascending=[False, False, True])
     return [{"name": r.name, "calls": int(r.calls), "host_us": _us(r.host_us),
-             "device_us": _us(r.device_us)} for r in grouped.itertuples(index=False)]
+             "device_us": _us(r.device_us)} for r in grouped.itertuples()]

@@ -164,8 +164,8 @@ def _build_roofline(table: TraceTable) -> dict[str, Any]:
         overlap=("overlap", "any"),
         reason=("reason", lambda v: next((r for r in v if isinstance(r, str)), None))
     ).reset_index()
-    grouped = grouped.sort_values(["flops", "name"], ascending=[False, True], kind="stable")
-    rows = [_row(r, key, info) for r in grouped.itertuples(index=False)]
+    grouped = grouped.sort_values(["flops", "name"], ascending=[False, True])
+    rows = [_row(r, key, info) for r in grouped.itertuples()]
     flagged = {(r["name"], r["dtype"], r["precision"]) for r in rows if r["above_roof"]}
     keep = ~pd.MultiIndex.from_arrays([work["name"], work["dtype"], work["precision"]]).isin(
         list(flagged)) if flagged else np.ones(len(work), dtype=bool)

@@ -65,7 +65,7 @@ def _steps(table: TraceTable) -> pd.DataFrame:
                       "start": float(ts[row]), "end": float(ends[row]), **parsed})
     frame = pd.DataFrame(steps, columns=["name", "thread", "start", "end", *FIELDS, "phase",
                                          "source", "mode"])
-    frame = frame.sort_values(["start", "thread"], kind="stable", ignore_index=True)
+    frame = frame.sort_values(["start", "thread"], ignore_index=True)
     for f in FIELDS:
         frame[f] = pd.to_numeric(frame[f], errors="coerce").astype(np.float64)
     frame.insert(0, "step", np.arange(len(frame)))
