@@ -153,3 +153,51 @@ def test_real_runs_stack_every_rank_with_links(folder: str, ranks: int) -> None:
     assert {t["lane"] for t in payload["tracks"]} == set(range(ranks))
     assert payload["links"]["total"] > 0
     assert payload["flows"]["total"] == payload["links"]["total"] * (ranks - 1)
+
+
+def test_payload_keys_and_run_extent_with_an_overridden_reference(two_ranks) -> None:
+    summaries, tables = two_ranks
+    # Own clocks: rank 0 spans 0..200 (host all_reduce at 0, kernel ends at 200), rank 1
+    # 1015..1200 (aten::mm at 1015). Rank 0 drawn at t - 50: -50..150; rank 1 at t - 1000:
+    # 15..200. The run: -50..200, 250 us over 200 px.
+    payload = build_rank_timeline(summaries, tables, width=200, offsets={0: 50.0})
+    assert set(payload) == {"view", "start_us", "end_us", "width", "us_per_px", "origin_us",
+                            "trace_start_us", "trace_end_us", "merge_px", "names", "tracks",
+                            "steps", "flows", "counters", "stats", "lanes", "ranks",
+                            "max_ranks", "host", "links"}
+    assert {k: payload[k] for k in ("view", "start_us", "end_us", "width", "us_per_px",
+                                    "origin_us", "trace_start_us", "trace_end_us", "counters",
+                                    "ranks", "max_ranks", "host")} == {
+        "view": "ranks", "start_us": -50.0, "end_us": 200.0, "width": 200, "us_per_px": 1.25,
+        "origin_us": -50.0, "trace_start_us": -50.0, "trace_end_us": 200.0, "counters": [],
+        "ranks": [0, 1], "max_ranks": MAX_RANKS, "host": False}
+    assert payload["lanes"] == [
+        {"worker": "w0", "rank": 0, "offset_us": 50.0, "estimated_offset_us": 0.0,
+         "overridden": True, "tracks": [0, 1]},
+        {"worker": "w1", "rank": 1, "offset_us": 1000.0, "estimated_offset_us": 1000.0,
+         "overridden": False, "tracks": [2, 3]}]
+    # the stats add up over the lanes: 4 events each
+    assert payload["stats"]["events"] == 8
+    # rank 1 only: its extent 15..200 alone
+    one = build_rank_timeline(summaries, tables, ranks=[1], width=185)
+    assert (one["trace_start_us"], one["trace_end_us"], one["us_per_px"]) == (15.0, 200.0, 1.0)
+
+
+def test_bad_windows_and_ranks_are_named(two_ranks) -> None:
+    summaries, tables = two_ranks
+    with pytest.raises(ValueError, match=r"^bad window \[300\.0, 200\.0\]: need start_us < "
+                                         r"end_us$"):
+        build_rank_timeline(summaries, tables, start_us=300, end_us=200)
+    with pytest.raises(ValueError, match=r"^bad window \[200\.0, 200\.0\]"):
+        build_rank_timeline(summaries, tables, start_us=200, end_us=200)
+    with pytest.raises(ValueError, match=r"^bad window \[nan, 200\.0\]"):
+        build_rank_timeline(summaries, tables, start_us=float("nan"), end_us=200)
+    assert build_rank_timeline(summaries, tables, start_us=199, end_us=200)["end_us"] == 200.0
+    with pytest.raises(RankChoiceError, match=r"^no rank 5, 7 in this span; ranks: 0, 1$"):
+        build_rank_timeline(summaries, tables, ranks=[7, 5, 0])
+    with pytest.raises(RankChoiceError, match=rf"^at most {MAX_RANKS} ranks per request "
+                                              rf"\({MAX_RANKS + 1} asked\)$"):
+        build_rank_timeline(summaries, tables, ranks=list(range(MAX_RANKS + 1)))
+    with pytest.raises(RankChoiceError, match=r"^offset given for rank 1, 3, which is not "
+                                              r"shown$"):
+        build_rank_timeline(summaries, tables, ranks=[0], offsets={3: 1.0, 1: 3.0})
