@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tb_plugin.analysis.distributed.groups import NETWORK_LINK, NETWORK_PEAK_GBPS
 from tb_plugin.analysis.distributed.run import build_distributed, matching
+from tb_plugin.analysis.distributed.summary import Group, rank_summary
 from tests.analysis.helpers import make_table
 from tests.support.fsdp_trace import FIRST_GATHER_END, fsdp_events
 
@@ -51,3 +52,18 @@ def test_worker_names_give_the_nodes(tmp_path: Path) -> None:
     [row] = payload["groups"]["rows"]
     assert (row["nodes"], row["locality"], row["link"], row["peak_gbps"]) == (
         2, "inter-node", NETWORK_LINK, NETWORK_PEAK_GBPS)
+
+
+def test_summary_reads_the_process_groups(tmp_path: Path) -> None:
+    config = [{"pg_name": "0", "pg_size": 4, "ranks": [0, 1, 2, 3], "pg_desc": "default_pg"},
+              {"pg_name": "1", "ranks": [0, "x", 2.0], "pg_desc": None},  # size: 2 ranks
+              {"pg_size": 8, "ranks": [0]},  # no name: skipped
+              "not a group"]
+    info = {"backend": "nccl", "rank": 0, "world_size": 4, "pg_config": config}
+    summary = rank_summary(make_table(fsdp_events(FIRST_GATHER_END[0]), tmp_path,
+                                      distributedInfo=info))
+    assert summary.groups == [Group(name="0", size=4, ranks=[0, 1, 2, 3], desc="default_pg"),
+                              Group(name="1", size=2, ranks=[0, 2], desc="")]
+    no_config = rank_summary(make_table(fsdp_events(FIRST_GATHER_END[0]), tmp_path,
+                                        distributedInfo={**info, "pg_config": {"0": 4}}))
+    assert no_config.groups == []
