@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tb_plugin.analysis.whatif import EditError, build_whatif, parse_edits
+from tb_plugin.analysis.whatif.engine import MAX_STEPS
 from tb_plugin.load import load_trace
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
@@ -132,6 +133,37 @@ def test_unknown_step(table):
         build_whatif(table, parse_edits("launch=0"), "9")
     assert [s["step"] for s in build_whatif(table, parse_edits("launch=0"), "1")["steps"]] == [
         "1"]
+
+
+def test_payload_of_one_step_every_key(table):
+    # "sync=0": sync B's 140 us of waiting gone (see the replays above); launch=1 changes nothing
+    assert build_whatif(table, parse_edits("sync=0; launch=1")) == {
+        "edits": ["sync=0", "launch=1"], "original_us": 1000.0, "predicted_us": 860.0,
+        "saving_us": 140.0, "saving_pct": 14.0, "notes": [],
+        "steps": [{"step": "1", "original_us": 1000.0, "predicted_us": 860.0,
+                   "saving_us": 140.0, "saving_pct": 14.0, "replayed_us": 1000.0,
+                   "wait_us": 140.0, "predicted_wait_us": 0.0, "calls": 4,
+                   "device_events": 2}]}
+    assert str(pytest.raises(LookupError, build_whatif, table, parse_edits("launch=0"), "2")
+               .value) == "no step '2': the steps are 1"
+
+
+def test_no_step_and_at_most_max_steps(tmp_path):
+    empty = build_whatif(make_table([], tmp_path), parse_edits("sync=0"))
+    assert empty == {"edits": ["sync=0"], "original_us": 0.0, "predicted_us": 0.0,
+                     "saving_us": 0.0, "saving_pct": 0.0, "steps": [],
+                     "notes": ["the trace has no step to replay"]}
+    # steps of 100 us, each with 50 us of op "x" inside: x=0.5 saves 25 us a step
+    events = [e for i in range(MAX_STEPS + 2)
+              for e in (step(i, i * 100, 100), cpu_op("x", i * 100 + 10, 50))]
+    many = build_whatif(make_table(events, tmp_path), parse_edits("op:x=0.5"))
+    assert many["notes"] == [f"the first {MAX_STEPS} of {MAX_STEPS + 2} steps are replayed"]
+    assert [s["step"] for s in many["steps"]] == [str(i) for i in range(MAX_STEPS)]
+    assert (many["original_us"], many["predicted_us"], many["saving_pct"]) == (100.0, 75.0, 25.0)
+    exact = build_whatif(make_table(events[:2 * MAX_STEPS], tmp_path), parse_edits("op:x=0.5"))
+    assert exact["notes"] == [] and len(exact["steps"]) == MAX_STEPS
+    one = build_whatif(make_table(events, tmp_path), parse_edits("op:x=0.5"), str(MAX_STEPS + 1))
+    assert one["notes"] == [] and [s["step"] for s in one["steps"]] == [str(MAX_STEPS + 1)]
 
 
 def _real_traces() -> list:
