@@ -1,0 +1,77 @@
+"""The GPU Idle critical path (`gpu_idle/critical_path.py`) at its rules, on hand-built steps
+whose shares are derived in the comments: the payload's every key, the step chosen for the
+highlight (default the first; an unknown one: none), a launch call on the trace's first row,
+the backlog threshold (a launch-to-kernel wait of BACKLOG_MIN_US or more) on both sides, and
+the MAX_STEPS bound on both sides."""
+
+from __future__ import annotations
+
+import pytest
+
+from tb_plugin.analysis.gpu_idle.critical_path import FORMULA, MAX_STEPS, critical_paths
+from tb_plugin.analysis.graph_launches import BACKLOG_MIN_US
+
+from .helpers import kernel, make_table, runtime, step
+
+KERNEL = "void gemm_kernel<float>()"
+ZERO = dict.fromkeys(("host_compute", "launch", "runtime", "kernel", "sync", "idle",
+                      "backlog"), 0.0)
+
+
+@pytest.fixture(scope="module")
+def two_steps(tmp_path_factory):
+    return make_table([step(1, 0, 100), runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                       step(2, 100, 100), runtime(110, 5, corr=2), kernel(150, 10, corr=2)],
+                      tmp_path_factory.mktemp("critical"))
+
+
+def _names(table, rows: list[int]) -> list[tuple[str, float]]:
+    events = table.events
+    return [(str(events["name"].iat[r]), float(events["ts"].iat[r])) for r in rows]
+
+
+def test_payload_every_key_and_the_chosen_step(two_steps) -> None:
+    # step 1: host [0, 10) and [30, 100) = 80; launch call 5 + wait [15, 20) 5; kernel 10.
+    # step 2: host [100, 110) and [160, 200) = 50; launch 5 + wait [115, 150) 35; kernel 10.
+    rows = [{"step": "1", "start_us": 0.0, "end_us": 100.0, "length_us": 100.0, "nodes": 2,
+             "shares_us": {**ZERO, "host_compute": 80.0, "launch": 10.0, "kernel": 10.0}},
+            {"step": "2", "start_us": 100.0, "end_us": 200.0, "length_us": 100.0, "nodes": 2,
+             "shares_us": {**ZERO, "host_compute": 50.0, "launch": 40.0, "kernel": 10.0}}]
+    first = critical_paths(two_steps)
+    assert {k: v for k, v in first.items() if k != "event_ids"} == {
+        "formula": FORMULA, "steps": rows, "truncated": False, "step": "1"}
+    assert _names(two_steps, first["event_ids"]) == [("cudaLaunchKernel", 10.0), (KERNEL, 20.0)]
+    second = critical_paths(two_steps, "2")
+    assert (second["steps"], second["step"]) == (rows, "2")
+    assert _names(two_steps, second["event_ids"]) == [("cudaLaunchKernel", 110.0),
+                                                      (KERNEL, 150.0)]
+    unknown = critical_paths(two_steps, "7")
+    assert (unknown["steps"], unknown["step"], unknown["event_ids"]) == (rows, None, [])
+
+
+def test_a_launch_on_the_first_row_is_a_launch(tmp_path) -> None:
+    # no step marker: one step [0, 20); the launch call (row 0) [0, 5), its wait [5, 10)
+    table = make_table([runtime(0, 5, corr=1), kernel(10, 10, corr=1)], tmp_path)
+    [row] = critical_paths(table)["steps"]
+    assert row["shares_us"] == {**ZERO, "launch": 10.0, "kernel": 10.0}
+
+
+@pytest.mark.parametrize("wait, shares", [
+    (BACKLOG_MIN_US, {"launch": 5.0, "backlog": BACKLOG_MIN_US}),
+    (BACKLOG_MIN_US - 1, {"launch": 5.0 + BACKLOG_MIN_US - 1, "backlog": 0.0})])
+def test_backlog_from_a_wait_of_one_millisecond(tmp_path, wait, shares) -> None:
+    # launch [0, 5), kernel [5 + wait, 15 + wait); the step is [0, 15 + wait)
+    table = make_table([runtime(0, 5, corr=1), kernel(5 + wait, 10, corr=1)], tmp_path)
+    [row] = critical_paths(table)["steps"]
+    assert row["shares_us"] == {**ZERO, "kernel": 10.0, **shares}
+
+
+def test_at_most_max_steps(tmp_path) -> None:
+    events = [e for i in range(MAX_STEPS + 1)
+              for e in (step(i, 100 * i, 100), runtime(100 * i + 10, 5, corr=i + 1),
+                        kernel(100 * i + 20, 10, corr=i + 1))]
+    over = critical_paths(make_table(events, tmp_path))
+    assert over["truncated"] and [r["step"] for r in over["steps"]] == [
+        str(i) for i in range(MAX_STEPS)]
+    exact = critical_paths(make_table(events[:3 * MAX_STEPS], tmp_path))
+    assert not exact["truncated"] and len(exact["steps"]) == MAX_STEPS
