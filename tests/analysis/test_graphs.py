@@ -1,14 +1,20 @@
 """CUDA/HIP graphs (issue 25 items 1-3) on hand-built traces: every expected number is derived
 in the docstrings from the events written here."""
 
+import numpy as np
 import pytest
 
 from tb_plugin.analysis.gpu_idle import critical_path
 from tb_plugin.analysis.gpu_idle.idle import queue_lengths
-from tb_plugin.analysis.gpu_idle.launch_stats import launch_stats
+from tb_plugin.analysis.gpu_idle.launch_stats import annotation_breakdown, launch_stats
 from tb_plugin.analysis.gpu_idle.view import build_gpu_idle
 from tb_plugin.analysis.graph_launches import GRAPH_LAUNCH_RE, backlog
-from tb_plugin.analysis.graphs import CAPTURE_NOTE, graph_summary, merge_capture
+from tb_plugin.analysis.graphs import (
+    CAPTURE_NOTE,
+    graph_annotations,
+    graph_summary,
+    merge_capture,
+)
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
 from tb_plugin.analysis.overview import build_overview
 
@@ -73,6 +79,36 @@ def test_graph_is_one_launch_of_n_kernels(replay):
     assert stats["delay_outliers"] == 1  # G1's 50 > 5; the two 5s are not
     assert stats["median_delay_us"] == 5.0 and stats["mean_delay_us"] == 20.0
     assert [o["name"] for o in stats["top_runtime_outliers"]] == ["k_a"]
+
+
+def _row(table, name: str) -> int:
+    [row] = np.flatnonzero(table.events["name"].astype(str).to_numpy() == name)
+    return int(row)
+
+
+def test_outlier_rows_name_the_first_kernel_and_the_launch(replay):
+    """G1 is the only runtime outlier at cutoff 10 (cpu 50): its first kernel k_a at 200, gpu
+    30 + 20 + 10 = 60, delay 200 - 150 = 50."""
+    stats = launch_stats(replay, runtime_cutoff_us=10.0, delay_cutoff_us=5.0)
+    g1 = {"event": _row(replay, "k_a"), "launch_event": _row(replay, "cudaGraphLaunch_v10000"),
+          "name": "k_a", "start_us": 200.0, "cpu_us": 50.0, "gpu_us": 60.0, "delay_us": 50.0}
+    assert stats["top_runtime_outliers"] == [g1]
+    assert stats["top_delay_outliers"] == [g1]  # 50 > 5; the two delays of 5 are not
+
+
+def test_annotation_counts_every_kernel_of_a_graph_launch(replay):
+    """"decode" [0, 500) holds G1's launch: its 3 kernels (not 1 launch), 60 us; the step
+    marker is no annotation; G2 and aten::mm's launch lie outside it."""
+    assert annotation_breakdown(replay) == [{"side": "host", "name": "decode", "ranges": 1,
+                                             "wall_us": 500.0, "gpu_us": 60.0, "kernels": 3}]
+
+
+def test_graph_annotations_only_for_replayed_kernels(replay):
+    """k_a (G1, inside "decode") gets "decode"; k_d (G2, outside every annotation), the
+    kernel aten::mm launched and a row that is not a device event get ""."""
+    rows = np.array([_row(replay, "k_a"), _row(replay, "k_d"), _row(replay, "aten::mm"),
+                     _row(replay, "void gemm_kernel<float>()"), _row(replay, "k_b")])
+    assert graph_annotations(replay, rows).tolist() == ["decode", "", "", "", "decode"]
 
 
 def test_graph_short_on_the_other_side(tmp_path):
