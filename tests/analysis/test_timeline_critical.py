@@ -99,3 +99,20 @@ def test_unknown_step_and_default_payload(table):
     plain = build_timeline(table, width=2000)
     assert "critical" not in plain
     assert all("path" not in r["events"] for t in plain["tracks"] for r in t["rows"])
+
+
+def test_a_window_beside_the_path_has_no_edges(table):
+    """Step 1's edges lie in [15, 80]: a window [150, 200] touches none (and holds none of its
+    events), so every edge list is empty; [80, 200] touches the last edge (K2 -> S at 80)."""
+    payload = build_timeline(table, 150.0, 200.0, width=1000, critical_step="1")
+    assert _marked(payload) == set()
+    crit = payload["critical"]
+    assert (crit["step"], crit["start_us"], crit["end_us"], crit["nodes"]) == ("1", 0.0, 100.0, 4)
+    edges = crit["edges"]
+    assert (edges["total"], edges["capped"], edges["kind"]) == (0, False, [])
+    assert all(edges[f"{side}_{key}"] == [] for side in ("from", "to")
+               for key in ("track", "depth", "ts", "id"))
+    k2, s = _row(table, "K2"), _row(table, "cudaDeviceSynchronize")
+    edges = build_timeline(table, 80.0, 200.0, width=1000, critical_step="1")["critical"]["edges"]
+    assert (edges["total"], edges["from_id"], edges["to_id"]) == (1, [k2], [s])
+    assert edges["from_ts"] == [0] and edges["to_ts"] == [0]  # both at 80, relative to 80
