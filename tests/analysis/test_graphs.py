@@ -8,7 +8,12 @@ from tb_plugin.analysis.gpu_idle import critical_path
 from tb_plugin.analysis.gpu_idle.idle import queue_lengths
 from tb_plugin.analysis.gpu_idle.launch_stats import annotation_breakdown, launch_stats
 from tb_plugin.analysis.gpu_idle.view import build_gpu_idle
-from tb_plugin.analysis.graph_launches import GRAPH_LAUNCH_RE, backlog
+from tb_plugin.analysis.graph_launches import (
+    GRAPH_LAUNCH_RE,
+    backlog,
+    capture_windows,
+    captured_launch_rows,
+)
 from tb_plugin.analysis.graphs import (
     CAPTURE_NOTE,
     graph_annotations,
@@ -284,3 +289,42 @@ def test_overview_split_counts_a_graph_launch_once(replay):
     assert one["breakdown_us"]["Runtime"] == 65.0
     assert any(n.startswith("CUDA/HIP graph trace: 2 graph launch(es) replayed 5 kernels")
                for n in overview["notes"])
+
+
+@pytest.mark.parametrize("delays, shown", [((10_000.0, 30_000.0, 11_000.0), "10 ms"),
+                                           ((9_999.0, 30_000.0, 11_000.0), "10.0 ms"),
+                                           ((1_250.0, 3_000.0), "1.2 ms")])
+def test_backlog_row_every_key(tmp_path, delays, shown):
+    """Per GPU: the smallest delay, the median of all, the charged events; whole milliseconds
+    from 10 ms on, one decimal below."""
+    [row] = backlog(_backlog_table(tmp_path, delays))
+    assert row == {"device": 0, "offset_us": min(delays),
+                   "median_delay_us": float(np.median(delays)), "events": len(delays),
+                   "message": f"GPU 0: kernels start ~{shown} after their launch (every one of "
+                              "them): a backlog from before the window or a clock offset, not "
+                              "launch time"}
+
+
+def test_capture_windows_per_thread_and_open_ended(tmp_path):
+    """Thread 1: Begin [10,12) .. End [60,65) -> [10, 65); Begin [100,101) without an End:
+    [100, inf). Thread 2: an End [5,6) before any Begin is no window. Captured: the launch at
+    22 and the memcpy at 130 on thread 1 (inside), not the launch at 70 (between windows), not
+    thread 2's launch at 30 (its thread has no window), not the graph launch at 120."""
+    table = make_table([
+        runtime(10, 2, corr=1, name="cudaStreamBeginCapture"),
+        runtime(22, 3, corr=2), runtime(60, 5, corr=3, name="cudaStreamEndCapture"),
+        runtime(70, 3, corr=4),
+        runtime(100, 1, corr=5, name="hipStreamBeginCapture_spt"),
+        runtime(120, 3, corr=6, name="cudaGraphLaunch"),
+        runtime(130, 2, corr=7, name="cudaMemcpyAsync"),
+        runtime(5, 1, corr=8, name="cudaStreamEndCapture", tid=2),
+        runtime(30, 3, corr=9, tid=2),
+    ], tmp_path)
+    windows = capture_windows(table)
+    assert list(zip(windows["start"], windows["end"])) == [(10.0, 65.0), (100.0, np.inf)]
+    assert windows["thread"].nunique() == 1
+    events = table.events
+    assert [(str(events["name"].iat[r]), float(events["ts"].iat[r]))
+            for r in captured_launch_rows(table)] == [("cudaLaunchKernel", 22.0),
+                                                      ("cudaMemcpyAsync", 130.0)]
+    assert len(capture_windows(make_table([runtime(1, 1, corr=1)], tmp_path))) == 0
