@@ -67,3 +67,45 @@ def test_summary_reads_the_process_groups(tmp_path: Path) -> None:
     no_config = rank_summary(make_table(fsdp_events(FIRST_GATHER_END[0]), tmp_path,
                                         distributedInfo={**info, "pg_config": {"0": 4}}))
     assert no_config.groups == []
+
+
+def test_tables_of_the_two_rank_run_every_key(tmp_path: Path) -> None:
+    """Each call moves 1024 floats (4096 bytes a rank). Collectives (kernel spans): all-gather
+    #0 200 us on w0, 100 on w1 (w1 last, w0 waits 100); all-gather #1 and #2 100 us on both;
+    the reduce-scatter 200 us on both. All-gather S = 2 x 4096 = 8192 bytes."""
+    payload = _payload(tmp_path, ("w0", "w1"))
+    assert payload["coverage"] == {"world_size": None, "ranks_present": 2, "ranks": [],
+                                   "missing": 0, "missing_ranks": [], "complete": True,
+                                   "message": ""}
+    [row] = payload["groups"]["rows"]
+    # busbw over the group: (3 x 8192 + 4096) x (2-1)/2 bytes in 500 us = 0.028672 GB/s
+    assert row == {"group": "default", "size": 2, "ranks_present": 2, "workers": ["w0", "w1"],
+                   "nodes": None, "locality": None, "link": None, "peak_gbps": None,
+                   "collectives": 4, "bytes": 3 * 8192 + 4096, "transfer_us": 500.0,
+                   "busbw_gbps": 0.029, "total_wait_us": 100.0, "straggler": "w1",
+                   "straggler_share": 1.0}
+    assert payload["bandwidth"] == [
+        {"collective": "all_gather", "group_size": 2, "calls": 3, "bytes": 3 * 8192,
+         "transfer_us": 300.0, "algbw_gbps": round(3 * 8192 / 300 / 1e3, 3),
+         "bus_factor": 0.5, "busbw_gbps": round(3 * 8192 / 300 / 1e3 / 2, 3), "peak_gbps": None},
+        {"collective": "reduce_scatter", "group_size": 2, "calls": 1, "bytes": 4096,
+         "transfer_us": 200.0, "algbw_gbps": round(4096 / 200 / 1e3, 3), "bus_factor": 0.5,
+         "busbw_gbps": round(4096 / 200 / 1e3 / 2, 3), "peak_gbps": None}]
+    assert payload["stragglers"] == {"total": 2, "skewed_collectives": 1, "total_wait_us": 100.0,
+                                     "rows": [
+        {"worker": "w1", "collectives": 1, "last": 1, "last_by_collective": {"all_gather": 1},
+         "imposed_wait_us": 100.0, "imposed_share": 1.0, "waited_us": 0.0},
+        {"worker": "w0", "collectives": 1, "last": 0, "last_by_collective": {},
+         "imposed_wait_us": 0.0, "imposed_share": 0.0, "waited_us": 100.0}]}
+    # per op: latency = the union of its kernels, transfer = the union of [end - transfer, end)
+    gather, scatter = "nccl:_all_gather_base", "nccl:_reduce_scatter_base"
+    assert payload["comm_ops"]["w0"]["rows"] == [
+        {"name": gather, "calls": 3, "total_bytes": 12288, "avg_bytes": 4096,
+         "total_latency_us": 400.0, "avg_latency_us": round(400 / 3, 3),
+         "total_transfer_us": 300.0, "avg_transfer_us": 100.0, "unmatched_calls": 0},
+        {"name": scatter, "calls": 1, "total_bytes": 4096, "avg_bytes": 4096,
+         "total_latency_us": 200.0, "avg_latency_us": 200.0, "total_transfer_us": 200.0,
+         "avg_transfer_us": 200.0, "unmatched_calls": 0}]
+    assert [(r["name"], r["total_latency_us"], r["total_transfer_us"])
+            for r in payload["comm_ops"]["w1"]["rows"]] == [(gather, 300.0, 300.0),
+                                                           (scatter, 200.0, 200.0)]
