@@ -13,18 +13,24 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tb_plugin.analysis.distributed.match import match, with_waits
+from tb_plugin.analysis.distributed.summary import rank_summary
 from tb_plugin.analysis.distributed.tables import (
     HEAT_MAX_COLUMNS,
     HEAT_MAX_RANKS,
     MAX_COLLECTIVE_ROWS,
+    MISSING_SHOWN,
     bus_factor,
     collective_rows,
+    coverage,
     heat_maps,
     recommendations,
     straggler_rows,
 )
+from tests.analysis.helpers import make_table
+from tests.support.fsdp_trace import FIRST_GATHER_END, distributed_info, fsdp_events
 
 COLUMNS = ["w", "call", "group", "name", "collective", "seq", "d", "bytes", "out_bytes",
            "group_size", "dtype", "step_name"]
@@ -256,3 +262,59 @@ def test_straggler_rows_from_matched_collectives() -> None:
         {"worker": "c", "collectives": 0, "last": 0, "last_by_collective": {},
          "imposed_wait_us": 0.0, "imposed_share": 0.0, "waited_us": 0.0}]
     assert np.isclose(sum(r["imposed_wait_us"] for r in out["rows"]), out["total_wait_us"])
+
+
+# --- coverage ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def summaries(tmp_path_factory):
+    """Real summaries of the generated FSDP-like trace: ranks 0 and 2, and one without a rank."""
+    folder = tmp_path_factory.mktemp("cover")
+    def one(info):
+        return rank_summary(make_table(fsdp_events(FIRST_GATHER_END[0]), folder,
+                                       **({"distributedInfo": info} if info else {})))
+    return {"r0": one(distributed_info(0)), "r2": one({**distributed_info(0), "rank": 2}),
+            "x": one(None)}
+
+
+MISSING_TEXT = ("waits, last arrivers, stragglers and bandwidth cover the present ranks only, "
+                "and a collective seen on one rank is not split into transfer and wait "
+                "(\"unmatched\").")
+
+
+def test_coverage_names_the_missing_ranks(summaries) -> None:
+    ranked = {w: summaries[w] for w in ("r0", "r2")}
+    assert coverage(ranked, 4) == {
+        "world_size": 4, "ranks_present": 2, "ranks": [0, 2], "missing": 2,
+        "missing_ranks": [1, 3], "complete": False,
+        "message": "Only 2 of 4 ranks are in this run (2 missing): " + MISSING_TEXT}
+    assert coverage(ranked, 3) == {
+        "world_size": 3, "ranks_present": 2, "ranks": [0, 2], "missing": 1,
+        "missing_ranks": [1], "complete": False,
+        "message": "Only 2 of 3 ranks are in this run (1 missing): " + MISSING_TEXT}
+    # more ranks present than the world says: nothing missing
+    assert coverage(ranked, 2)["missing"] == 0 and coverage(ranked, 1)["complete"]
+    assert coverage(ranked, None) == {"world_size": None, "ranks_present": 2, "ranks": [0, 2],
+                                      "missing": 0, "missing_ranks": [], "complete": True,
+                                      "message": ""}
+
+
+def test_coverage_without_ranks_counts_the_workers(summaries) -> None:
+    # no rank known: the workers are the ranks present; which ones are missing is unknown
+    unranked = {"x": summaries["x"]}
+    assert coverage(unranked, 3) == {
+        "world_size": 3, "ranks_present": 1, "ranks": [], "missing": 2, "missing_ranks": [],
+        "complete": False,
+        "message": "Only 1 of 3 ranks are in this run (2 missing): " + MISSING_TEXT}
+    assert coverage(unranked, 1)["message"] == "" and coverage(unranked, 0)["missing"] == 0
+    # one rank known among three workers: the known ranks count
+    mixed = coverage(summaries, 4)
+    assert (mixed["ranks_present"], mixed["ranks"], mixed["missing_ranks"]) == (2, [0, 2], [1, 3])
+
+
+def test_missing_ranks_shown_at_most_32(summaries) -> None:
+    ranked = {w: summaries[w] for w in ("r0", "r2")}
+    out = coverage(ranked, 100)
+    assert out["missing"] == 98
+    assert out["missing_ranks"] == ([1] + list(range(3, 100)))[:MISSING_SHOWN]
+    assert MISSING_SHOWN == 32 and out["missing_ranks"][-1] == 33
