@@ -22,9 +22,11 @@ from tb_plugin.analysis.distributed.tables import (
     HEAT_MAX_RANKS,
     MAX_COLLECTIVE_ROWS,
     MISSING_SHOWN,
+    bandwidth_rows,
     bus_factor,
     collective_rows,
     coverage,
+    gpu_names,
     heat_maps,
     recommendations,
     straggler_rows,
@@ -318,3 +320,36 @@ def test_missing_ranks_shown_at_most_32(summaries) -> None:
     assert out["missing"] == 98
     assert out["missing_ranks"] == ([1] + list(range(3, 100)))[:MISSING_SHOWN]
     assert MISSING_SHOWN == 32 and out["missing_ranks"][-1] == 33
+
+
+# --- bandwidth ---------------------------------------------------------------------------------
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def test_bandwidth_rows_per_kind_and_size_with_the_link_peak() -> None:
+    # all_reduce over 2 ranks: 4000 B in 4 us and 8000 B in 2 us -> 12000 B / 6 us = 2 GB/s,
+    # x 2(2-1)/2 = 2; a kind without a bus factor ("custom"): algbw 1, no busbw; the all_gather
+    # seen on one rank has no bandwidth and no row
+    rows = [_call(0, 0, AR, 0, 6, nbytes=4000), _call(1, 0, AR, 0, 4, nbytes=4000),
+            _call(0, 1, AR, 1, 2, nbytes=8000), _call(1, 1, AR, 1, 2, nbytes=8000),
+            _call(0, 2, "nccl:custom", 0, 4, nbytes=4000),
+            _call(1, 2, "nccl:custom", 0, 4, nbytes=4000),
+            _call(0, 3, AG, 0, 4, size=2)]
+    matched, _ = _frames(rows)
+    devices = [{"worker": "a", "gpus": [{"name": H100}]}, {"worker": "b", "gpus": [{"name": H100}]}]
+    assert bandwidth_rows(matched, devices) == [
+        {"collective": "all_reduce", "group_size": 2, "calls": 2, "bytes": 12000,
+         "transfer_us": 6.0, "algbw_gbps": 2.0, "bus_factor": 1.0, "busbw_gbps": 2.0,
+         "peak_gbps": 450.0},
+        {"collective": "custom", "group_size": 2, "calls": 1, "bytes": 4000, "transfer_us": 4.0,
+         "algbw_gbps": 1.0, "bus_factor": None, "busbw_gbps": None, "peak_gbps": 450.0}]
+    assert [r["peak_gbps"] for r in bandwidth_rows(matched, [])] == [None, None]
+    unnamed = [{"worker": "a", "gpus": [{"name": None}]}]
+    assert [r["peak_gbps"] for r in bandwidth_rows(matched, unnamed)] == [None, None]
+    assert bandwidth_rows(matched.iloc[:0], devices) == []
+
+
+def test_gpu_names() -> None:
+    assert gpu_names([{"gpus": [{"name": H100}, {"name": None}]}, {"gpus": None}, {}]) == {
+        H100, ""}
