@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tb_plugin.analysis.distributed.groups import NETWORK_LINK, NETWORK_PEAK_GBPS, group_rows
 from tb_plugin.analysis.distributed.match import match, with_waits
 from tb_plugin.analysis.distributed.summary import rank_summary
 from tb_plugin.analysis.distributed.tables import (
@@ -25,6 +26,7 @@ from tb_plugin.analysis.distributed.tables import (
     bandwidth_rows,
     bus_factor,
     collective_rows,
+    collective_table,
     coverage,
     gpu_names,
     heat_maps,
@@ -41,8 +43,8 @@ AR, BC, AG, RED = "nccl:all_reduce", "nccl:broadcast", "nccl:all_gather", "nccl:
 
 def _call(w: int, call: int, name: str, seq: int, d: float, step: str = "1", *,
           nbytes: float = 100.0, out: float = math.nan, size: float = math.nan,
-          dtype: str = "float") -> tuple:
-    return (w, call, "g", name, name.split(":")[1], seq, d, nbytes, out, size, dtype, step)
+          dtype: str = "float", group: str = "g") -> tuple:
+    return (w, call, group, name, name.split(":")[1], seq, d, nbytes, out, size, dtype, step)
 
 
 def _frames(rows: list[tuple], world: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -353,3 +355,66 @@ def test_bandwidth_rows_per_kind_and_size_with_the_link_peak() -> None:
 def test_gpu_names() -> None:
     assert gpu_names([{"gpus": [{"name": H100}, {"name": None}]}, {"gpus": None}, {}]) == {
         H100, ""}
+
+
+# --- process groups ----------------------------------------------------------------------------
+
+def _group_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows = [
+        # group s (3 ranks): the last arrivers w0, w1, w2 impose 3, 3 and 4 us: w2 has 40 %
+        _call(0, 0, AR, 0, 1, group="s"), _call(1, 0, AR, 0, 2.5, group="s"),
+        _call(2, 0, AR, 0, 2.5, group="s"),
+        _call(0, 1, AR, 1, 2.5, group="s"), _call(1, 1, AR, 1, 1, group="s"),
+        _call(2, 1, AR, 1, 2.5, group="s"),
+        _call(0, 2, AR, 2, 3, group="s"), _call(1, 2, AR, 2, 3, group="s"),
+        _call(2, 2, AR, 2, 1, group="s"),
+        # group g (3 ranks): w1 last (4 us), the others wait 6 and 3: w1 has it all
+        _call(0, 3, AR, 0, 10, nbytes=4000), _call(1, 3, AR, 0, 4, nbytes=4000),
+        _call(2, 3, AR, 0, 7, nbytes=4000),
+        # group h (w0 and w2): no skew, no waiting; 2000 B in 5 us, bus factor 1
+        _call(0, 4, BC, 0, 5, nbytes=2000, group="h"), _call(2, 4, BC, 0, 5, nbytes=2000,
+                                                            group="h"),
+        # group k: w1 alone, a group of one: no bandwidth
+        _call(1, 5, AR, 0, 3, size=1, group="k")]
+    matched, keyed = _frames(rows)
+    return keyed, collective_table(matched)
+
+
+def test_group_rows_every_key() -> None:
+    keyed, table = _group_frames()
+    out = group_rows(["w0", "w1", "w2"], ["n0", "n0", "n1"], True, keyed, table, {H100})
+    common = {"link": NETWORK_LINK, "peak_gbps": NETWORK_PEAK_GBPS, "locality": "inter-node",
+              "nodes": 2}
+    assert out == {"total": 4, "rows": [  # most waiting first, then by name
+        # 3 x 100 B, 1 us each: algbw 0.1 GB/s, x 2(3-1)/3
+        {"group": "s", "size": 3, "ranks_present": 3, "workers": ["w0", "w1", "w2"], **common,
+         "collectives": 3, "bytes": 300, "transfer_us": 3.0, "busbw_gbps": round(0.4 / 3, 3),
+         "total_wait_us": 10.0, "straggler": None, "straggler_share": 0.4},
+        # 4000 B in 4 us: algbw 1, x 4/3
+        {"group": "g", "size": 3, "ranks_present": 3, "workers": ["w0", "w1", "w2"], **common,
+         "collectives": 1, "bytes": 4000, "transfer_us": 4.0, "busbw_gbps": round(4 / 3, 3),
+         "total_wait_us": 9.0, "straggler": "w1", "straggler_share": 1.0},
+        {"group": "h", "size": 2, "ranks_present": 2, "workers": ["w0", "w2"], **common,
+         "collectives": 1, "bytes": 2000, "transfer_us": 5.0, "busbw_gbps": 0.4,
+         "total_wait_us": 0.0, "straggler": None, "straggler_share": 0.0},
+        # one rank on one node: intra-node on the GPUs' link
+        {"group": "k", "size": 1, "ranks_present": 1, "workers": ["w1"], "nodes": 1,
+         "locality": "intra-node", "link": "NVLink", "peak_gbps": 450.0, "collectives": 1,
+         "bytes": 100, "transfer_us": 3.0, "busbw_gbps": None, "total_wait_us": 0.0,
+         "straggler": None, "straggler_share": 0.0}]}
+
+
+def test_group_rows_links_and_unknown_nodes() -> None:
+    keyed, table = _group_frames()
+    nodes = ["n0", "n0", "n1"]
+    amd = group_rows(["w0", "w1", "w2"], nodes, True, keyed, table, {"AMD Instinct MI300X"})
+    assert [(r["link"], r["peak_gbps"]) for r in amd["rows"] if r["group"] == "k"] == [
+        ("xGMI (Infinity Fabric)", 448.0)]
+    unknown_gpu = group_rows(["w0", "w1", "w2"], nodes, True, keyed, table, {""})
+    assert [(r["link"], r["peak_gbps"]) for r in unknown_gpu["rows"] if r["group"] == "k"] == [
+        (None, None)]
+    unknown = group_rows(["w0", "w1", "w2"], nodes, False, keyed, table, {H100})
+    assert {(r["nodes"], r["locality"], r["link"], r["peak_gbps"]) for r in unknown["rows"]} == {
+        (None, None, None, None)}
+    assert group_rows(["w0"], ["n0"], True, keyed.iloc[:0], table.iloc[:0], set()) == {
+        "total": 0, "rows": []}
