@@ -7,13 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tb_plugin.analysis.distributed.summary import rank_summary
 from tb_plugin.analysis.distributed.timeline import (
+    MAX_LINKS,
     MAX_RANKS,
     RankChoiceError,
     build_rank_timeline,
+    collective_links,
     shift_window,
 )
 from tb_plugin.load import load_trace
@@ -201,3 +205,53 @@ def test_bad_windows_and_ranks_are_named(two_ranks) -> None:
     with pytest.raises(RankChoiceError, match=r"^offset given for rank 1, 3, which is not "
                                               r"shown$"):
         build_rank_timeline(summaries, tables, ranks=[0], offsets={3: 1.0, 1: 3.0})
+
+
+
+def _links_keyed(rows: list[tuple]) -> pd.DataFrame:
+    """(collective id, name, worker index, arrival, end on the worker's clock, matched)."""
+    return pd.DataFrame(rows, columns=["id", "name", "w", "arrive_at", "end_at", "matched"])
+
+
+def test_links_of_shown_ranks_in_the_window() -> None:
+    # workers a, b, c; a and b shown (b's clock 10 us ahead). id 1: only a of the shown ranks;
+    # id 2: unmatched. id 0 ends at 200 (run clock), id 3 starts at 700: a window [200, 700]
+    # holds both, on its edges.
+    keyed = _links_keyed([
+        (0, "ar", 0, 100.0, 200.0, True), (0, "ar", 1, 150.0, 200.0, True),
+        (1, "bc", 0, 300.0, 400.0, True), (1, "bc", 2, 300.0, 400.0, True),
+        (2, "ag", 0, 500.0, 600.0, False), (2, "ag", 1, 550.0, 600.0, False),
+        (3, "ar", 1, 790.0, 800.0, True), (3, "ar", 0, 700.0, 800.0, True)])
+    links = collective_links(keyed, ["a", "b", "c"], ["a", "b"], {"a": 0.0, "b": 10.0},
+                             200.0, 700.0)
+    assert links == {"total": 2, "capped": False, "limit": MAX_LINKS, "id": [0, 3],
+                     "name": ["ar", "ar"], "item_collective": [0, 0, 1, 1],
+                     "item_lane": [0, 1, 0, 1],
+                     # relative to 200: a 100..200, b 140..190; a 700..800, b 780..790
+                     "item_start": [-100.0, -60.0, 500.0, 580.0],
+                     "item_end": [0.0, -10.0, 600.0, 590.0]}
+    # lanes follow the chosen order
+    swapped = collective_links(keyed, ["a", "b", "c"], ["b", "a"], {"a": 0.0, "b": 10.0},
+                               200.0, 700.0)
+    assert swapped["item_lane"] == [0, 1, 0, 1] and swapped["item_start"] == [
+        -60.0, -100.0, 580.0, 500.0]
+    inside = collective_links(keyed, ["a", "b", "c"], ["a", "b"], {"a": 0.0, "b": 10.0},
+                              200.5, 699.5)
+    assert (inside["total"], inside["id"], inside["item_lane"]) == (0, [], [])
+    empty = collective_links(keyed.iloc[:0], ["a"], ["a"], {"a": 0.0}, 0.0, 1.0)
+    assert empty == {"total": 0, "capped": False, "limit": MAX_LINKS, "id": [], "name": [],
+                     "item_collective": [], "item_lane": [], "item_start": [], "item_end": []}
+
+
+def test_links_sampled_evenly_above_the_limit() -> None:
+    count = MAX_LINKS + 1
+    keyed = _links_keyed([(i, "ar", w, 10.0 * i, 10.0 * i + 5, True)
+                          for i in range(count) for w in (0, 1)])
+    links = collective_links(keyed, ["a", "b"], ["a", "b"], {"a": 0.0, "b": 0.0}, 0.0, 1e9)
+    assert (links["total"], links["capped"]) == (count, True)
+    assert links["id"] == [int(x) for x in np.linspace(0, count - 1, MAX_LINKS)]
+    assert len(links["item_lane"]) == 2 * MAX_LINKS
+    exact = collective_links(keyed[keyed["id"] < MAX_LINKS], ["a", "b"], ["a", "b"],
+                             {"a": 0.0, "b": 0.0}, 0.0, 1e9)
+    assert (exact["total"], exact["capped"], exact["id"]) == (
+        MAX_LINKS, False, list(range(MAX_LINKS)))
