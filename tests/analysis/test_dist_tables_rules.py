@@ -197,7 +197,7 @@ CAVEAT_TAIL = (" 2 rank(s) are missing from the run (2, 3) and may have arrived 
                "wait for them.")
 
 
-def _stragglers(share: float, total: float = 4000.0) -> dict[str, Any]:
+def _stragglers(share: float, total: float = 100_000.0) -> dict[str, Any]:
     return {"total": 2, "skewed_collectives": 5, "total_wait_us": total, "rows": [
         {"worker": "b", "collectives": 5, "last": 3,
          "last_by_collective": {"broadcast": 1, "all_reduce": 2},
@@ -209,14 +209,14 @@ def test_recommendation_names_the_straggler_from_half_of_all_waiting() -> None:
     out = recommendations(_stragglers(0.5), empty, DEVICES, False)
     assert out == ["Straggler: b (rank unknown, host h1, pid 11) arrived last at 3 of 5 "
                    "collectives with a skew (all_reduce x2, broadcast x1); the other ranks "
-                   "waited 2.00 ms for it, 50% of all waiting. " + ADVICE]
+                   "waited 50.00 ms for it, 50% of all waiting. " + ADVICE]
     assert recommendations(_stragglers(0.5), empty, DEVICES, True)[0].endswith(
         "50% of all waiting. " + FSDP_ADVICE)
     cover = {"missing": 2, "missing_ranks": [2, 3]}
     assert recommendations(_stragglers(0.5), empty, DEVICES, False, cover=cover)[0].endswith(
         "50% of all waiting. Of the ranks present it arrived last;" + CAVEAT_TAIL + " " + ADVICE)
     # just under half: spread, and the caveat loses its "arrived last" clause
-    spread = ("Waiting is spread over the ranks (4.00 ms in all); no single rank imposes half "
+    spread = ("Waiting is spread over the ranks (100.00 ms in all); no single rank imposes half "
               "of it (the most: b (rank unknown, host h1, pid 11), 49%).")
     assert recommendations(_stragglers(0.49), empty, DEVICES, False) == [spread]
     assert recommendations(_stragglers(0.49), empty, DEVICES, False, cover=cover) == [
@@ -224,7 +224,7 @@ def test_recommendation_names_the_straggler_from_half_of_all_waiting() -> None:
     cover_unlisted = {"missing": 2, "missing_ranks": []}
     assert recommendations(_stragglers(0.5), empty, [], False, cover=cover_unlisted)[0] == (
         "Straggler: b (rank unknown, host None, pid None) arrived last at 3 of 5 collectives "
-        "with a skew (all_reduce x2, broadcast x1); the other ranks waited 2.00 ms for it, 50% "
+        "with a skew (all_reduce x2, broadcast x1); the other ranks waited 50.00 ms for it, 50% "
         "of all waiting. Of the ranks present it arrived last; 2 rank(s) are missing from the "
         "run and may have arrived later still: then they are the cause, and the transfer times "
         "(and bandwidths) include the wait for them. " + ADVICE)
@@ -232,6 +232,10 @@ def test_recommendation_names_the_straggler_from_half_of_all_waiting() -> None:
 
 def test_no_recommendation_without_waiting() -> None:
     empty = pd.DataFrame()
+    # any waiting at all is reported, however little
+    assert recommendations(_stragglers(0.5, total=0.8), empty, DEVICES, False)[0].startswith(
+        "Straggler: b (rank unknown, host h1, pid 11) arrived last at 3 of 5 collectives with a "
+        "skew (all_reduce x2, broadcast x1); the other ranks waited 0.00 ms")
     assert recommendations(_stragglers(0.0, total=0.0), empty, DEVICES, False) == []
     assert recommendations({"rows": [], "total_wait_us": 5.0}, empty, DEVICES, False) == []
 
@@ -240,29 +244,31 @@ def test_group_straggler_recommended_from_a_tenth_of_all_waiting() -> None:
     def group(name: str, straggler: Any, wait: float) -> dict[str, Any]:
         return {"group": name, "size": 2, "straggler": straggler, "straggler_share": 0.75,
                 "total_wait_us": wait}
-    groups = {"rows": [group("tp0", "a", 400.0),  # exactly a tenth of 4000: named
-                       group("tp1", "a", 399.0),  # under a tenth: not
-                       group("tp2", "b", 4000.0),  # the run's own straggler: not again
-                       group("tp3", None, 4000.0)]}  # no straggler: not
+    groups = {"rows": [group("tp0", "a", 10_000.0),  # exactly a tenth of 100 ms: named
+                       group("tp1", "a", 9_999.0),  # under a tenth: not
+                       group("tp2", "b", 50_000.0),  # the run's own straggler: not again
+                       group("tp3", None, 50_000.0)]}  # no straggler: not
     out = recommendations(_stragglers(0.5), pd.DataFrame(), DEVICES, False, groups=groups)
     assert out[1:] == ["Process group tp0 (2 ranks): its straggler is a (rank 0, host h0, "
-                       "pid 10), 75% of the group's 0.40 ms of waiting."]
+                       "pid 10), 75% of the group's 10.00 ms of waiting."]
 
 
 def test_straggler_rows_from_matched_collectives() -> None:
     # all_reduce #0: d 10 / 4 -> b last, a waits 6; #1: 2 / 5 -> a last, b waits 3;
-    # broadcast: 3 / 3 -> no skew, not counted; all_gather on a only -> not shared.
+    # broadcast: 3 / 3 -> no skew, not counted; all_gather on a only -> not shared;
+    # reduce: 2.5 / 2 -> b last by half a microsecond, a waits 0.5.
     rows = [_call(0, 0, AR, 0, 10), _call(1, 0, AR, 0, 4), _call(0, 1, AR, 1, 2),
             _call(1, 1, AR, 1, 5), _call(0, 2, BC, 0, 3), _call(1, 2, BC, 0, 3),
-            _call(0, 3, AG, 0, 9, size=2)]
+            _call(0, 3, AG, 0, 9, size=2), _call(0, 4, RED, 0, 2.5), _call(1, 3, RED, 0, 2)]
     matched, keyed = _frames(rows)
     out = straggler_rows(["a", "b", "c"], keyed, matched)
-    assert (out["total"], out["skewed_collectives"], out["total_wait_us"]) == (3, 2, 9.0)
+    assert (out["total"], out["skewed_collectives"], out["total_wait_us"]) == (3, 3, 9.5)
     assert out["rows"] == [
-        {"worker": "b", "collectives": 2, "last": 1, "last_by_collective": {"all_reduce": 1},
-         "imposed_wait_us": 6.0, "imposed_share": round(6 / 9, 3), "waited_us": 3.0},
-        {"worker": "a", "collectives": 2, "last": 1, "last_by_collective": {"all_reduce": 1},
-         "imposed_wait_us": 3.0, "imposed_share": round(3 / 9, 3), "waited_us": 6.0},
+        {"worker": "b", "collectives": 3, "last": 2,
+         "last_by_collective": {"all_reduce": 1, "reduce": 1}, "imposed_wait_us": 6.5,
+         "imposed_share": round(6.5 / 9.5, 3), "waited_us": 3.0},
+        {"worker": "a", "collectives": 3, "last": 1, "last_by_collective": {"all_reduce": 1},
+         "imposed_wait_us": 3.0, "imposed_share": round(3 / 9.5, 3), "waited_us": 6.5},
         {"worker": "c", "collectives": 0, "last": 0, "last_by_collective": {},
          "imposed_wait_us": 0.0, "imposed_share": 0.0, "waited_us": 0.0}]
     assert np.isclose(sum(r["imposed_wait_us"] for r in out["rows"]), out["total_wait_us"])
