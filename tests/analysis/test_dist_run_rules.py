@@ -109,3 +109,26 @@ def test_tables_of_the_two_rank_run_every_key(tmp_path: Path) -> None:
     assert [(r["name"], r["total_latency_us"], r["total_transfer_us"])
             for r in payload["comm_ops"]["w1"]["rows"]] == [(gather, 300.0, 300.0),
                                                            (scatter, 200.0, 200.0)]
+
+
+def test_rank_summary_fields(tmp_path: Path) -> None:
+    """Rank 0 of the FSDP-like trace (no step markers: one step "0" over everything): its four
+    calls with their kernels' spans, 4096 bytes each, the host name from either key."""
+    info = {"backend": "nccl", "rank": 0, "world_size": 2}
+    summary = rank_summary(make_table(fsdp_events(FIRST_GATHER_END[0]), tmp_path,
+                                      distributedInfo=info, host_name="hostA"))
+    assert (summary.rank, summary.world_size, summary.backend, summary.hostname, summary.pid,
+            summary.fsdp, summary.groups) == (0, 2, "nccl", "hostA", "23803", True, [])
+    calls = summary.calls
+    assert calls.collective == ["all_gather", "all_gather", "reduce_scatter", "all_gather"]
+    assert calls.group == ["default"] * 4 and calls.step == [0, 0, 0, 0]
+    assert calls.bytes == [4096.0] * 4
+    assert (calls.dev_start, calls.dev_end) == ([15.0, 1300.0, 2050.0, 3000.0],
+                                                [215.0, 1400.0, 2250.0, 3100.0])
+    assert (calls.host_start, calls.host_end) == ([10.0, 1010.0, 2010.0, 3000.0],
+                                                  [20.0, 1020.0, 2020.0, 3010.0])
+    assert calls.module == ["Block_0", "Block_1", "layers.1", ""]
+    other = rank_summary(make_table(fsdp_events(FIRST_GATHER_END[0]), tmp_path,
+                                    distributedInfo={"rank": "x"}, hostname="hostB"))
+    assert (other.rank, other.world_size, other.backend, other.hostname) == (
+        None, None, None, "hostB")
