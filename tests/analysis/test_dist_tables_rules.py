@@ -424,3 +424,13 @@ def test_group_rows_links_and_unknown_nodes() -> None:
         (None, None, None, None)}
     assert group_rows(["w0"], ["n0"], True, keyed.iloc[:0], table.iloc[:0], set()) == {
         "total": 0, "rows": []}
+
+
+def test_all_gather_size_uses_a_positive_finite_output_only() -> None:
+    # S: the output when finite and above 0 (1 byte counts), else 2 ranks x the 10-byte input
+    outs = [0.0, 1.0, math.inf, math.nan, -5.0, 64.0]
+    rows = []
+    for i, out in enumerate(outs):
+        rows += [_call(w, i, AG, i, 2, nbytes=10, out=out) for w in (0, 1)]
+    matched, _ = _frames(rows)
+    assert collective_table(matched)["size"].tolist() == [20.0, 1.0, 20.0, 20.0, 20.0, 64.0]
