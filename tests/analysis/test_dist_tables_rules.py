@@ -434,3 +434,17 @@ def test_all_gather_size_uses_a_positive_finite_output_only() -> None:
         rows += [_call(w, i, AG, i, 2, nbytes=10, out=out) for w in (0, 1)]
     matched, _ = _frames(rows)
     assert collective_table(matched)["size"].tolist() == [20.0, 1.0, 20.0, 20.0, 20.0, 64.0]
+
+
+def test_bandwidth_needs_a_positive_transfer_and_size() -> None:
+    # all_reduce on 2 ranks: no transfer time -> none; 0.5 us -> 1000 B / 0.5 us = 2 GB/s;
+    # 0 bytes -> none; 1 byte in 2 us -> 0.0005 GB/s; one rank of two -> none
+    rows = [_call(w, 0, AR, 0, 0, nbytes=100) for w in (0, 1)]
+    rows += [_call(w, 1, AR, 1, 0.5, nbytes=1000) for w in (0, 1)]
+    rows += [_call(w, 2, AR, 2, 2, nbytes=0) for w in (0, 1)]
+    rows += [_call(w, 3, AR, 3, 2, nbytes=1) for w in (0, 1)]
+    rows += [_call(0, 4, AR, 4, 2, nbytes=1000, size=2)]
+    matched, _ = _frames(rows)
+    table = collective_table(matched)
+    np.testing.assert_array_equal(table["algbw"], [np.nan, 2.0, np.nan, 0.0005, np.nan])
+    np.testing.assert_array_equal(table["busbw"], [np.nan, 2.0, np.nan, 0.0005, np.nan])
