@@ -448,3 +448,9 @@ def test_bandwidth_needs_a_positive_transfer_and_size() -> None:
     table = collective_table(matched)
     np.testing.assert_array_equal(table["algbw"], [np.nan, 2.0, np.nan, 0.0005, np.nan])
     np.testing.assert_array_equal(table["busbw"], [np.nan, 2.0, np.nan, 0.0005, np.nan])
+
+
+def test_a_sub_microsecond_skew_names_the_last_arriver() -> None:
+    matched, _ = _frames([_call(0, 0, AR, 0, 2.5), _call(1, 0, AR, 0, 2)])
+    [row] = collective_rows(["a", "b"], matched)["rows"]
+    assert (row["last_arriver"], row["skew_us"], row["transfer_us"]) == ("b", 0.5, 2.0)

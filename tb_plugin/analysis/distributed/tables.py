@@ -286,7 +286,7 @@ def _who(worker: str, devices: list[dict[str, Any]]) -> str:
 
 
 def _num(value: Any) -> Optional[float]:
-    return None if value is None or not math.isfinite(float(value)) else _round(value)
+    return None if value is None else _round(value)  # round3: None when not finite
 
 
 
