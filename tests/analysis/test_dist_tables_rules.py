@@ -454,3 +454,23 @@ def test_a_sub_microsecond_skew_names_the_last_arriver() -> None:
     matched, _ = _frames([_call(0, 0, AR, 0, 2.5), _call(1, 0, AR, 0, 2)])
     [row] = collective_rows(["a", "b"], matched)["rows"]
     assert (row["last_arriver"], row["skew_us"], row["transfer_us"]) == ("b", 0.5, 2.0)
+
+
+def test_straggler_shares_without_and_with_little_waiting() -> None:
+    # no skew anywhere: nobody imposes anything, every share 0
+    matched, keyed = _frames([_call(0, 0, AR, 0, 2), _call(1, 0, AR, 0, 2)])
+    out = straggler_rows(["a", "b"], keyed, matched)
+    assert (out["skewed_collectives"], out["total_wait_us"]) == (0, 0.0)
+    assert [(r["worker"], r["collectives"], r["imposed_share"]) for r in out["rows"]] == [
+        ("a", 0, 0.0), ("b", 0, 0.0)]
+    # half a microsecond of waiting in all: b imposes all of it
+    matched, keyed = _frames([_call(0, 0, AR, 0, 2.5), _call(1, 0, AR, 0, 2)])
+    out = straggler_rows(["a", "b"], keyed, matched)
+    assert [(r["worker"], r["imposed_share"]) for r in out["rows"]] == [("b", 1.0), ("a", 0.0)]
+
+
+def test_heat_map_values_keep_three_decimals() -> None:
+    matched, keyed = _frames([_call(0, 0, AR, 0, 1.0 + 1 / 7), _call(1, 0, AR, 0, 1.0)])
+    heat = heat_maps(["a", "b"], keyed, matched)
+    assert heat["collectives"]["values"] == [[0.143], [0.0]]
+    assert heat["steps"]["values"] == [[0.143], [0.0]]
