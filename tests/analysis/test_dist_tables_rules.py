@@ -474,3 +474,44 @@ def test_heat_map_values_keep_three_decimals() -> None:
     heat = heat_maps(["a", "b"], keyed, matched)
     assert heat["collectives"]["values"] == [[0.143], [0.0]]
     assert heat["steps"]["values"] == [[0.143], [0.0]]
+
+
+def test_heat_map_buckets_take_the_maximum_whatever_the_order() -> None:
+    # 401 collectives (3 per column) with waits (7 i) mod 11 on rank a: not monotone inside a
+    # bucket; steps by hundreds, the last collective in a step named "warmup" (after the numbers)
+    count, bucket = 2 * HEAT_MAX_COLUMNS + 1, 3
+    wait = [(7 * i) % 11 for i in range(count)]
+    step = [str(i // 100) if i < count - 1 else "warmup" for i in range(count)]
+    rows = [c for i in range(count)
+            for c in (_call(0, i, AR, i, 1.0 + wait[i], step[i]), _call(1, i, AR, i, 1.0, step[i]))]
+    matched, keyed = _frames(rows)
+    heat = heat_maps(["a", "b"], keyed, matched)
+    starts = range(0, count, bucket)
+    assert heat["collectives"]["values"][0] == [float(max(wait[i:i + bucket])) for i in starts]
+    names = ["0", "1", "2", "3", "warmup"]
+    assert heat["steps"] == {"columns": names, "values": [
+        [float(sum(w for w, s in zip(wait, step) if s == name)) for name in names],
+        [0.0] * len(names)]}
+
+
+def test_heat_map_rank_buckets_take_the_maximum_and_sum_whatever_the_order() -> None:
+    n = HEAT_MAX_RANKS + 1  # 2 ranks per row; waits (5 w) mod 13: not monotone in a pair
+    wait = [(5 * w) % 13 for w in range(n)]
+    matched, keyed = _frames([_call(w, 0, AR, 0, 1.0 + wait[w]) for w in range(n)])
+    assert min(wait) == 0  # the transfer is 1 us: each rank's wait is wait[w]
+    heat = heat_maps([f"w{i}" for i in range(n)], keyed, matched)
+    assert heat["collectives"]["values"] == [[float(max(wait[i:i + 2]))] for i in range(0, n, 2)]
+    assert heat["steps"]["values"] == [[float(sum(wait[i:i + 2]))] for i in range(0, n, 2)]
+
+
+def test_two_collectives_per_column_is_downsampled() -> None:
+    count = HEAT_MAX_COLUMNS + 1  # 201 -> 2 per column
+    rows = [c for i in range(count) for c in (_call(0, i, AR, i, 2.0), _call(1, i, AR, i, 1.0))]
+    matched, keyed = _frames(rows)
+    heat = heat_maps(["a", "b"], keyed, matched)
+    assert (heat["collectives"]["column_bucket"], heat["downsampled"]) == (2, True)
+    assert heat["note"] == ("Downsampled: 1 rank(s) per row, 2 collective(s) per column, the "
+                            "largest wait shown.")
+    exact = heat_maps(["a", "b"], *_frames(rows[:2 * HEAT_MAX_COLUMNS])[::-1])
+    assert (exact["collectives"]["column_bucket"], exact["downsampled"], exact["note"]) == (
+        1, False, "")
