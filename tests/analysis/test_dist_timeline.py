@@ -18,6 +18,8 @@ from tb_plugin.analysis.distributed.timeline import (
     RankChoiceError,
     build_rank_timeline,
     collective_links,
+    comm_track,
+    link_flows,
     shift_window,
 )
 from tb_plugin.load import load_trace
@@ -255,3 +257,33 @@ def test_links_sampled_evenly_above_the_limit() -> None:
                              {"a": 0.0, "b": 0.0}, 0.0, 1e9)
     assert (exact["total"], exact["capped"], exact["id"]) == (
         MAX_LINKS, False, list(range(MAX_LINKS)))
+
+
+def _links(collective: list[int], lane: list[int], end: list[float], capped: bool = False
+           ) -> dict[str, Any]:
+    return {"item_collective": collective, "item_lane": lane, "item_end": end, "capped": capped}
+
+
+def test_link_flows_join_consecutive_lanes_on_their_anchor_tracks() -> None:
+    links = _links([0, 0, 0, 1, 1, 2], [0, 1, 2, 0, 2, 1], [10.0, 11.0, 12.0, 20.0, 22.0, 30.0])
+    flows = link_flows(links, [5, 6, 7])
+    assert flows == {"total": 3, "capped": False, "limit": MAX_LINKS, "crossing": 0,
+                     "cats": ["collective"], "cat": [0, 0, 0], "from_track": [5, 6, 5],
+                     "from_depth": [0, 0, 0], "from_ts": [10.0, 11.0, 20.0],
+                     "from_id": [-1, -1, -1], "to_track": [6, 7, 7], "to_depth": [0, 0, 0],
+                     "to_ts": [11.0, 12.0, 22.0], "to_id": [-1, -1, -1]}
+    # a lane without tracks (-1) breaks its arrows: only collective 1's remains
+    missing = link_flows({**links, "capped": True}, [5, -1, 7])
+    assert (missing["total"], missing["capped"], missing["from_track"], missing["to_track"],
+            missing["from_ts"], missing["to_ts"]) == (1, True, [5], [7], [20.0], [22.0])
+    empty = link_flows(_links([], [], []), [])
+    assert (empty["total"], empty["from_track"], empty["to_ts"], empty["cat"]) == (0, [], [], [])
+
+
+def test_comm_track_prefers_the_communication_stream(two_ranks) -> None:
+    _, tables = two_ranks
+    table = tables["w0"]
+    tracks = [{"id": 3, "pid": "0", "tid": "stream 7"}, {"id": 4, "pid": "0", "tid": "stream 16"}]
+    assert comm_track(table, tracks) == 4  # the all_reduce kernel runs on stream 16
+    assert comm_track(table, tracks[:1]) == 3  # not shown: the first track
+    assert comm_track(table, []) == -1
