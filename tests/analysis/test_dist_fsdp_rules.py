@@ -15,7 +15,7 @@ import pandas as pd
 
 from tb_plugin.analysis.distributed.fsdp import LOW_OVERLAP, MAX_FSDP_ROWS, fsdp_advice, fsdp_layers
 from tb_plugin.analysis.distributed.summary import rank_summary
-from tests.analysis.helpers import make_table
+from tests.analysis.helpers import cpu_op, make_table
 from tests.support.fsdp_trace import FIRST_GATHER_END, distributed_info, fsdp_events
 
 NO_MODULES = ("No module events in the traces: record with with_stack=True (nn.Module events) "
@@ -61,11 +61,12 @@ def test_layers_group_clip_and_count_unattributed() -> None:
 
 
 def test_zero_time_rows_share_zero_among_many() -> None:
-    # many zero-time layers: each share is 0 (never a leftover value of the division)
+    # many zero-time layers: each share is 0 (never a leftover value of the division); a
+    # layer of half a microsecond has its share
     calls = _calls([(0, "all_gather", f"L{i}", 1, 0.0 if i % 2 else 3.0, 1.5)
-                    for i in range(64)])
+                    for i in range(64)] + [(0, "all_gather", "half", 1, 0.5, 0.25)])
     shares = [r["overlap_share"] for r in fsdp_layers({}, calls)["rows"]]
-    assert shares == [0.0 if i % 2 else 0.5 for i in range(64)]
+    assert shares == [0.0 if i % 2 else 0.5 for i in range(64)] + [0.5]
 
 
 def test_rows_bounded_in_first_seen_order() -> None:
@@ -83,8 +84,9 @@ def test_notes_without_modules(tmp_path: Path) -> None:
     summaries = _summaries(tmp_path)
     source = "nn.Module + FSDP annotations"
     empty = _calls([])
-    assert fsdp_layers(summaries, empty)["note"] == NO_MODULES  # no calls at all
-    assert fsdp_layers(summaries, empty)["source"] == source
+    assert fsdp_layers(summaries, empty) == {  # no calls at all
+        "source": source, "total": 0, "truncated": False, "rows": [], "unattributed_calls": 0,
+        "unattributed_us": 0.0, "note": NO_MODULES}
     assert fsdp_layers({}, empty)["note"] == NO_MODULES
     one = _calls([(0, "all_gather", "L0", 1, 5.0, 1.0)])
     assert fsdp_layers(summaries, one.drop(columns=["module"]))["note"] == NO_MODULES
@@ -106,11 +108,11 @@ def test_advice_below_half_overlap_only() -> None:
     assert LOW_OVERLAP == 0.5
     at = {"rows": [_row("A", "all_gather", 0.5, 100.0)]}
     assert fsdp_advice(at) == []
-    rows = [_row("A", "all_gather", 0.4999, 1500.0), _row("B", "all_gather", 0.5, 100.0),
-            _row("C", "reduce_scatter", 0.0, 9000.0), _row("D", "all_gather", 0.0, 250.0)]
+    rows = [_row("A", "all_gather", 0.4999, 8000.0), _row("B", "all_gather", 0.5, 100.0),
+            _row("C", "reduce_scatter", 0.0, 9000.0), _row("D", "all_gather", 0.0, 2000.0)]
     assert fsdp_advice({"rows": rows}) == [
         "FSDP prefetch: the all-gathers of 2 of 3 layers overlap computation for under 50% of "
-        "their time (A, D); 1.75 ms of all-gather is exposed over all ranks. Consider "
+        "their time (A, D); 10.00 ms of all-gather is exposed over all ranks. Consider "
         "forward_prefetch=True and backward_prefetch=BACKWARD_PRE (FSDP1), or explicit "
         "prefetching (FSDP2 set_modules_to_forward_prefetch), and check that "
         "limit_all_gathers / reshard_after_forward do not serialise them."]
@@ -123,3 +125,14 @@ def test_advice_names_five_layers_then_ellipsis() -> None:
     text = fsdp_advice({"rows": six})[0]
     assert "of 6 of 6 layers" in text and "(L0, L1, L2, L3, L4 ...);" in text
     assert "0.06 ms of all-gather" in text
+
+
+def test_sources_of_several_ranks_are_joined(tmp_path: Path) -> None:
+    fsdp = _summaries(tmp_path)["r0"]  # "nn.Module + FSDP annotations"
+    nn_only = rank_summary(make_table([cpu_op("nn.Module: A", 0, 10, cat="python_function")],
+                                      tmp_path))
+    assert nn_only.module_source == "nn.Module"
+    # each source named once, in one order
+    for pair in ({"a": nn_only, "b": fsdp}, {"a": fsdp, "b": nn_only}):
+        assert fsdp_layers(pair, _calls([]))["source"] == "nn.Module + FSDP annotations"
+    assert fsdp_layers({"a": nn_only, "b": nn_only}, _calls([]))["source"] == "nn.Module"
