@@ -271,3 +271,20 @@ def test_waits_are_per_step_means_over_two_steps(tmp_path):
     half = _run(tables, "rank:rank1=0.5")  # arrives at 200: rank0 waits 100 a step
     assert [(r["predicted_wait_us"], r["predicted_imposed_wait_us"]) for r in half["ranks"]] == [
         (100.0, 0.0), (0.0, 100.0)]
+
+
+def test_an_unknown_rank_names_the_workers(two, tmp_path):
+    with pytest.raises(EditError) as caught:
+        _run(two, "rank:rank7=0.5")
+    assert str(caught.value) == ("rank:rank7=0.5: no worker or rank 'rank7' in this span "
+                                 "(workers: rank0, rank1)")
+    # 17 workers: the first 16 named, then "..."
+    many = {f"w{i:02d}": two["rank0"] for i in range(17)}
+    with pytest.raises(EditError) as caught:
+        _run(many, "rank:x=0")
+    assert str(caught.value) == ("rank:x=0: no worker or rank 'x' in this span (workers: "
+                                 + ", ".join(f"w{i:02d}" for i in range(16)) + ", ...)")
+    exactly = {f"w{i:02d}": two["rank0"] for i in range(16)}
+    with pytest.raises(EditError) as caught:
+        _run(exactly, "rank:x=0")
+    assert str(caught.value).endswith(", w15)")
