@@ -47,6 +47,12 @@ def test_each_limit_binds() -> None:
     # 65 registers: ceil(65 x 32 / 256) = 9 -> 2304 a warp; floor(16384 / 2304) x 4 = 28 warps:
     # 7 blocks, 43.75 %
     assert _occupancy(regs, 128, regs=65) == 43.75
+    # one register already takes a 256-register allocation a warp: with 4096 registers an SM,
+    # floor(1024 / 256) x 4 = 16 warps, 4 blocks of 4 warps: 25 %
+    assert _occupancy({**BASE, "regsPerMultiprocessor": 4096}, 128, regs=1) == 25.0
+    # 801 registers x 32 = 25632 -> 101 allocations of 256 = 25856 a warp (not 100 x 256):
+    # 102800 / 4 = 25700 a sub-partition holds no such warp: 0 %
+    assert _occupancy({**BASE, "regsPerMultiprocessor": 102800}, 32, regs=801) == 0.0
     # shared memory: floor(100000 / 30000) = 3 blocks: 3 x 4 x 32 / 2048 = 18.75 %
     smem = {**BASE, "sharedMemPerMultiprocessor": 100000}
     assert _occupancy(smem, 128, shmem=30000) == 18.75
@@ -71,6 +77,7 @@ def test_unknown_properties_or_launch_give_nan() -> None:
     for props in ({}, {"numSms": 10}, {"maxThreadsPerMultiprocessor": 2048},
                   {**BASE, "numSms": 0}, {**BASE, "maxThreadsPerMultiprocessor": -1}):
         bpsm, occ = estimate_launch(props, blocks, threads, zeros, zeros)
+        assert bpsm.shape == occ.shape == (3,)
         assert np.isnan(bpsm).all() and np.isnan(occ).all()
 
 
