@@ -16,6 +16,7 @@ from tb_plugin.analysis.graph_launches import (
 )
 from tb_plugin.analysis.graphs import (
     CAPTURE_NOTE,
+    TOP_OWNERS,
     graph_annotations,
     graph_summary,
     merge_capture,
@@ -328,3 +329,46 @@ def test_capture_windows_per_thread_and_open_ended(tmp_path):
             for r in captured_launch_rows(table)] == [("cudaLaunchKernel", 22.0),
                                                       ("cudaMemcpyAsync", 130.0)]
     assert len(capture_windows(make_table([runtime(1, 1, corr=1)], tmp_path))) == 0
+
+
+def test_replay_note_and_owners_by_time_then_name(tmp_path):
+    """Three graph launches: G1 inside aten::linear (an operator: 20 us of kernels), G2 inside
+    annotation "a" (20 us), G3 inside nothing (10 us): 40 of 50 us attributed, 80.0 %; owners
+    by time, ties by name (a before aten::linear)."""
+    table = make_table([
+        step(1, 0, 1000),
+        cpu_op("aten::linear", 0, 100, ext=1),
+        runtime(10, 5, corr=1, ext=1, name="cudaGraphLaunch"), kernel(20, 20, corr=1),
+        cpu_op("a", 200, 100, cat="user_annotation"),
+        runtime(210, 5, corr=2, name="cudaGraphLaunch"), kernel(220, 5, corr=2),
+        kernel(230, 15, corr=2),
+        runtime(400, 5, corr=3, name="cudaGraphLaunch"), kernel(410, 10, corr=3),
+    ], tmp_path)
+    s = graph_summary(table)
+    assert (s["mode"], s["launches"], s["launch_us"], s["replayed_kernels"],
+            s["replayed_kernel_us"], s["attributed_kernel_us"]) == ("replay", 3, 15.0, 4, 50.0,
+                                                                     40.0)
+    assert s["owners"] == [{"name": "a", "kind": "annotation", "kernels": 2, "kernel_us": 20.0},
+                           {"name": "aten::linear", "kind": "operator", "kernels": 1,
+                            "kernel_us": 20.0}]
+    assert s["notes"] == [
+        "CUDA/HIP graph trace: 3 graph launch(es) replayed 4 kernels; each launch is counted "
+        "once, and 80.0% of the replayed kernel time is attributed to the operator or "
+        "annotation around its launch."]
+
+
+def test_owners_bounded(tmp_path):
+    events = [step(1, 0, 100_000)]
+    for i in range(TOP_OWNERS + 1):  # annotation i holds a graph launch of i + 1 us of kernels
+        events += [cpu_op(f"ann{i:02d}", 100 * i, 50, cat="user_annotation"),
+                   runtime(100 * i + 5, 2, corr=i + 1, name="cudaGraphLaunch"),
+                   kernel(100 * i + 10, i + 1, corr=i + 1)]
+    s = graph_summary(make_table(events, tmp_path))
+    assert [o["name"] for o in s["owners"]] == [f"ann{i:02d}" for i in range(TOP_OWNERS, 0, -1)]
+
+
+def test_plain_trace_has_no_graph_notes(tmp_path):
+    s = graph_summary(make_table([step(1, 0, 100), runtime(10, 5, corr=1),
+                                  kernel(20, 10, corr=1)], tmp_path))
+    assert (s["mode"], s["launches"], s["replayed_kernels"], s["owners"], s["notes"]) == (
+        "none", 0, 0, [], [])
