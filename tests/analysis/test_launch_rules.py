@@ -57,6 +57,8 @@ def test_each_limit_binds() -> None:
     smem = {**BASE, "sharedMemPerMultiprocessor": 100000}
     assert _occupancy(smem, 128, shmem=30000) == 18.75
     assert _occupancy(smem, 128, shmem=0) == 100.0
+    # 1 byte of 3 an SM: 3 blocks again
+    assert _occupancy({**BASE, "sharedMemPerMultiprocessor": 3}, 128, shmem=1) == 18.75
     # 32 threads = 1 warp: threads allow 64 blocks; capability 8.9: 24 blocks -> 37.5 %,
     # unknown: 32 -> 50 %, 8.0 (not listed): 32
     assert _occupancy({**BASE, "computeMajor": 8, "computeMinor": 9}, 32) == 37.5
@@ -67,6 +69,11 @@ def test_each_limit_binds() -> None:
 def test_achieved_below_theoretical() -> None:
     # 20 blocks x 48 threads / 10 SMs / 2048 = 4.6875 % (theoretical: 100 %)
     assert _occupancy(BASE, 48, blocks=20) == pytest.approx(4.6875)
+
+
+def test_one_thread_a_block_is_a_launch() -> None:
+    # 1000 blocks of 1 thread on 10 SMs: 100 threads an SM of 2048 = 4.8828125 %
+    assert _occupancy(BASE, 1) == 100 * 1000 / 10 / 2048
 
 
 def test_unknown_properties_or_launch_give_nan() -> None:
