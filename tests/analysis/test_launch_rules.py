@@ -103,5 +103,9 @@ def test_device_properties_by_id_else_position(tmp_path) -> None:
     assert device_properties(with_ids, 2) == {}
     no_ids = make_table([], tmp_path, deviceProperties=[{"name": "A"}, {"name": "B"}])
     assert device_properties(no_ids, 1) == {"name": "B"}
+    assert device_properties(no_ids, 0) == {"name": "A"}
+    # entries with ids are never taken by position
+    other_ids = make_table([], tmp_path, deviceProperties=[{"id": 5, "name": "X"}])
+    assert device_properties(other_ids, 0) == {} and device_properties(other_ids, 5)["name"] == "X"
     assert device_properties(no_ids, 2) == {} and device_properties(no_ids, -1) == {}
     assert device_properties(make_table([], tmp_path), 0) == {}
