@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tb_plugin.analysis.gpu_idle.critical_path import FORMULA, MAX_STEPS, critical_paths
+from tb_plugin.analysis.gpu_idle.critical_path import (
+    EDGE_NAMES,
+    FORMULA,
+    MAX_STEPS,
+    critical_paths,
+    step_path,
+)
 from tb_plugin.analysis.graph_launches import BACKLOG_MIN_US
 
 from .helpers import kernel, make_table, runtime, step
@@ -75,3 +81,32 @@ def test_at_most_max_steps(tmp_path) -> None:
         str(i) for i in range(MAX_STEPS)]
     exact = critical_paths(make_table(events[:3 * MAX_STEPS], tmp_path))
     assert not exact["truncated"] and len(exact["steps"]) == MAX_STEPS
+
+
+def test_step_path_runs_source_first_with_its_edges(two_steps, tmp_path) -> None:
+    path = step_path(two_steps, "2")
+    assert (path["step"], path["start_us"], path["end_us"]) == ("2", 100.0, 200.0)
+    assert _names(two_steps, path["rows"].tolist()) == [("cudaLaunchKernel", 110.0),
+                                                        (KERNEL, 150.0)]
+    # the first row has no edge into it; the kernel is bound by its launch
+    assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [None, "launch"]
+    assert step_path(two_steps, "2") is path  # memoised per step
+    with pytest.raises(KeyError):
+        step_path(two_steps, "9")
+    # a step past MAX_STEPS has its path too: queued kernels, stream edges
+    events = [e for i in range(MAX_STEPS + 1)
+              for e in (step(i, 100 * i, 100), runtime(100 * i + 10, 5, corr=i + 1),
+                        kernel(100 * i + 20, 10, corr=i + 1))]
+    table = make_table(events, tmp_path)
+    last = step_path(table, str(MAX_STEPS))
+    assert _names(table, last["rows"].tolist()) == [
+        ("cudaLaunchKernel", 100.0 * MAX_STEPS + 10), (KERNEL, 100.0 * MAX_STEPS + 20)]
+    # a step without nodes between two with: an empty path, and no row in the card
+    gap = make_table([step(1, 0, 100), step(2, 100, 100), step(3, 200, 100),
+                      runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                      runtime(210, 5, corr=2), kernel(220, 10, corr=2)], tmp_path)
+    middle = step_path(gap, "2")
+    assert (middle["rows"].tolist(), middle["edges"].tolist()) == ([], [])
+    assert (middle["start_us"], middle["end_us"]) == (100.0, 200.0)
+    assert [r["step"] for r in critical_paths(gap)["steps"]] == ["1", "3"]
+    assert critical_paths(gap, "2")["step"] is None
