@@ -110,3 +110,36 @@ def test_step_path_runs_source_first_with_its_edges(two_steps, tmp_path) -> None
     assert (middle["start_us"], middle["end_us"]) == (100.0, 200.0)
     assert [r["step"] for r in critical_paths(gap)["steps"]] == ["1", "3"]
     assert critical_paths(gap, "2")["step"] is None
+
+
+def test_host_order_is_per_thread(tmp_path) -> None:
+    """Thread 1: launch L1 [10,15) -> K1 [20,30), cudaMalloc M [40,45). Thread 2: cudaMalloc X
+    [12,35), cudaFree Y [60,70). The sink Y is bound by X (host order on its own thread, not by
+    M, which ends later on another thread): Y 10 + X 23 runtime; host compute [0,12), [35,60)
+    and [70,100): 12 + 25 + 30."""
+    table = make_table([step(1, 0, 100), runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                        runtime(40, 5, corr=90, name="cudaMalloc"),
+                        runtime(12, 23, corr=91, name="cudaMalloc", tid=2),
+                        runtime(60, 10, corr=92, name="cudaFree", tid=2)], tmp_path)
+    result = critical_paths(table)
+    [row] = result["steps"]
+    assert row["shares_us"] == {**ZERO, "host_compute": 67.0, "runtime": 33.0}
+    assert row["nodes"] == 2
+    assert _names(table, result["event_ids"]) == [("cudaMalloc", 12.0), ("cudaFree", 60.0)]
+
+
+def test_stream_order_is_per_stream(tmp_path) -> None:
+    """L1 [10,15) -> K1 [20,30) on stream 7; L2 [16,18) -> K2 [40,100) and L3 [19,21) -> K3
+    [100,150) on stream 8: K3 is bound by K2 (stream order), K2 by L2 (launch, waiting
+    [18,40)), L2 by L1 (host order, gap [15,16)); K1 on the other stream binds nothing.
+    Kernel 50 + 60; launch L1 5 + L2 2 + wait 22; host compute [0,10), [15,16), [150,200)."""
+    table = make_table([step(1, 0, 200), runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                        runtime(16, 2, corr=2), kernel(40, 60, corr=2, stream=8),
+                        runtime(19, 2, corr=3), kernel(100, 50, corr=3, stream=8)], tmp_path)
+    result = critical_paths(table)
+    [row] = result["steps"]
+    assert row["shares_us"] == {**ZERO, "host_compute": 61.0, "launch": 29.0, "kernel": 110.0}
+    assert [ts for _, ts in _names(table, result["event_ids"])] == [10.0, 16.0, 40.0, 100.0]
+    path = step_path(table, "1")
+    assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [
+        None, "host_order", "launch", "stream"]
