@@ -17,7 +17,7 @@ from tb_plugin.analysis.gpu_idle.critical_path import (
 )
 from tb_plugin.analysis.graph_launches import BACKLOG_MIN_US
 
-from .helpers import kernel, make_table, runtime, step
+from .helpers import kernel, make_table, memcpy, runtime, step
 
 KERNEL = "void gemm_kernel<float>()"
 ZERO = dict.fromkeys(("host_compute", "launch", "runtime", "kernel", "sync", "idle",
@@ -143,3 +143,16 @@ def test_stream_order_is_per_stream(tmp_path) -> None:
     path = step_path(table, "1")
     assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [
         None, "host_order", "launch", "stream"]
+
+
+def test_a_synchronous_copy_binds_its_call(tmp_path) -> None:
+    """cudaMemcpy [10,50) runs its copy [20,40) and returns after it: the call is bound by the
+    copy (blocking), the copy by nothing (the call ends after it). Launch [40,50) 10; the copy
+    20 (kernel); idle [0,20) before the copy (no dependency ends before it); host [50,100)."""
+    table = make_table([step(1, 0, 100), runtime(10, 40, corr=1, name="cudaMemcpy"),
+                        memcpy(20, 20, corr=1)], tmp_path)
+    [row] = critical_paths(table)["steps"]
+    assert row["shares_us"] == {**ZERO, "idle": 20.0, "kernel": 20.0, "launch": 10.0,
+                                "host_compute": 50.0}
+    path = step_path(table, "1")
+    assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [None, "blocking"]
