@@ -156,3 +156,24 @@ def test_a_synchronous_copy_binds_its_call(tmp_path) -> None:
                                 "host_compute": 50.0}
     path = step_path(table, "1")
     assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [None, "blocking"]
+
+
+@pytest.mark.parametrize("sync_end, shares", [
+    # the kernel ends with the synchronize call (still running when it started): S waits for
+    # it; S adds nothing after K's end. cudaMalloc N [60,65) follows S on the thread.
+    (50.0, {"host_compute": 55.0, "runtime": 5.0, "kernel": 30.0, "launch": 10.0}),
+    # S outlasts K by 2: that tail is sync time
+    (52.0, {"host_compute": 53.0, "runtime": 5.0, "kernel": 30.0, "launch": 10.0, "sync": 2.0}),
+])
+def test_a_synchronize_call_waits_for_the_running_kernel(tmp_path, sync_end, shares) -> None:
+    """L [10,15) -> K [20,50); cudaStreamSynchronize S [30, sync_end) on the same thread, then
+    N. Path N <- S (host order) <- K (sync) <- L (launch): host [0,10), [sync_end,60) and
+    [65,100); launch L 5 + wait 5; K 30; N 5."""
+    table = make_table([step(1, 0, 100), runtime(10, 5, corr=1), kernel(20, 30, corr=1),
+                        runtime(30, sync_end - 30, corr=2, name="cudaStreamSynchronize"),
+                        runtime(60, 5, corr=3, name="cudaMalloc")], tmp_path)
+    [row] = critical_paths(table)["steps"]
+    assert row["shares_us"] == {**ZERO, **shares}
+    path = step_path(table, "1")
+    assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [
+        None, "launch", "sync", "host_order"]
