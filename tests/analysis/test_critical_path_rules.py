@@ -177,3 +177,17 @@ def test_a_synchronize_call_waits_for_the_running_kernel(tmp_path, sync_end, sha
     path = step_path(table, "1")
     assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [
         None, "launch", "sync", "host_order"]
+
+
+def test_a_kernel_done_when_the_synchronize_starts_is_not_waited_for(tmp_path) -> None:
+    """K [20,30) ends exactly when S [30,35) starts: S did not wait for it, so S is bound by L
+    (host order) and K is off the path: N 5 runtime, S 5 sync, L 5 launch; host [0,10),
+    [15,30), [35,60), [65,100)."""
+    table = make_table([step(1, 0, 100), runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                        runtime(30, 5, corr=2, name="cudaStreamSynchronize"),
+                        runtime(60, 5, corr=3, name="cudaMalloc")], tmp_path)
+    [row] = critical_paths(table)["steps"]
+    assert row["shares_us"] == {**ZERO, "host_compute": 85.0, "runtime": 5.0, "sync": 5.0,
+                                "launch": 5.0}
+    assert [EDGE_NAMES[e] if e >= 0 else None for e in step_path(table, "1")["edges"]] == [
+        None, "host_order", "host_order"]
