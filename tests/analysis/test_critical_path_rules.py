@@ -191,3 +191,20 @@ def test_a_kernel_done_when_the_synchronize_starts_is_not_waited_for(tmp_path) -
                                 "launch": 5.0}
     assert [EDGE_NAMES[e] if e >= 0 else None for e in step_path(table, "1")["edges"]] == [
         None, "host_order", "host_order"]
+
+
+def test_step_nodes_start_inside_the_half_open_step(tmp_path) -> None:
+    """Steps [0,100) and [100,200): cudaMalloc M1 at 0 (the step's first instant) is step 1's
+    only node; M2 at 100 belongs to step 2 only."""
+    table = make_table([step(1, 0, 100), step(2, 100, 100),
+                        runtime(0, 5, corr=1, name="cudaMalloc"),
+                        runtime(100, 5, corr=2, name="cudaMalloc")], tmp_path)
+    rows = critical_paths(table)["steps"]
+    assert [(r["step"], r["nodes"], r["shares_us"]) for r in rows] == [
+        ("1", 1, {**ZERO, "runtime": 5.0, "host_compute": 95.0}),
+        ("2", 1, {**ZERO, "runtime": 5.0, "host_compute": 95.0})]
+
+
+def test_no_steps_no_paths(tmp_path) -> None:
+    assert critical_paths(make_table([], tmp_path)) == {
+        "formula": FORMULA, "steps": [], "truncated": False, "step": None, "event_ids": []}
