@@ -208,3 +208,41 @@ def test_step_nodes_start_inside_the_half_open_step(tmp_path) -> None:
 def test_no_steps_no_paths(tmp_path) -> None:
     assert critical_paths(make_table([], tmp_path)) == {
         "formula": FORMULA, "steps": [], "truncated": False, "step": None, "event_ids": []}
+
+
+def test_work_from_before_the_step_counts_from_the_step_start(tmp_path) -> None:
+    """Steps [20,100) and [100,200). L0 [5,10) (before every step) launched K0 [90,130); step
+    2's L2 [105,110) launched K2 [130,150), queued behind K0 on the stream. Step 2's path: K2
+    (20) <- K0 (stream), counted from the step start: [100,130) 30; then host [150,200)."""
+    table = make_table([step(1, 20, 80), step(2, 100, 100), runtime(5, 5, corr=1),
+                        kernel(90, 40, corr=1), runtime(105, 5, corr=2),
+                        kernel(130, 20, corr=2)], tmp_path)
+    second = critical_paths(table, "2")
+    assert [r["shares_us"] for r in second["steps"] if r["step"] == "2"] == [
+        {**ZERO, "kernel": 50.0, "host_compute": 50.0}]
+    assert [ts for _, ts in _names(table, second["event_ids"])] == [90.0, 130.0]
+
+
+def test_a_dependency_ending_at_the_step_start_ends_the_path(tmp_path) -> None:
+    """The step [95,195) starts when launch L [90,95) (the trace's first row) ends; its kernel
+    K [110,120) is the step's only node. The path stops at K: the wait [95,110) is launch
+    time (K's edge), not idle; host after it [120,195)."""
+    table = make_table([runtime(90, 5, corr=1), step(1, 95, 100), kernel(110, 10, corr=1)],
+                       tmp_path)
+    assert int(table.events["ts"].to_numpy().argmin()) == 0
+    result = critical_paths(table)
+    [row] = result["steps"]
+    assert (row["nodes"], row["shares_us"]) == (1, {**ZERO, "launch": 15.0, "kernel": 10.0,
+                                                    "host_compute": 75.0})
+    assert _names(table, result["event_ids"]) == [(KERNEL, 110.0)]
+
+
+def test_a_host_call_ending_at_the_step_start_ends_the_path(tmp_path) -> None:
+    """cudaMalloc M1 [90,100) ends exactly at step 2's start; M2 [110,115) follows it on the
+    thread: step 2's path is M2 alone, with host compute [100,110) before it."""
+    table = make_table([step(1, 0, 100), step(2, 100, 100),
+                        runtime(90, 10, corr=1, name="cudaMalloc"),
+                        runtime(110, 5, corr=2, name="cudaFree")], tmp_path)
+    rows = {r["step"]: r for r in critical_paths(table, "2")["steps"]}
+    assert (rows["2"]["nodes"], rows["2"]["shares_us"]) == (
+        1, {**ZERO, "runtime": 5.0, "host_compute": 95.0})
