@@ -10,7 +10,7 @@ from pathlib import Path
 from tb_plugin.analysis.distributed.groups import NETWORK_LINK, NETWORK_PEAK_GBPS
 from tb_plugin.analysis.distributed.run import build_distributed, matching
 from tb_plugin.analysis.distributed.summary import Group, rank_summary
-from tests.analysis.helpers import make_table
+from tests.analysis.helpers import cpu_op, make_table
 from tests.support.fsdp_trace import FIRST_GATHER_END, fsdp_events
 
 SEQUENCE = ("Matched by (process group, sequence number): every call carries record_param_comms' "
@@ -132,3 +132,16 @@ def test_rank_summary_fields(tmp_path: Path) -> None:
                                     distributedInfo={"rank": "x"}, hostname="hostB"))
     assert (other.rank, other.world_size, other.backend, other.hostname) == (
         None, None, None, "hostB")
+
+
+def test_messages_for_differing_call_counts_and_silent_workers(tmp_path: Path) -> None:
+    """w0 has the trace's three all-gathers and one reduce-scatter; w1 lacks the last
+    all-gather; w2 has no communication at all."""
+    full = fsdp_events(FIRST_GATHER_END[0])
+    payload = build_distributed({
+        "w0": make_table(full, tmp_path), "w1": make_table(full[:-2], tmp_path),
+        "w2": make_table([cpu_op("aten::mm", 0, 10)], tmp_path)})
+    assert payload["messages"] == [
+        "w2: no communication ops found.",
+        "nccl:_all_gather_base: call counts differ between workers (w0: 3, w1: 2); calls were "
+        "matched in order per process group, the first 2 on every worker."]
