@@ -11,7 +11,7 @@ from tb_plugin.analysis.distributed.groups import NETWORK_LINK, NETWORK_PEAK_GBP
 from tb_plugin.analysis.distributed.run import build_distributed, matching
 from tb_plugin.analysis.distributed.summary import Group, rank_summary
 from tests.analysis.helpers import cpu_op, make_table
-from tests.support.fsdp_trace import FIRST_GATHER_END, fsdp_events
+from tests.support.fsdp_trace import FIRST_GATHER_END, distributed_info, fsdp_events
 
 SEQUENCE = ("Matched by (process group, sequence number): every call carries record_param_comms' "
             "Seq, so ranks whose windows differ still meet.")
@@ -145,3 +145,29 @@ def test_messages_for_differing_call_counts_and_silent_workers(tmp_path: Path) -
         "w2: no communication ops found.",
         "nccl:_all_gather_base: call counts differ between workers (w0: 3, w1: 2); calls were "
         "matched in order per process group, the first 2 on every worker."]
+
+
+def test_a_collective_missing_on_one_rank_is_unmatched(tmp_path: Path) -> None:
+    """Ranks 0 and 1 of a world of 2; rank 1 lacks the last all-gather [3000,3100): on rank 0
+    it is unmatched (neither transfer nor wait), and per step only its part inside the step
+    counts: the trace has no launch calls, so the fallback step "0" ends with the last host
+    op [3000,3010): 10 us. Rank 0's matched time: all-gather #0 [15,215) of which the last
+    100 us are transfer (rank 1 took 100), #1 100 us, the reduce-scatter 200 us: transfer 400,
+    synchronizing 100."""
+    full = fsdp_events(FIRST_GATHER_END[0])
+    payload = build_distributed({
+        "w0": make_table(full, tmp_path, distributedInfo=distributed_info(0)),
+        "w1": make_table(fsdp_events(FIRST_GATHER_END[1])[:-2], tmp_path,
+                         distributedInfo=distributed_info(1))})
+    assert payload["wait"]["0"]["w0"] == {"transfer": 400.0, "synchronizing": 100.0,
+                                          "unmatched": 10.0}
+    # rank 1's step ends with its last host op, aten::mm [2030,2040): its reduce-scatter
+    # [2050,2250) lies after it; the two all-gathers are 100 us of transfer each
+    assert payload["wait"]["0"]["w1"] == {"transfer": 200.0, "synchronizing": 0.0,
+                                          "unmatched": 0.0}
+    rows = {r["name"]: r for r in payload["comm_ops"]["w0"]["rows"]}
+    assert (rows["nccl:_all_gather_base"]["unmatched_calls"],
+            rows["nccl:_reduce_scatter_base"]["unmatched_calls"]) == (1, 0)
+    [unmatched] = [c for c in payload["collectives"]["rows"] if c["ranks"] == 1]
+    assert (unmatched["seq"], unmatched["transfer_us"], unmatched["skew_us"],
+            unmatched["last_arriver"], unmatched["complete"]) == (2, None, None, None, False)
