@@ -12,7 +12,7 @@ from tb_plugin.analysis.whatif.engine import MAX_STEPS
 from tb_plugin.load import load_trace
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
-from .helpers import cpu_op, kernel, make_table, runtime, step
+from .helpers import cpu_op, kernel, make_table, memcpy, runtime, step
 
 SYNC = "cudaDeviceSynchronize"
 K2 = "void big_kernel<float>()"
@@ -201,3 +201,20 @@ def test_replays_of_the_samples(run):
     assert paths
     for path in paths:
         _check_replays(path)
+
+
+@pytest.mark.parametrize("device_event, edit", [
+    (memcpy(30, 100, corr=1), "memcpy=0"),
+    (kernel(30, 100, corr=1, name="ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
+     "communication=0"),
+])
+def test_removing_the_waited_for_device_work(tmp_path, device_event, edit):
+    """Step [0,1000): a launch [10,20) starts 100 us of device work at 30; a synchronize
+    [40,140) waits for it until 130 (tail 10). Without that work the synchronize returns
+    after its tail: [40,50), 90 us earlier: 910."""
+    events = [step(1, 0, 1000), runtime(10, 10, corr=1, name="cudaMemcpyAsync"), device_event,
+              runtime(40, 100, corr=90, name=SYNC)]
+    table = make_table(events, tmp_path)
+    assert _predict(table, edit) == pytest.approx(910.0)
+    other = "communication=0" if edit == "memcpy=0" else "memcpy=0"
+    assert _predict(table, other) == pytest.approx(1000.0)  # the other kind: nothing changes
