@@ -4,6 +4,7 @@ detail payload are the path's, on a hand-built trace whose paths are derived in 
 import numpy as np
 import pytest
 
+from tb_plugin.analysis.timeline.critical import MAX_EDGES
 from tb_plugin.analysis.timeline.view import build_timeline
 from tb_plugin.views.errors import NotInTrace
 from tb_plugin.views.registry import build_view
@@ -116,3 +117,23 @@ def test_a_window_beside_the_path_has_no_edges(table):
     edges = build_timeline(table, 80.0, 200.0, width=1000, critical_step="1")["critical"]["edges"]
     assert (edges["total"], edges["from_id"], edges["to_id"]) == (1, [k2], [s])
     assert edges["from_ts"] == [0] and edges["to_ts"] == [0]  # both at 80, relative to 80
+
+
+def test_edges_are_sampled_evenly_above_max_edges(tmp_path):
+    """2100 launches [0.1 i, 0.1 i + 0.05) of kernels queued back to back [1000 + i,
+    1001 + i): the path is L0, K0, K1, ..., K2099 (2100 edges: launch, then stream order);
+    MAX_EDGES of them are sent, an even sample, first and last included."""
+    n = 2100
+    events = [step(1, 0, 4000)]
+    for i in range(n):
+        events += [runtime(0.1 * i, 0.05, corr=i + 1), kernel(1000 + i, 1, corr=i + 1)]
+    table = make_table(events, tmp_path)
+    payload = build_timeline(table, width=1000, critical_step="1")
+    edges = payload["critical"]["edges"]
+    assert (edges["total"], edges["capped"], len(edges["kind"])) == (n, True, MAX_EDGES)
+    assert payload["critical"]["nodes"] == n + 1
+    keep = np.linspace(0, n - 1, MAX_EDGES).astype(np.int64)
+    kinds = ["launch"] + ["stream"] * (n - 1)
+    assert [edges["kinds"][k] for k in edges["kind"]] == [kinds[i] for i in keep]
+    # where each stream edge leaves: the previous kernel's end (relative to the trace start)
+    assert edges["from_ts"][1:] == [1000.0 + i for i in keep[1:]]
