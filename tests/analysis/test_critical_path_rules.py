@@ -90,9 +90,11 @@ def test_step_path_runs_source_first_with_its_edges(two_steps, tmp_path) -> None
                                                         (KERNEL, 150.0)]
     # the first row has no edge into it; the kernel is bound by its launch
     assert [EDGE_NAMES[e] if e >= 0 else None for e in path["edges"]] == [None, "launch"]
+    assert path["edges"].tolist() == [-1, EDGE_NAMES.index("launch")]
     assert step_path(two_steps, "2") is path  # memoised per step
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as missing:
         step_path(two_steps, "9")
+    assert missing.value.args == ("9",)
     # a step past MAX_STEPS has its path too: queued kernels, stream edges
     events = [e for i in range(MAX_STEPS + 1)
               for e in (step(i, 100 * i, 100), runtime(100 * i + 10, 5, corr=i + 1),
