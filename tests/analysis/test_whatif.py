@@ -218,3 +218,16 @@ def test_removing_the_waited_for_device_work(tmp_path, device_event, edit):
     assert _predict(table, edit) == pytest.approx(910.0)
     other = "communication=0" if edit == "memcpy=0" else "memcpy=0"
     assert _predict(table, other) == pytest.approx(1000.0)  # the other kind: nothing changes
+
+
+def test_a_driver_call_inside_a_runtime_call_is_not_a_call_of_its_own(tmp_path):
+    """cudaLaunchKernel [10,20) holds the driver's cuLaunchKernel [12,15) (same correlation):
+    one call, the outer. With cudaLaunchKernel [50,55) launching nothing and cudaMalloc on
+    another thread: 3 calls. launch=0 removes the launching call's 10 us: the thread's end
+    moves from 100 to 90; the call without device work keeps its 5 us."""
+    table = make_table([step(1, 0, 100), runtime(10, 10, corr=1),
+                        runtime(12, 3, corr=1, name="cuLaunchKernel", cat="cuda_driver"),
+                        kernel(30, 10, corr=1), runtime(50, 5, corr=2),
+                        runtime(50, 5, corr=3, name="cudaMalloc", tid=2)], tmp_path)
+    [row] = build_whatif(table, parse_edits("launch=0"))["steps"]
+    assert (row["calls"], row["device_events"], row["predicted_us"]) == (3, 1, 90.0)
