@@ -8,6 +8,7 @@ from __future__ import annotations
 from tb_plugin.analysis.gpu_idle.launch_stats import (
     TOP_OUTLIERS,
     TOP_SEQUENCES,
+    annotation_breakdown,
     kernel_sequences,
     launch_stats,
 )
@@ -73,3 +74,20 @@ def test_sequences_bounded(tmp_path) -> None:
                    kernel(100 * i + 10, i + 1, corr=i + 1)]
     seqs = kernel_sequences(make_table(events, tmp_path))
     assert [s["operator"] for s in seqs] == [f"op{i}" for i in range(TOP_SEQUENCES, 0, -1)]
+
+
+def test_annotation_rows_order_and_exclusions(tmp_path) -> None:
+    """Host annotations "b" [0,50) and "a" [100,150) each hold one launch of a 10 us kernel;
+    "c" [200,260) holds none; "z" has no duration (excluded), the step marker is no
+    annotation. Order: GPU time, then wall time, then name: a, b (tie), c."""
+    events = [step(1, 0, 1000),
+              cpu_op("b", 0, 50, cat="user_annotation"), runtime(10, 2, corr=1),
+              kernel(20, 10, corr=1),
+              cpu_op("a", 100, 50, cat="user_annotation"), runtime(110, 2, corr=2),
+              kernel(120, 10, corr=2),
+              cpu_op("c", 200, 60, cat="user_annotation"),
+              cpu_op("z", 300, 0, cat="user_annotation")]
+    rows = annotation_breakdown(make_table(events, tmp_path))
+    assert [(r["side"], r["name"], r["ranges"], r["wall_us"], r["gpu_us"], r["kernels"])
+            for r in rows] == [("host", "a", 1, 50.0, 10.0, 1), ("host", "b", 1, 50.0, 10.0, 1),
+                               ("host", "c", 1, 60.0, 0.0, 0)]
