@@ -219,3 +219,14 @@ def test_bandwidth_needs_a_positive_transfer_and_size() -> None:
     table = collective_table(matched)
     np.testing.assert_array_equal(table["algbw"], [np.nan, 2.0, np.nan, 0.0005, np.nan])
     np.testing.assert_array_equal(table["busbw"], [np.nan, 2.0, np.nan, 0.0005, np.nan])
+
+
+def test_bandwidth_rows_sorted_by_kind_then_group_size() -> None:
+    # first seen: reduce over 3 ranks, reduce over 2, all_gather over 2: rows sorted by kind
+    # then size
+    rows = [_call(w, 0, RED, 0, 2, nbytes=1000) for w in (0, 1, 2)]
+    rows += [_call(w, 1, RED, 0, 2, nbytes=1000, group="h") for w in (0, 1)]
+    rows += [_call(w, 2, AG, 0, 2, nbytes=1000) for w in (0, 1)]
+    matched, _ = _frames(rows)
+    assert [(r["collective"], r["group_size"]) for r in bandwidth_rows(matched, [])] == [
+        ("all_gather", 2), ("reduce", 2), ("reduce", 3)]
