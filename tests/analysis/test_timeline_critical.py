@@ -137,3 +137,38 @@ def test_edges_are_sampled_evenly_above_max_edges(tmp_path):
     assert [edges["kinds"][k] for k in edges["kind"]] == [kinds[i] for i in keep]
     # where each stream edge leaves: the previous kernel's end (relative to the trace start)
     assert edges["from_ts"][1:] == [1000.0 + i for i in keep[1:]]
+
+
+def _place(payload, event_id: int) -> tuple[int, int]:
+    """(track id, row) of an event drawn alone in the payload."""
+    [found] = [(t["id"], depth) for t in payload["tracks"] for depth, r in enumerate(t["rows"])
+               if event_id in r["events"]["id"]]
+    return found
+
+
+def test_edge_ends_name_their_tracks_and_rows(table):
+    a, k1, k2, s = (_row(table, n) for n in ("cudaLaunchKernel", "K1", "K2",
+                                             "cudaDeviceSynchronize"))
+    payload = build_timeline(table, width=2000, critical_step="1")
+    edges = payload["critical"]["edges"]
+    assert list(zip(edges["from_track"], edges["from_depth"])) == [
+        _place(payload, e) for e in (a, k1, k2)]
+    assert list(zip(edges["to_track"], edges["to_depth"])) == [
+        _place(payload, e) for e in (k1, k2, s)]
+
+
+def test_an_edge_starting_at_the_window_end_is_sent(table):
+    # A -> K1 runs from A's end (15) to K1's start (20): a window ending at 15 touches it
+    a, k1 = _row(table, "cudaLaunchKernel"), _row(table, "K1")
+    edges = build_timeline(table, 0.0, 15.0, width=100, critical_step="1")["critical"]["edges"]
+    assert (edges["total"], edges["from_id"], edges["to_id"]) == (1, [a], [k1])
+
+
+def test_the_trace_first_event_on_the_path_is_marked(tmp_path):
+    # no step marker: the launch call is the CPU track's first event (index position 0)
+    table = make_table([runtime(10, 5, corr=1), kernel(20, 10, corr=1, name="K")], tmp_path)
+    payload = build_timeline(table, width=2000, critical_step="0")
+    assert _marked(payload) == {_row(table, "cudaLaunchKernel"), _row(table, "K")}
+    narrow = build_timeline(table, 0.0, 30.0, width=2, critical_step="0")
+    assert [(t["kind"], r["blocks"]["path"], r["events"]["path"]) for t in narrow["tracks"]
+            for r in t["rows"]] == [("cpu", [], [0]), ("gpu", [], [0])]
