@@ -172,3 +172,18 @@ def test_the_trace_first_event_on_the_path_is_marked(tmp_path):
     narrow = build_timeline(table, 0.0, 30.0, width=2, critical_step="0")
     assert [(t["kind"], r["blocks"]["path"], r["events"]["path"]) for t in narrow["tracks"]
             for r in t["rows"]] == [("cpu", [], [0]), ("gpu", [], [0])]
+
+
+def test_a_one_node_path_and_an_empty_one(tmp_path):
+    # a lone cudaMalloc, no step marker: one run in the window, one node on the path
+    lone = make_table([runtime(10, 5, corr=1, name="cudaMalloc")], tmp_path)
+    payload = build_timeline(lone, width=100, critical_step="0")
+    assert _marked(payload) == {_row(lone, "cudaMalloc")}
+    assert payload["critical"]["nodes"] == 1 and payload["critical"]["edges"]["total"] == 0
+    # step 2 launches nothing: its path is empty and nothing is marked
+    gap = make_table([step(1, 0, 100), step(2, 100, 100), step(3, 200, 100),
+                      runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                      runtime(210, 5, corr=2), kernel(220, 10, corr=2)], tmp_path)
+    empty = build_timeline(gap, width=3000, critical_step="2")
+    assert (_marked(empty), empty["critical"]["nodes"]) == (set(), 0)
+    assert all(r["blocks"]["path"] == [] for t in empty["tracks"] for r in t["rows"])
