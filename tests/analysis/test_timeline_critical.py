@@ -119,18 +119,19 @@ def test_a_window_beside_the_path_has_no_edges(table):
     assert edges["from_ts"] == [0] and edges["to_ts"] == [0]  # both at 80, relative to 80
 
 
-def test_edges_are_sampled_evenly_above_max_edges(tmp_path):
-    """2100 launches [0.1 i, 0.1 i + 0.05) of kernels queued back to back [1000 + i,
-    1001 + i): the path is L0, K0, K1, ..., K2099 (2100 edges: launch, then stream order);
-    MAX_EDGES of them are sent, an even sample, first and last included."""
-    n = 2100
+@pytest.mark.parametrize("n", [MAX_EDGES + 100, MAX_EDGES])
+def test_edges_are_sampled_evenly_above_max_edges(tmp_path, n):
+    """n launches [0.1 i, 0.1 i + 0.05) of kernels queued back to back [1000 + i,
+    1001 + i): the path is L0, K0, K1, ..., K(n-1) (n edges: launch, then stream order);
+    above MAX_EDGES an even sample of MAX_EDGES is sent, first and last included."""
     events = [step(1, 0, 4000)]
     for i in range(n):
         events += [runtime(0.1 * i, 0.05, corr=i + 1), kernel(1000 + i, 1, corr=i + 1)]
     table = make_table(events, tmp_path)
     payload = build_timeline(table, width=1000, critical_step="1")
     edges = payload["critical"]["edges"]
-    assert (edges["total"], edges["capped"], len(edges["kind"])) == (n, True, MAX_EDGES)
+    assert (edges["total"], edges["capped"], len(edges["kind"])) == (
+        n, n > MAX_EDGES, MAX_EDGES)
     assert payload["critical"]["nodes"] == n + 1
     keep = np.linspace(0, n - 1, MAX_EDGES).astype(np.int64)
     kinds = ["launch"] + ["stream"] * (n - 1)
@@ -168,7 +169,11 @@ def test_the_trace_first_event_on_the_path_is_marked(tmp_path):
     # no step marker: the launch call is the CPU track's first event (index position 0)
     table = make_table([runtime(10, 5, corr=1), kernel(20, 10, corr=1, name="K")], tmp_path)
     payload = build_timeline(table, width=2000, critical_step="0")
-    assert _marked(payload) == {_row(table, "cudaLaunchKernel"), _row(table, "K")}
+    launch, k = _row(table, "cudaLaunchKernel"), _row(table, "K")
+    assert _marked(payload) == {launch, k}
+    edges = payload["critical"]["edges"]
+    assert list(zip(edges["from_track"], edges["from_depth"], edges["to_track"],
+                    edges["to_depth"])) == [(*_place(payload, launch), *_place(payload, k))]
     narrow = build_timeline(table, 0.0, 30.0, width=2, critical_step="0")
     assert [(t["kind"], r["blocks"]["path"], r["events"]["path"]) for t in narrow["tracks"]
             for r in t["rows"]] == [("cpu", [], [0]), ("gpu", [], [0])]
