@@ -1,14 +1,26 @@
 """CUDA/HIP graphs (issue 25 items 1-3) on hand-built traces: every expected number is derived
 in the docstrings from the events written here."""
 
+import numpy as np
 import pytest
 
 from tb_plugin.analysis.gpu_idle import critical_path
 from tb_plugin.analysis.gpu_idle.idle import queue_lengths
-from tb_plugin.analysis.gpu_idle.launch_stats import launch_stats
+from tb_plugin.analysis.gpu_idle.launch_stats import annotation_breakdown, launch_stats
 from tb_plugin.analysis.gpu_idle.view import build_gpu_idle
-from tb_plugin.analysis.graph_launches import GRAPH_LAUNCH_RE, backlog
-from tb_plugin.analysis.graphs import CAPTURE_NOTE, graph_summary, merge_capture
+from tb_plugin.analysis.graph_launches import (
+    GRAPH_LAUNCH_RE,
+    backlog,
+    capture_windows,
+    captured_launch_rows,
+)
+from tb_plugin.analysis.graphs import (
+    CAPTURE_NOTE,
+    TOP_OWNERS,
+    graph_annotations,
+    graph_summary,
+    merge_capture,
+)
 from tb_plugin.analysis.kernels import GROUP_BY_KERNEL_OP, kernel_table
 from tb_plugin.analysis.overview import build_overview
 
@@ -73,6 +85,36 @@ def test_graph_is_one_launch_of_n_kernels(replay):
     assert stats["delay_outliers"] == 1  # G1's 50 > 5; the two 5s are not
     assert stats["median_delay_us"] == 5.0 and stats["mean_delay_us"] == 20.0
     assert [o["name"] for o in stats["top_runtime_outliers"]] == ["k_a"]
+
+
+def _row(table, name: str) -> int:
+    [row] = np.flatnonzero(table.events["name"].astype(str).to_numpy() == name)
+    return int(row)
+
+
+def test_outlier_rows_name_the_first_kernel_and_the_launch(replay):
+    """G1 is the only runtime outlier at cutoff 10 (cpu 50): its first kernel k_a at 200, gpu
+    30 + 20 + 10 = 60, delay 200 - 150 = 50."""
+    stats = launch_stats(replay, runtime_cutoff_us=10.0, delay_cutoff_us=5.0)
+    g1 = {"event": _row(replay, "k_a"), "launch_event": _row(replay, "cudaGraphLaunch_v10000"),
+          "name": "k_a", "start_us": 200.0, "cpu_us": 50.0, "gpu_us": 60.0, "delay_us": 50.0}
+    assert stats["top_runtime_outliers"] == [g1]
+    assert stats["top_delay_outliers"] == [g1]  # 50 > 5; the two delays of 5 are not
+
+
+def test_annotation_counts_every_kernel_of_a_graph_launch(replay):
+    """"decode" [0, 500) holds G1's launch: its 3 kernels (not 1 launch), 60 us; the step
+    marker is no annotation; G2 and aten::mm's launch lie outside it."""
+    assert annotation_breakdown(replay) == [{"side": "host", "name": "decode", "ranges": 1,
+                                             "wall_us": 500.0, "gpu_us": 60.0, "kernels": 3}]
+
+
+def test_graph_annotations_only_for_replayed_kernels(replay):
+    """k_a (G1, inside "decode") gets "decode"; k_d (G2, outside every annotation), the
+    kernel aten::mm launched and a row that is not a device event get ""."""
+    rows = np.array([_row(replay, "k_a"), _row(replay, "k_d"), _row(replay, "aten::mm"),
+                     _row(replay, "void gemm_kernel<float>()"), _row(replay, "k_b")])
+    assert graph_annotations(replay, rows).tolist() == ["decode", "", "", "", "decode"]
 
 
 def test_graph_short_on_the_other_side(tmp_path):
@@ -248,3 +290,85 @@ def test_overview_split_counts_a_graph_launch_once(replay):
     assert one["breakdown_us"]["Runtime"] == 65.0
     assert any(n.startswith("CUDA/HIP graph trace: 2 graph launch(es) replayed 5 kernels")
                for n in overview["notes"])
+
+
+@pytest.mark.parametrize("delays, shown", [((10_000.0, 30_000.0, 11_000.0), "10 ms"),
+                                           ((9_999.0, 30_000.0, 11_000.0), "10.0 ms"),
+                                           ((1_250.0, 3_000.0), "1.2 ms")])
+def test_backlog_row_every_key(tmp_path, delays, shown):
+    """Per GPU: the smallest delay, the median of all, the charged events; whole milliseconds
+    from 10 ms on, one decimal below."""
+    [row] = backlog(_backlog_table(tmp_path, delays))
+    assert row == {"device": 0, "offset_us": min(delays),
+                   "median_delay_us": float(np.median(delays)), "events": len(delays),
+                   "message": f"GPU 0: kernels start ~{shown} after their launch (every one of "
+                              "them): a backlog from before the window or a clock offset, not "
+                              "launch time"}
+
+
+def test_capture_windows_per_thread_and_open_ended(tmp_path):
+    """Thread 1: Begin [10,12) .. End [60,65) -> [10, 65); Begin [100,101) without an End:
+    [100, inf). Thread 2: an End [5,6) before any Begin is no window. Captured: the launch at
+    22 and the memcpy at 130 on thread 1 (inside), not the launch at 70 (between windows), not
+    thread 2's launch at 30 (its thread has no window), not the graph launch at 120."""
+    table = make_table([
+        runtime(10, 2, corr=1, name="cudaStreamBeginCapture"),
+        runtime(22, 3, corr=2), runtime(60, 5, corr=3, name="cudaStreamEndCapture"),
+        runtime(70, 3, corr=4),
+        runtime(100, 1, corr=5, name="hipStreamBeginCapture_spt"),
+        runtime(120, 3, corr=6, name="cudaGraphLaunch"),
+        runtime(130, 2, corr=7, name="cudaMemcpyAsync"),
+        runtime(5, 1, corr=8, name="cudaStreamEndCapture", tid=2),
+        runtime(30, 3, corr=9, tid=2),
+    ], tmp_path)
+    windows = capture_windows(table)
+    assert list(zip(windows["start"], windows["end"])) == [(10.0, 65.0), (100.0, np.inf)]
+    assert windows["thread"].nunique() == 1
+    events = table.events
+    assert [(str(events["name"].iat[r]), float(events["ts"].iat[r]))
+            for r in captured_launch_rows(table)] == [("cudaLaunchKernel", 22.0),
+                                                      ("cudaMemcpyAsync", 130.0)]
+    assert len(capture_windows(make_table([runtime(1, 1, corr=1)], tmp_path))) == 0
+
+
+def test_replay_note_and_owners_by_time_then_name(tmp_path):
+    """Three graph launches: G1 inside aten::linear (an operator: 20 us of kernels), G2 inside
+    annotation "a" (20 us), G3 inside nothing (10 us): 40 of 50 us attributed, 80.0 %; owners
+    by time, ties by name (a before aten::linear)."""
+    table = make_table([
+        step(1, 0, 1000),
+        cpu_op("aten::linear", 0, 100, ext=1),
+        runtime(10, 5, corr=1, ext=1, name="cudaGraphLaunch"), kernel(20, 20, corr=1),
+        cpu_op("a", 200, 100, cat="user_annotation"),
+        runtime(210, 5, corr=2, name="cudaGraphLaunch"), kernel(220, 5, corr=2),
+        kernel(230, 15, corr=2),
+        runtime(400, 5, corr=3, name="cudaGraphLaunch"), kernel(410, 10, corr=3),
+    ], tmp_path)
+    s = graph_summary(table)
+    assert (s["mode"], s["launches"], s["launch_us"], s["replayed_kernels"],
+            s["replayed_kernel_us"], s["attributed_kernel_us"]) == ("replay", 3, 15.0, 4, 50.0,
+                                                                     40.0)
+    assert s["owners"] == [{"name": "a", "kind": "annotation", "kernels": 2, "kernel_us": 20.0},
+                           {"name": "aten::linear", "kind": "operator", "kernels": 1,
+                            "kernel_us": 20.0}]
+    assert s["notes"] == [
+        "CUDA/HIP graph trace: 3 graph launch(es) replayed 4 kernels; each launch is counted "
+        "once, and 80.0% of the replayed kernel time is attributed to the operator or "
+        "annotation around its launch."]
+
+
+def test_owners_bounded(tmp_path):
+    events = [step(1, 0, 100_000)]
+    for i in range(TOP_OWNERS + 1):  # annotation i holds a graph launch of i + 1 us of kernels
+        events += [cpu_op(f"ann{i:02d}", 100 * i, 50, cat="user_annotation"),
+                   runtime(100 * i + 5, 2, corr=i + 1, name="cudaGraphLaunch"),
+                   kernel(100 * i + 10, i + 1, corr=i + 1)]
+    s = graph_summary(make_table(events, tmp_path))
+    assert [o["name"] for o in s["owners"]] == [f"ann{i:02d}" for i in range(TOP_OWNERS, 0, -1)]
+
+
+def test_plain_trace_has_no_graph_notes(tmp_path):
+    s = graph_summary(make_table([step(1, 0, 100), runtime(10, 5, corr=1),
+                                  kernel(20, 10, corr=1)], tmp_path))
+    assert (s["mode"], s["launches"], s["replayed_kernels"], s["owners"], s["notes"]) == (
+        "none", 0, 0, [], [])

@@ -149,3 +149,63 @@ def test_rocm_trace_ignores_gpu_side_step_markers():
     steps = compute_steps(table)
     assert len(set(steps.names)) == len(steps.names)
     assert steps.names == ["1"]  # step 2 launches nothing on the GPU: trimmed as incomplete
+
+
+def _launches(step_start: float, n: int, corr: int) -> list:
+    return [e for i in range(n) for e in (runtime(step_start + 10 + i, 1, corr=corr + i),
+                                          kernel(step_start + 20 + i, 1, corr=corr + i))]
+
+
+@pytest.mark.parametrize("last, kept", [(4, ["1", "2"]), (3, ["1"])])
+def test_tail_kept_from_four_fifths_of_the_previous_step(tmp_path, last, kept):
+    # 5 launches in step 1; the last step keeps with 4 (5 x 0.8 = 4 is not more than 4)
+    events = [step(1, 0, 100), step(2, 100, 100), *_launches(0, 5, 0), *_launches(100, last, 50)]
+    steps = compute_steps(make_table(events, tmp_path))
+    assert steps.names == kept and steps.trimmed == 2 - len(kept)
+    assert steps.warnings == ([] if len(kept) == 2 else [
+        "Removed the last 1 step(s): the profiler may not have captured all the device work "
+        "they launched"])
+    assert len(steps.host_starts) == len(steps.host_ends) == len(steps.starts) == len(kept)
+
+
+def test_trailing_steps_without_device_work_are_removed(tmp_path):
+    events = [step(1, 0, 100), step(2, 100, 100), step(3, 200, 100), *_launches(0, 1, 0)]
+    steps = compute_steps(make_table(events, tmp_path))
+    assert steps.names == ["1"] and steps.trimmed == 2
+    assert steps.warnings == ["Removed the last 2 step(s): the profiler may not have captured "
+                              "all the device work they launched"]
+    assert steps.host_ends.tolist() == [100.0]
+
+
+def test_launch_on_the_step_edges_belongs_to_it(tmp_path):
+    # the launch call fills step 1 exactly [100, 200): inside; its kernel ends at 260
+    table = make_table([step(1, 100, 100), step(2, 200, 100), runtime(100, 100, corr=1),
+                        kernel(210, 50, corr=1), runtime(200, 5, corr=2),
+                        kernel(270, 10, corr=2)], tmp_path)
+    assert _ranges(compute_steps(table)) == [(100, 260), (260, 300)]
+
+
+@pytest.mark.parametrize("stale_end, start", [(150, 100), (149, 149)])
+def test_stale_work_moves_the_first_step_only_when_it_ended_earlier(tmp_path, stale_end, start):
+    # step 1's own kernel starts at 150; a kernel launched before profiling ends at stale_end:
+    # the step starts after it only when it ended strictly before 150
+    table = make_table([step(1, 100, 100), runtime(120, 10, corr=1), kernel(150, 20, corr=1),
+                        kernel(stale_end - 60, 60, corr=99)], tmp_path)
+    assert _ranges(compute_steps(table)) == [(start, 200)]
+
+
+def test_step_ending_before_it_starts_is_made_empty(tmp_path):
+    # step 1's kernel (stream 7) runs to 500; step 2's (stream 8) ends at 160: step 2 would end
+    # (200) before it starts (500)
+    table = make_table([step(1, 0, 100), step(2, 100, 100), runtime(10, 5, corr=1),
+                        kernel(50, 450, corr=1), runtime(110, 5, corr=2),
+                        kernel(150, 10, corr=2, stream=8)], tmp_path)
+    steps = compute_steps(table)
+    assert _ranges(steps) == [(0, 500), (500, 500)]
+    assert steps.warnings == ["step 2 ends before it starts; made empty"]
+
+
+def test_step_numbers_fit_in_int64(tmp_path):
+    table = make_table([step(10 ** 17, 0, 10), step(10 ** 18, 10, 10), step("", 20, 10),
+                        cpu_op("ProfilerStep#3 ", 30, 10, cat="user_annotation")], tmp_path)
+    assert compute_steps(table).names == [str(10 ** 17)]  # 19 digits, "", "3 " skipped

@@ -4,6 +4,7 @@ detail payload are the path's, on a hand-built trace whose paths are derived in 
 import numpy as np
 import pytest
 
+from tb_plugin.analysis.timeline.critical import MAX_EDGES
 from tb_plugin.analysis.timeline.view import build_timeline
 from tb_plugin.views.errors import NotInTrace
 from tb_plugin.views.registry import build_view
@@ -99,3 +100,95 @@ def test_unknown_step_and_default_payload(table):
     plain = build_timeline(table, width=2000)
     assert "critical" not in plain
     assert all("path" not in r["events"] for t in plain["tracks"] for r in t["rows"])
+
+
+def test_a_window_beside_the_path_has_no_edges(table):
+    """Step 1's edges lie in [15, 80]: a window [150, 200] touches none (and holds none of its
+    events), so every edge list is empty; [80, 200] touches the last edge (K2 -> S at 80)."""
+    payload = build_timeline(table, 150.0, 200.0, width=1000, critical_step="1")
+    assert _marked(payload) == set()
+    crit = payload["critical"]
+    assert (crit["step"], crit["start_us"], crit["end_us"], crit["nodes"]) == ("1", 0.0, 100.0, 4)
+    edges = crit["edges"]
+    assert (edges["total"], edges["capped"], edges["kind"]) == (0, False, [])
+    assert all(edges[f"{side}_{key}"] == [] for side in ("from", "to")
+               for key in ("track", "depth", "ts", "id"))
+    k2, s = _row(table, "K2"), _row(table, "cudaDeviceSynchronize")
+    edges = build_timeline(table, 80.0, 200.0, width=1000, critical_step="1")["critical"]["edges"]
+    assert (edges["total"], edges["from_id"], edges["to_id"]) == (1, [k2], [s])
+    assert edges["from_ts"] == [0] and edges["to_ts"] == [0]  # both at 80, relative to 80
+
+
+@pytest.mark.parametrize("n", [MAX_EDGES + 100, MAX_EDGES])
+def test_edges_are_sampled_evenly_above_max_edges(tmp_path, n):
+    """n launches [0.1 i, 0.1 i + 0.05) of kernels queued back to back [1000 + i,
+    1001 + i): the path is L0, K0, K1, ..., K(n-1) (n edges: launch, then stream order);
+    above MAX_EDGES an even sample of MAX_EDGES is sent, first and last included."""
+    events = [step(1, 0, 4000)]
+    for i in range(n):
+        events += [runtime(0.1 * i, 0.05, corr=i + 1), kernel(1000 + i, 1, corr=i + 1)]
+    table = make_table(events, tmp_path)
+    payload = build_timeline(table, width=1000, critical_step="1")
+    edges = payload["critical"]["edges"]
+    assert (edges["total"], edges["capped"], len(edges["kind"])) == (
+        n, n > MAX_EDGES, MAX_EDGES)
+    assert payload["critical"]["nodes"] == n + 1
+    keep = np.linspace(0, n - 1, MAX_EDGES).astype(np.int64)
+    kinds = ["launch"] + ["stream"] * (n - 1)
+    assert [edges["kinds"][k] for k in edges["kind"]] == [kinds[i] for i in keep]
+    # where each stream edge leaves: the previous kernel's end (relative to the trace start)
+    assert edges["from_ts"][1:] == [1000.0 + i for i in keep[1:]]
+
+
+def _place(payload, event_id: int) -> tuple[int, int]:
+    """(track id, row) of an event drawn alone in the payload."""
+    [found] = [(t["id"], depth) for t in payload["tracks"] for depth, r in enumerate(t["rows"])
+               if event_id in r["events"]["id"]]
+    return found
+
+
+def test_edge_ends_name_their_tracks_and_rows(table):
+    a, k1, k2, s = (_row(table, n) for n in ("cudaLaunchKernel", "K1", "K2",
+                                             "cudaDeviceSynchronize"))
+    payload = build_timeline(table, width=2000, critical_step="1")
+    edges = payload["critical"]["edges"]
+    assert list(zip(edges["from_track"], edges["from_depth"])) == [
+        _place(payload, e) for e in (a, k1, k2)]
+    assert list(zip(edges["to_track"], edges["to_depth"])) == [
+        _place(payload, e) for e in (k1, k2, s)]
+
+
+def test_an_edge_starting_at_the_window_end_is_sent(table):
+    # A -> K1 runs from A's end (15) to K1's start (20): a window ending at 15 touches it
+    a, k1 = _row(table, "cudaLaunchKernel"), _row(table, "K1")
+    edges = build_timeline(table, 0.0, 15.0, width=100, critical_step="1")["critical"]["edges"]
+    assert (edges["total"], edges["from_id"], edges["to_id"]) == (1, [a], [k1])
+
+
+def test_the_trace_first_event_on_the_path_is_marked(tmp_path):
+    # no step marker: the launch call is the CPU track's first event (index position 0)
+    table = make_table([runtime(10, 5, corr=1), kernel(20, 10, corr=1, name="K")], tmp_path)
+    payload = build_timeline(table, width=2000, critical_step="0")
+    launch, k = _row(table, "cudaLaunchKernel"), _row(table, "K")
+    assert _marked(payload) == {launch, k}
+    edges = payload["critical"]["edges"]
+    assert list(zip(edges["from_track"], edges["from_depth"], edges["to_track"],
+                    edges["to_depth"])) == [(*_place(payload, launch), *_place(payload, k))]
+    narrow = build_timeline(table, 0.0, 30.0, width=2, critical_step="0")
+    assert [(t["kind"], r["blocks"]["path"], r["events"]["path"]) for t in narrow["tracks"]
+            for r in t["rows"]] == [("cpu", [], [0]), ("gpu", [], [0])]
+
+
+def test_a_one_node_path_and_an_empty_one(tmp_path):
+    # a lone cudaMalloc, no step marker: one run in the window, one node on the path
+    lone = make_table([runtime(10, 5, corr=1, name="cudaMalloc")], tmp_path)
+    payload = build_timeline(lone, width=100, critical_step="0")
+    assert _marked(payload) == {_row(lone, "cudaMalloc")}
+    assert payload["critical"]["nodes"] == 1 and payload["critical"]["edges"]["total"] == 0
+    # step 2 launches nothing: its path is empty and nothing is marked
+    gap = make_table([step(1, 0, 100), step(2, 100, 100), step(3, 200, 100),
+                      runtime(10, 5, corr=1), kernel(20, 10, corr=1),
+                      runtime(210, 5, corr=2), kernel(220, 10, corr=2)], tmp_path)
+    empty = build_timeline(gap, width=3000, critical_step="2")
+    assert (_marked(empty), empty["critical"]["nodes"]) == (set(), 0)
+    assert all(r["blocks"]["path"] == [] for t in empty["tracks"] for r in t["rows"])

@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from tb_plugin.analysis.whatif import EditError, build_whatif, parse_edits
+from tb_plugin.analysis.whatif.engine import MAX_STEPS
 from tb_plugin.load import load_trace
 from tests.support import SAMPLES, SHARED_TRACES, needs_shared
 
-from .helpers import cpu_op, kernel, make_table, runtime, step
+from .helpers import cpu_op, kernel, make_table, memcpy, runtime, step
 
 SYNC = "cudaDeviceSynchronize"
 K2 = "void big_kernel<float>()"
@@ -134,6 +135,37 @@ def test_unknown_step(table):
         "1"]
 
 
+def test_payload_of_one_step_every_key(table):
+    # "sync=0": sync B's 140 us of waiting gone (see the replays above); launch=1 changes nothing
+    assert build_whatif(table, parse_edits("sync=0; launch=1")) == {
+        "edits": ["sync=0", "launch=1"], "original_us": 1000.0, "predicted_us": 860.0,
+        "saving_us": 140.0, "saving_pct": 14.0, "notes": [],
+        "steps": [{"step": "1", "original_us": 1000.0, "predicted_us": 860.0,
+                   "saving_us": 140.0, "saving_pct": 14.0, "replayed_us": 1000.0,
+                   "wait_us": 140.0, "predicted_wait_us": 0.0, "calls": 4,
+                   "device_events": 2}]}
+    assert str(pytest.raises(LookupError, build_whatif, table, parse_edits("launch=0"), "2")
+               .value) == "no step '2': the steps are 1"
+
+
+def test_no_step_and_at_most_max_steps(tmp_path):
+    empty = build_whatif(make_table([], tmp_path), parse_edits("sync=0"))
+    assert empty == {"edits": ["sync=0"], "original_us": 0.0, "predicted_us": 0.0,
+                     "saving_us": 0.0, "saving_pct": 0.0, "steps": [],
+                     "notes": ["the trace has no step to replay"]}
+    # steps of 100 us, each with 50 us of op "x" inside: x=0.5 saves 25 us a step
+    events = [e for i in range(MAX_STEPS + 2)
+              for e in (step(i, i * 100, 100), cpu_op("x", i * 100 + 10, 50))]
+    many = build_whatif(make_table(events, tmp_path), parse_edits("op:x=0.5"))
+    assert many["notes"] == [f"the first {MAX_STEPS} of {MAX_STEPS + 2} steps are replayed"]
+    assert [s["step"] for s in many["steps"]] == [str(i) for i in range(MAX_STEPS)]
+    assert (many["original_us"], many["predicted_us"], many["saving_pct"]) == (100.0, 75.0, 25.0)
+    exact = build_whatif(make_table(events[:2 * MAX_STEPS], tmp_path), parse_edits("op:x=0.5"))
+    assert exact["notes"] == [] and len(exact["steps"]) == MAX_STEPS
+    one = build_whatif(make_table(events, tmp_path), parse_edits("op:x=0.5"), str(MAX_STEPS + 1))
+    assert one["notes"] == [] and [s["step"] for s in one["steps"]] == [str(MAX_STEPS + 1)]
+
+
 def _real_traces() -> list:
     shared = sorted(p for p in SHARED_TRACES.glob("**/*.pt.trace.json*")
                     if "memory_timeline" not in p.name) if SHARED_TRACES.is_dir() else []
@@ -169,3 +201,33 @@ def test_replays_of_the_samples(run):
     assert paths
     for path in paths:
         _check_replays(path)
+
+
+@pytest.mark.parametrize("device_event, edit", [
+    (memcpy(30, 100, corr=1), "memcpy=0"),
+    (kernel(30, 100, corr=1, name="ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
+     "communication=0"),
+])
+def test_removing_the_waited_for_device_work(tmp_path, device_event, edit):
+    """Step [0,1000): a launch [10,20) starts 100 us of device work at 30; a synchronize
+    [40,140) waits for it until 130 (tail 10). Without that work the synchronize returns
+    after its tail: [40,50), 90 us earlier: 910."""
+    events = [step(1, 0, 1000), runtime(10, 10, corr=1, name="cudaMemcpyAsync"), device_event,
+              runtime(40, 100, corr=90, name=SYNC)]
+    table = make_table(events, tmp_path)
+    assert _predict(table, edit) == pytest.approx(910.0)
+    other = "communication=0" if edit == "memcpy=0" else "memcpy=0"
+    assert _predict(table, other) == pytest.approx(1000.0)  # the other kind: nothing changes
+
+
+def test_a_driver_call_inside_a_runtime_call_is_not_a_call_of_its_own(tmp_path):
+    """cudaLaunchKernel [10,20) holds the driver's cuLaunchKernel [12,15) (same correlation):
+    one call, the outer. With cudaLaunchKernel [50,55) launching nothing and cudaMalloc on
+    another thread: 3 calls. launch=0 removes the launching call's 10 us: the thread's end
+    moves from 100 to 90; the call without device work keeps its 5 us."""
+    table = make_table([step(1, 0, 100), runtime(10, 10, corr=1),
+                        runtime(12, 3, corr=1, name="cuLaunchKernel", cat="cuda_driver"),
+                        kernel(30, 10, corr=1), runtime(50, 5, corr=2),
+                        runtime(50, 5, corr=3, name="cudaMalloc", tid=2)], tmp_path)
+    [row] = build_whatif(table, parse_edits("launch=0"))["steps"]
+    assert (row["calls"], row["device_events"], row["predicted_us"]) == (3, 1, 90.0)

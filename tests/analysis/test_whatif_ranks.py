@@ -244,3 +244,47 @@ def test_collectives_in_different_orders_are_released(tmp_path):
     assert out["notes"] == ["1 collectives were recorded in different orders on different "
                             "ranks: replayed without waiting for the ranks that had not "
                             "arrived"]
+
+
+def test_waits_are_per_step_means_over_two_steps(tmp_path):
+    # each rank: steps 1 [0, 1000) and 2 [1000, 2000), one all_reduce each; rank0 arrives at
+    # 100 / 1100, rank1 at 300 / 1300, both leave at 400 / 1400: per step rank0 waits 200 us
+    # for rank1. Per rank, the mean over its 2 steps: wait 400 / 2, imposed 400 / 2.
+    tables = {}
+    for r, arrive in enumerate((100.0, 300.0)):
+        events = [step(1, 0, 1000), step(2, 1000, 1000)]
+        events += [cpu_op(AR, base + arrive, 400 - arrive, ext=10 * r + k,
+                          **{"Input Dims": [[1024]], "Input type": ["float"]})
+                   for k, base in enumerate((0.0, 1000.0))]
+        tables[f"rank{r}"] = make_table(events, tmp_path, distributedInfo={
+            "backend": "gloo", "rank": r, "world_size": 2})
+    out = _run(tables, "straggler=0")
+    assert [(r["worker"], r["wait_us"], r["imposed_wait_us"]) for r in out["ranks"]] == [
+        ("rank0", 200.0, 0.0), ("rank1", 0.0, 200.0)]
+    # rank1's segments -> rank0's: both arrive at 100, leave at 200: 800 us a step, no waits
+    assert [(r["original_us"], r["predicted_us"], r["predicted_wait_us"],
+             r["predicted_imposed_wait_us"]) for r in out["ranks"]] == [
+        (1000.0, 800.0, 0.0, 0.0), (1000.0, 800.0, 0.0, 0.0)]
+    assert [(s["step"], s["original_us"], s["predicted_us"], s["last"], s["new_last"])
+            for s in out["steps"]] == [("1", 1000.0, 800.0, "rank1", None),
+                                       ("2", 1000.0, 800.0, "rank1", None)]
+    half = _run(tables, "rank:rank1=0.5")  # arrives at 200: rank0 waits 100 a step
+    assert [(r["predicted_wait_us"], r["predicted_imposed_wait_us"]) for r in half["ranks"]] == [
+        (100.0, 0.0), (0.0, 100.0)]
+
+
+def test_an_unknown_rank_names_the_workers(two, tmp_path):
+    with pytest.raises(EditError) as caught:
+        _run(two, "rank:rank7=0.5")
+    assert str(caught.value) == ("rank:rank7=0.5: no worker or rank 'rank7' in this span "
+                                 "(workers: rank0, rank1)")
+    # 17 workers: the first 16 named, then "..."
+    many = {f"w{i:02d}": two["rank0"] for i in range(17)}
+    with pytest.raises(EditError) as caught:
+        _run(many, "rank:x=0")
+    assert str(caught.value) == ("rank:x=0: no worker or rank 'x' in this span (workers: "
+                                 + ", ".join(f"w{i:02d}" for i in range(16)) + ", ...)")
+    exactly = {f"w{i:02d}": two["rank0"] for i in range(16)}
+    with pytest.raises(EditError) as caught:
+        _run(exactly, "rank:x=0")
+    assert str(caught.value).endswith(", w15)")

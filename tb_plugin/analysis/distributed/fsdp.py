@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..numbers import round3 as _round
+from .modules import SOURCE_FSDP, SOURCE_NN_MODULE
 from .summary import RankSummary
 
 FSDP_KINDS = ("all_gather", "reduce_scatter")
@@ -27,7 +28,8 @@ LOW_OVERLAP = 0.5
 
 
 def fsdp_layers(summaries: dict[str, RankSummary], calls: pd.DataFrame) -> dict[str, Any]:
-    sources = sorted({s.module_source for s in summaries.values() if s.module_source})
+    found = {part for s in summaries.values() for part in s.module_source.split(" + ") if part}
+    sources = [source for source in (SOURCE_NN_MODULE, SOURCE_FSDP) if source in found]
     out: dict[str, Any] = {"source": " + ".join(sources), "total": 0, "truncated": False,
                            "rows": [], "unattributed_calls": 0, "unattributed_us": 0.0,
                            "note": ""}

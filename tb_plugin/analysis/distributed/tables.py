@@ -78,7 +78,8 @@ def collective_table(matched: pd.DataFrame) -> pd.DataFrame:
     n = table["n"].to_numpy(np.int64)
     size = np.array([_size(c, b, o, k) for c, b, o, k in zip(
         table["collective"], table["bytes"].astype(float), table["out_bytes"].astype(float), n)])
-    usable = (table["present"].to_numpy() > 1) & (n > 1) & (table["transfer"].to_numpy() > 0)
+    # seen on more than one rank (so n > 1 too: `match` keeps n >= present), with a transfer
+    usable = (table["present"].to_numpy() > 1) & (table["transfer"].to_numpy() > 0)
     usable &= size > 0
     algbw = np.where(usable, size / np.where(usable, table["transfer"], 1.0) / 1e3, np.nan)
     factor = np.array([bus_factor(c, k) or np.nan for c, k in zip(table["collective"], n)])
@@ -285,7 +286,7 @@ def _who(worker: str, devices: list[dict[str, Any]]) -> str:
 
 
 def _num(value: Any) -> Optional[float]:
-    return None if value is None or not math.isfinite(float(value)) else _round(value)
+    return None if value is None else _round(value)  # round3: None when not finite
 
 
 

@@ -190,7 +190,7 @@ def collective_links(keyed: pd.DataFrame, workers: list[str], chosen: list[str],
     total = int(keep.size)
     if total > MAX_LINKS:
         keep = keep[np.linspace(0, total - 1, MAX_LINKS).astype(np.int64)]
-    frame = frame[frame["id"].isin(keep)].sort_values(["id", "lane"], kind="stable")
+    frame = frame[frame["id"].isin(keep)].sort_values(["id", "lane"])  # one call per (id, lane)
     first = frame.drop_duplicates("id")
     position = np.searchsorted(first["id"].to_numpy(), frame["id"].to_numpy())
     return {**empty, "total": total, "capped": total > MAX_LINKS,

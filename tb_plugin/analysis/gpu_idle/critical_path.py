@@ -119,7 +119,7 @@ def _graph(table: TraceTable) -> Graph:
             cand = stream_rows[np.maximum(pos, 0)]
             ok &= ends[cand] > ts[syncs]
             src.append(cand[ok]), dst.append(syncs[ok]), kind.append(np.full(ok.sum(), SYNC))
-    s, d, k = (np.concatenate(x) if x else np.empty(0, dtype=np.int64) for x in (src, dst, kind))
+    s, d, k = (np.concatenate(x) for x in (src, dst, kind))  # never empty lists
     s, d, k = s.astype(np.int64), d.astype(np.int64), k.astype(np.int8)
     # topological order: (end, start, row) ascending; only edges going forward in it
     forward = (ends[s] < ends[d]) | ((ends[s] == ends[d]) & (
