@@ -68,6 +68,23 @@ def test_ids_in_the_first_rank_call_order() -> None:
     assert list(zip(out["id"], out["name"])) == [(0, "nccl:a"), (1, "nccl:b"), (2, "nccl:c")]
 
 
+def test_ids_follow_the_first_rank_even_where_another_rank_called_earlier() -> None:
+    # rank 0: a (group g), c (group h), b (group k); rank 1 calls only b, as its first call.
+    # In rank 0's order: a, c, b (b's call index 0 on rank 1 does not move it before c).
+    rows = [_call(1, 0, "k", 0, 1, name="nccl:b"), _call(0, 0, "g", 0, 1, name="nccl:a"),
+            _call(0, 1, "h", 0, 1, name="nccl:c"), _call(0, 2, "k", 0, 1, name="nccl:b")]
+    out = _match(rows, {}, None)
+    assert list(zip(out["id"], out["name"])) == [(0, "nccl:a"), (1, "nccl:c"), (2, "nccl:b")]
+
+
+def test_step_is_the_lowest_index_ranks_whatever_the_row_order() -> None:
+    rows = [(1, 0, "g", "nccl:x", "all_reduce", 0, 2.0, 1.0, math.nan, math.nan, "f", "7"),
+            (0, 0, "g", "nccl:x", "all_reduce", 0, 2.0, 1.0, math.nan, math.nan, "f", "6")]
+    out = _match(rows, {}, None)
+    assert out["step"].tolist() == ["6"]
+    assert out["last"].tolist() == [0]  # equal durations: the lowest index, not the first row
+
+
 def test_modes_per_group() -> None:
     frame = pd.DataFrame({"group": ["b", "a", "a", "b"], "by_seq": [True, True, False, True]})
     assert modes(frame) == {"a": "order", "b": "sequence"}

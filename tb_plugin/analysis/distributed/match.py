@@ -97,19 +97,22 @@ def match(calls: pd.DataFrame, sizes: dict[str, int], world: Optional[int]) -> p
     (min d), `skew` (max d - min d), `latency` (max d), `last` (worker index of the shortest
     d, lowest index on ties), `bytes`/`out_bytes` (median over ranks), collective, dtype,
     `step` (of the lowest-index rank's call), `matched` (seen on more than one rank, or the
-    group has one rank), `complete` (every member rank present) and `id` (in the first
-    rank's call order)."""
+    group has one rank), `complete` (every member rank present) and `id` (by the lowest-index
+    rank that made the call, then by that rank's call order: the index of the same collective
+    on another rank does not move it)."""
     if len(calls) == 0:
         return pd.DataFrame(columns=[*KEY, "present", "n", "transfer", "skew", "latency",
                                      "last", "bytes", "out_bytes", "collective", "dtype",
                                      "step", "matched", "complete"])
-    grouped = calls.groupby(KEY, sort=False)
+    # in worker order, so that `first` is the lowest-index rank's call and idxmin's ties go to it
+    ordered = calls.sort_values(["w", "call"], kind="stable")
+    grouped = ordered.groupby(KEY, sort=False)
     out = grouped.agg(present=("w", "size"), transfer=("d", "min"), latency=("d", "max"),
                       bytes=("bytes", "median"), out_bytes=("out_bytes", "median"),
                       size_arg=("group_size", "max"), collective=("collective", "first"),
                       dtype=("dtype", "first"), step=("step_name", "first"),
-                      first_w=("w", "min"), first_call=("call", "min"))
-    shortest = calls.loc[grouped["d"].idxmin().to_numpy()]
+                      first_w=("w", "first"), first_call=("call", "first"))
+    shortest = ordered.loc[grouped["d"].idxmin().to_numpy()]
     out["last"] = shortest["w"].to_numpy()
     out["skew"] = out["latency"] - out["transfer"]
     out = out.reset_index()
