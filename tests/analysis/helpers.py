@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from tb_plugin.analysis.distributed.match import match, with_waits
 from tb_plugin.ingest import TraceTable
 from tb_plugin.load import load_trace
 from tests.support import SHARED_TRACES
@@ -123,3 +127,22 @@ def overlap_events() -> list[dict[str, Any]]:
         cpu_op("aten::mm", 360, 50, ext=4),
         runtime(380, 5, corr=41, ext=4), kernel(410, 200, corr=41),
     ]
+
+
+# Collective calls as `distributed/match.py` reads them (one row per rank's call).
+CALL_COLUMNS = ["w", "call", "group", "name", "collective", "seq", "d", "bytes", "out_bytes",
+                "group_size", "dtype", "step_name"]
+
+
+def collective_call(w: int, call: int, name: str, seq: int, d: float, step: str = "1", *,
+                    nbytes: float = 100.0, out: float = math.nan, size: float = math.nan,
+                    dtype: str = "float", group: str = "g") -> tuple:
+    """Rank `w`'s `call`-th call of collective `name` ("nccl:<collective>"), `d` us long."""
+    return (w, call, group, name, name.split(":")[1], seq, d, nbytes, out, size, dtype, step)
+
+
+def collective_frames(rows: list[tuple], world: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(matched collectives, keyed calls) of `collective_call` rows, by the real matcher."""
+    calls = pd.DataFrame(rows, columns=CALL_COLUMNS)
+    matched = match(calls, {}, world)
+    return matched, with_waits(calls, matched)

@@ -9,14 +9,12 @@ trace; every expected value is derived by hand in the comments."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from tb_plugin.analysis.distributed.groups import NETWORK_LINK, NETWORK_PEAK_GBPS, group_rows
-from tb_plugin.analysis.distributed.match import match, with_waits
 from tb_plugin.analysis.distributed.summary import rank_summary
 from tb_plugin.analysis.distributed.tables import (
     MISSING_SHOWN,
@@ -25,24 +23,12 @@ from tb_plugin.analysis.distributed.tables import (
     coverage,
     gpu_names,
 )
+from tests.analysis.helpers import collective_call as _call
+from tests.analysis.helpers import collective_frames as _frames
 from tests.analysis.helpers import make_table
 from tests.support.fsdp_trace import FIRST_GATHER_END, distributed_info, fsdp_events
 
-COLUMNS = ["w", "call", "group", "name", "collective", "seq", "d", "bytes", "out_bytes",
-           "group_size", "dtype", "step_name"]
 AR, BC, AG, RED = "nccl:all_reduce", "nccl:broadcast", "nccl:all_gather", "nccl:reduce"
-
-
-def _call(w: int, call: int, name: str, seq: int, d: float, step: str = "1", *,
-          nbytes: float = 100.0, out: float = math.nan, size: float = math.nan,
-          dtype: str = "float", group: str = "g") -> tuple:
-    return (w, call, group, name, name.split(":")[1], seq, d, nbytes, out, size, dtype, step)
-
-
-def _frames(rows: list[tuple], world: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    calls = pd.DataFrame(rows, columns=COLUMNS)
-    matched = match(calls, {}, world)
-    return matched, with_waits(calls, matched)
 
 
 # --- coverage ----------------------------------------------------------------------------------

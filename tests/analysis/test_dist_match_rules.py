@@ -14,9 +14,7 @@ import pandas as pd
 
 from tb_plugin.analysis.distributed.match import clock_offsets, match, modes, with_waits
 from tb_plugin.analysis.distributed.summary import DEFAULT_GROUP
-
-COLUMNS = ["w", "call", "group", "name", "collective", "seq", "d", "bytes", "out_bytes",
-           "group_size", "dtype", "step_name"]
+from tests.analysis.helpers import CALL_COLUMNS
 
 
 def _call(w: int, call: int, group: str, seq: int, d: float, *, nbytes: float = 100.0,
@@ -25,7 +23,7 @@ def _call(w: int, call: int, group: str, seq: int, d: float, *, nbytes: float = 
 
 
 def _match(rows: list[tuple], sizes: dict[str, int], world) -> pd.DataFrame:
-    return match(pd.DataFrame(rows, columns=COLUMNS), sizes, world)
+    return match(pd.DataFrame(rows, columns=CALL_COLUMNS), sizes, world)
 
 
 def test_group_size_sources_and_flags() -> None:
@@ -56,7 +54,7 @@ def test_last_arriver_ties_skew_and_median_bytes() -> None:
     out = _match(rows, {}, None)
     assert list(zip(out["last"], out["transfer"], out["latency"], out["skew"], out["bytes"])) == [
         (0, 4.0, 9.0, 5.0, 200.0), (1, 3.0, 8.0, 5.0, 100.0)]
-    keyed = with_waits(pd.DataFrame(rows, columns=COLUMNS), out)
+    keyed = with_waits(pd.DataFrame(rows, columns=CALL_COLUMNS), out)
     assert keyed["wait"].tolist() == [0.0, 5.0, 0.0, 5.0, 0.0, 3.0]
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tb_plugin.analysis.distributed.match import match, with_waits
 from tb_plugin.analysis.distributed.tables import (
     HEAT_MAX_COLUMNS,
     HEAT_MAX_RANKS,
@@ -25,22 +24,10 @@ from tb_plugin.analysis.distributed.tables import (
     recommendations,
     straggler_rows,
 )
+from tests.analysis.helpers import collective_call as _call
+from tests.analysis.helpers import collective_frames as _frames
 
-COLUMNS = ["w", "call", "group", "name", "collective", "seq", "d", "bytes", "out_bytes",
-           "group_size", "dtype", "step_name"]
 AR, BC, AG, RED = "nccl:all_reduce", "nccl:broadcast", "nccl:all_gather", "nccl:reduce"
-
-
-def _call(w: int, call: int, name: str, seq: int, d: float, step: str = "1", *,
-          nbytes: float = 100.0, out: float = math.nan, size: float = math.nan,
-          dtype: str = "float", group: str = "g") -> tuple:
-    return (w, call, group, name, name.split(":")[1], seq, d, nbytes, out, size, dtype, step)
-
-
-def _frames(rows: list[tuple], world: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    calls = pd.DataFrame(rows, columns=COLUMNS)
-    matched = match(calls, {}, world)
-    return matched, with_waits(calls, matched)
 
 
 # --- heat maps --------------------------------------------------------------------------------
